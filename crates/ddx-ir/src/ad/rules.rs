@@ -1,0 +1,308 @@
+//! The local derivative rule of every operation, in one `match`.
+//!
+//! [`flow`] answers what a seed `s` (a tangent going up, or an adjoint coming down)
+//! contributes along argument `i` of the node `y = op(args)`. Because every operation is
+//! scalar, its Jacobian is one row, and pushing a tangent forward through argument `i` is
+//! the same multiplication as pulling an adjoint back through it: one rule serves both
+//! modes.
+//!
+//! Conventions (DESIGN.md): `abs'(0) = 0` (through `sign`); `sign' = 0`; comparisons have
+//! no derivative; `max`/`min` give each side half at a tie and otherwise flow to the operand
+//! answered (a NaN operand is never answered unless both are); `pow(a, b)` at `a == 0` has
+//! `∂/∂b = 0`, and `∂/∂a = 0` when `b == 0`, else IEEE's `b·a^(b−1)`; `hypot` and `atan2`
+//! have both partials `0` at the origin; `select`'s condition is never differentiated.
+
+use crate::{Graph, Node, NodeId, Op};
+
+/// What flows along one argument edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Nothing: the partial is structurally zero.
+    Zero,
+    /// This contribution.
+    Plain(NodeId),
+    /// A contribution that counts only where `cond` is truthy (`when == true`) or falsy
+    /// (`when == false`); elsewhere it is exactly zero, whatever `value` holds there.
+    Guarded {
+        /// The condition node (truthy: nonzero or NaN, as `select` reads it).
+        cond: NodeId,
+        /// Which truth value of `cond` lets the contribution through.
+        when: bool,
+        /// The contribution where it counts.
+        value: NodeId,
+    },
+}
+
+/// `s · local`, with the structural shortcuts: a literal-zero partial is [`Flow::Zero`],
+/// `±1` make no multiplication.
+fn scale(g: &mut Graph, s: NodeId, local: NodeId) -> Flow {
+    if let Some(l) = g.constant_of(local) {
+        if l == 0.0 {
+            return Flow::Zero;
+        }
+        if l == -1.0 {
+            return Flow::Plain(g.unary(Op::Neg, s));
+        }
+    }
+    Flow::Plain(g.binary(Op::Mul, s, local))
+}
+
+/// `s · local` counted only where `cond` is falsy.
+fn unless(g: &mut Graph, cond: NodeId, s: NodeId, local: NodeId) -> Flow {
+    match scale(g, s, local) {
+        Flow::Plain(value) => Flow::Guarded {
+            cond,
+            when: false,
+            value,
+        },
+        other => other,
+    }
+}
+
+/// Whether `id` is a constant other than zero (so a singular point guarded by it being
+/// zero cannot occur).
+fn nonzero_constant(g: &Graph, id: NodeId) -> bool {
+    g.constant_of(id).is_some_and(|v| v != 0.0)
+}
+
+/// What seed `s` contributes along argument `i` of node `y`.
+///
+/// # Panics
+/// If `y` is not an operation or `i` is not one of its argument positions (a bug in the
+/// calling pass).
+pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
+    let Node::Apply(op, args) = *g.node(y) else {
+        panic!("flow through a leaf node {y}");
+    };
+    let (a, b) = (args[0], args[1]);
+    let c = |g: &mut Graph, v: f64| g.constant(v);
+    match op {
+        Op::Neg => Flow::Plain(g.unary(Op::Neg, s)),
+        Op::Add => Flow::Plain(s),
+        Op::Sub if i == 0 => Flow::Plain(s),
+        Op::Sub => Flow::Plain(g.unary(Op::Neg, s)),
+        Op::Mul => scale(g, s, if i == 0 { b } else { a }),
+        Op::Div if i == 0 => Flow::Plain(g.binary(Op::Div, s, b)),
+        Op::Div => {
+            let q = g.binary(Op::Div, y, b);
+            let l = g.unary(Op::Neg, q);
+            scale(g, s, l)
+        }
+        Op::Sin => {
+            let l = g.unary(Op::Cos, a);
+            scale(g, s, l)
+        }
+        Op::Cos => {
+            let sin = g.unary(Op::Sin, a);
+            let l = g.unary(Op::Neg, sin);
+            scale(g, s, l)
+        }
+        Op::Tan => {
+            let yy = g.binary(Op::Mul, y, y);
+            let one = c(g, 1.0);
+            let l = g.binary(Op::Add, one, yy);
+            scale(g, s, l)
+        }
+        Op::Exp => scale(g, s, y),
+        Op::Log => Flow::Plain(g.binary(Op::Div, s, a)),
+        Op::Log10 => {
+            let ln10 = c(g, std::f64::consts::LN_10);
+            let d = g.binary(Op::Mul, a, ln10);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Sqrt => {
+            let two = c(g, 2.0);
+            let d = g.binary(Op::Mul, two, y);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Cbrt => {
+            let three = c(g, 3.0);
+            let yy = g.binary(Op::Mul, y, y);
+            let d = g.binary(Op::Mul, three, yy);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Abs => {
+            let l = g.unary(Op::Sign, a);
+            scale(g, s, l)
+        }
+        Op::Sign | Op::Lt | Op::Le | Op::Eq | Op::Ne => Flow::Zero,
+        Op::Asin | Op::Acos => {
+            let one = c(g, 1.0);
+            let aa = g.binary(Op::Mul, a, a);
+            let r = g.binary(Op::Sub, one, aa);
+            let d = g.unary(Op::Sqrt, r);
+            let q = g.binary(Op::Div, s, d);
+            Flow::Plain(if op == Op::Asin {
+                q
+            } else {
+                g.unary(Op::Neg, q)
+            })
+        }
+        Op::Atan => {
+            let one = c(g, 1.0);
+            let aa = g.binary(Op::Mul, a, a);
+            let d = g.binary(Op::Add, one, aa);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Sinh => {
+            let l = g.unary(Op::Cosh, a);
+            scale(g, s, l)
+        }
+        Op::Cosh => {
+            let l = g.unary(Op::Sinh, a);
+            scale(g, s, l)
+        }
+        Op::Tanh => {
+            let one = c(g, 1.0);
+            let yy = g.binary(Op::Mul, y, y);
+            let l = g.binary(Op::Sub, one, yy);
+            scale(g, s, l)
+        }
+        Op::Asinh => {
+            let one = c(g, 1.0);
+            let d = g.binary(Op::Hypot, a, one);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Acosh => {
+            let one = c(g, 1.0);
+            let lo = g.binary(Op::Sub, a, one);
+            let hi = g.binary(Op::Add, a, one);
+            let (lo, hi) = (g.unary(Op::Sqrt, lo), g.unary(Op::Sqrt, hi));
+            let d = g.binary(Op::Mul, lo, hi);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Atanh => {
+            let one = c(g, 1.0);
+            let aa = g.binary(Op::Mul, a, a);
+            let d = g.binary(Op::Sub, one, aa);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Erf => {
+            let k = c(g, std::f64::consts::FRAC_2_SQRT_PI);
+            let aa = g.binary(Op::Mul, a, a);
+            let naa = g.unary(Op::Neg, aa);
+            let e = g.unary(Op::Exp, naa);
+            let l = g.binary(Op::Mul, k, e);
+            scale(g, s, l)
+        }
+        Op::Pow if i == 0 => {
+            // ∂/∂a = b·a^(b−1), and exactly 0 wherever b == 0.
+            if g.constant_of(b) == Some(0.0) {
+                return Flow::Zero;
+            }
+            let one = c(g, 1.0);
+            let bm1 = g.binary(Op::Sub, b, one);
+            let p = g.binary(Op::Pow, a, bm1);
+            let l = g.binary(Op::Mul, b, p);
+            if g.constant_of(b).is_some() {
+                scale(g, s, l)
+            } else {
+                let zero = c(g, 0.0);
+                let cond = g.binary(Op::Eq, b, zero);
+                unless(g, cond, s, l)
+            }
+        }
+        Op::Pow => {
+            // ∂/∂b = a^b·ln(a), and exactly 0 wherever a == 0.
+            if g.constant_of(a) == Some(0.0) {
+                return Flow::Zero;
+            }
+            let ln = g.unary(Op::Log, a);
+            let l = g.binary(Op::Mul, y, ln);
+            if g.constant_of(a).is_some() {
+                scale(g, s, l)
+            } else {
+                let zero = c(g, 0.0);
+                let cond = g.binary(Op::Eq, a, zero);
+                unless(g, cond, s, l)
+            }
+        }
+        Op::Atan2 => {
+            // atan2(a, b): ∂/∂a = b/h², ∂/∂b = −a/h², h = hypot(a, b); 0 at the origin.
+            let h = g.binary(Op::Hypot, a, b);
+            let (num, other) = if i == 0 { (b, a) } else { (a, b) };
+            let q = g.binary(Op::Div, num, h);
+            let q = g.binary(Op::Div, q, h);
+            let l = if i == 0 { q } else { g.unary(Op::Neg, q) };
+            guard_origin(g, h, other, num, s, l)
+        }
+        Op::Hypot => {
+            // ∂/∂a = a/h; 0 at the origin.
+            let (mine, other) = if i == 0 { (a, b) } else { (b, a) };
+            let l = g.binary(Op::Div, mine, y);
+            guard_origin(g, y, other, mine, s, l)
+        }
+        Op::Max | Op::Min => {
+            let w = tie_weight(g, op, a, b, i);
+            match scale(g, s, w) {
+                Flow::Plain(value) => Flow::Guarded {
+                    cond: w,
+                    when: true,
+                    value,
+                },
+                other => other,
+            }
+        }
+        Op::Select => match i {
+            0 => Flow::Zero,
+            1 => Flow::Guarded {
+                cond: a,
+                when: true,
+                value: s,
+            },
+            _ => Flow::Guarded {
+                cond: a,
+                when: false,
+                value: s,
+            },
+        },
+        Op::Fma => match i {
+            0 => scale(g, s, b),
+            1 => scale(g, s, a),
+            _ => Flow::Plain(s),
+        },
+    }
+}
+
+/// `s·l`, guarded off where `h == 0` unless one of the two operands is a nonzero constant
+/// (then the origin cannot be reached).
+fn guard_origin(
+    g: &mut Graph,
+    h: NodeId,
+    other: NodeId,
+    mine: NodeId,
+    s: NodeId,
+    l: NodeId,
+) -> Flow {
+    if nonzero_constant(g, other) || nonzero_constant(g, mine) {
+        return scale(g, s, l);
+    }
+    let zero = g.constant(0.0);
+    let cond = g.binary(Op::Eq, h, zero);
+    unless(g, cond, s, l)
+}
+
+/// The share of `max(a, b)`'s (or `min`'s) derivative that goes to argument `i`: `1` for
+/// the operand answered, `0` for the other, `½` each at a tie. A NaN operand is answered
+/// only when both are NaN (then `a` gets it all).
+fn tie_weight(g: &mut Graph, op: Op, a: NodeId, b: NodeId, i: usize) -> NodeId {
+    let one = g.constant(1.0);
+    let half = g.constant(0.5);
+    // a wins outright: b < a for max, a < b for min.
+    let wins = if op == Op::Max {
+        g.binary(Op::Lt, b, a)
+    } else {
+        g.binary(Op::Lt, a, b)
+    };
+    let tie = g.binary(Op::Eq, a, b);
+    // Neither wins nor ties: a loses, unless b is NaN (then a is answered).
+    let b_ordered = g.binary(Op::Le, b, b);
+    let b_nan = g.binary(Op::Sub, one, b_ordered);
+    let rest = g.select(tie, half, b_nan);
+    let wa = g.select(wins, one, rest);
+    if i == 0 {
+        wa
+    } else {
+        g.binary(Op::Sub, one, wa)
+    }
+}

@@ -1,0 +1,199 @@
+//! The builder arena: what `rt::var` and expression arithmetic write into while a model
+//! closure runs.
+//!
+//! Each thread keeps a stack of open arenas (a model closure may build another equation
+//! inside itself). [`build`] pushes one, runs the closure, pops it and seals what the
+//! closure returned into a [`Model`]. An [`Expr`] remembers the arena it was made in by a
+//! tag unique for the life of the process, so a handle kept past its closure, or carried
+//! into a nested one, is caught and reported rather than misread.
+//!
+//! **Invariant**: arena tags are never reused, so a stale handle can never alias a live
+//! arena.
+
+use crate::expr::{Expr, Poison, Repr};
+use crate::{math, Error, Graph, Model, NodeId, Op, SymbolId};
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
+
+struct Arena {
+    tag: u32,
+    graph: Graph,
+    names: Vec<String>,
+    by_name: FxHashMap<String, SymbolId>,
+    error: Option<Error>,
+}
+
+thread_local! {
+    static STACK: RefCell<Vec<Arena>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Pops the arena even if the model closure panics.
+struct PopGuard {
+    depth: usize,
+    done: bool,
+}
+
+impl Drop for PopGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            STACK.with(|s| s.borrow_mut().truncate(self.depth));
+        }
+    }
+}
+
+/// Runs `model` in a fresh arena and seals the expressions it returns into a [`Model`].
+///
+/// # Errors
+/// - the first error recorded while the closure ran ([`Error::NoArena`],
+///   [`Error::SealedArena`], [`Error::ForeignExpression`]), or one carried by an output;
+/// - [`Error::NoGraph`] when no output depends on a symbol (all are literals), or there
+///   are no outputs.
+pub fn build(model: impl FnOnce() -> Vec<Expr>) -> Result<Model, Error> {
+    let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
+    let depth = STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        s.push(Arena {
+            tag,
+            graph: Graph::new(),
+            names: Vec::new(),
+            by_name: FxHashMap::default(),
+            error: None,
+        });
+        s.len() - 1
+    });
+    let mut guard = PopGuard { depth, done: false };
+    let outputs = model();
+    let mut arena = STACK
+        .with(|s| {
+            let mut s = s.borrow_mut();
+            let arena = s.pop();
+            s.truncate(depth);
+            arena
+        })
+        .filter(|a| a.tag == tag)
+        .ok_or(Error::NoArena)?;
+    guard.done = true;
+    if let Some(e) = arena.error.take() {
+        return Err(e);
+    }
+    let mut ids = Vec::with_capacity(outputs.len());
+    let mut any_symbolic = false;
+    for e in &outputs {
+        ids.push(match e.0 {
+            Repr::Const(v) => arena.graph.constant(v),
+            Repr::Node { arena: t, id } if t == tag => {
+                any_symbolic |= arena.graph.constant_of(id).is_none();
+                id
+            }
+            Repr::Node { arena: t, .. } => return Err(stale(t)),
+            Repr::Poison(p) => return Err(p.error()),
+        });
+    }
+    if !any_symbolic {
+        return Err(Error::NoGraph);
+    }
+    Ok(Model::seal(&arena.graph, &ids, arena.names))
+}
+
+/// The error for a handle from arena `tag`, seen outside it.
+fn stale(tag: u32) -> Error {
+    let open = STACK.with(|s| s.borrow().iter().any(|a| a.tag == tag));
+    if open {
+        Error::ForeignExpression
+    } else {
+        Error::SealedArena
+    }
+}
+
+/// The symbol `name` of the innermost open model, or a handle carrying
+/// [`Error::NoArena`] when no model closure is running.
+pub fn var(name: &str) -> Expr {
+    STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        let Some(a) = s.last_mut() else {
+            return Expr(Repr::Poison(Poison::NoArena));
+        };
+        let sym = match a.by_name.get(name) {
+            Some(&sym) => sym,
+            None => {
+                let sym = SymbolId::from_index(a.names.len());
+                a.names.push(name.to_string());
+                a.by_name.insert(name.to_string(), sym);
+                sym
+            }
+        };
+        let id = a.graph.symbol(sym);
+        Expr(Repr::Node { arena: a.tag, id })
+    })
+}
+
+/// `op(args)` in the innermost open arena: constants fold without one; a poisoned or stale
+/// argument poisons the result and is recorded as the arena's error.
+pub(crate) fn apply(op: Op, args: &[Expr]) -> Expr {
+    debug_assert_eq!(args.len(), op.arity());
+    if let Some(p) = args.iter().find_map(|a| match a.0 {
+        Repr::Poison(p) => Some(p),
+        _ => None,
+    }) {
+        record(p.error());
+        return Expr(Repr::Poison(p));
+    }
+    if args.iter().all(|a| matches!(a.0, Repr::Const(_))) {
+        let mut x = [0.0; 3];
+        for (xi, a) in x.iter_mut().zip(args) {
+            if let Repr::Const(v) = a.0 {
+                *xi = v;
+            }
+        }
+        return Expr(Repr::Const(math::eval(op, &x)));
+    }
+    STACK.with(|s| {
+        let mut s = s.borrow_mut();
+        let Some(top) = s.last().map(|a| a.tag) else {
+            return Expr(Repr::Poison(Poison::Sealed));
+        };
+        let stale = args.iter().find_map(|a| match a.0 {
+            Repr::Node { arena, .. } if arena != top => Some(arena),
+            _ => None,
+        });
+        if let Some(t) = stale {
+            let (p, e) = if s.iter().any(|a| a.tag == t) {
+                (Poison::Foreign, Error::ForeignExpression)
+            } else {
+                (Poison::Sealed, Error::SealedArena)
+            };
+            if let Some(arena) = s.last_mut() {
+                arena.error.get_or_insert(e);
+            }
+            return Expr(Repr::Poison(p));
+        }
+        let Some(arena) = s.last_mut() else {
+            return Expr(Repr::Poison(Poison::Sealed));
+        };
+        let mut ids = [NodeId(0); 3];
+        for (slot, a) in ids.iter_mut().zip(args) {
+            *slot = match a.0 {
+                Repr::Const(v) => arena.graph.constant(v),
+                Repr::Node { id, .. } => id,
+                Repr::Poison(_) => return Expr(Repr::Poison(Poison::Sealed)),
+            };
+        }
+        let id = arena.graph.apply(op, &ids[..args.len()]);
+        Expr(Repr::Node {
+            arena: arena.tag,
+            id,
+        })
+    })
+}
+
+/// Records `e` as the innermost arena's error, if it has none yet.
+fn record(e: Error) {
+    STACK.with(|s| {
+        if let Some(a) = s.borrow_mut().last_mut() {
+            a.error.get_or_insert(e);
+        }
+    });
+}

@@ -1,0 +1,273 @@
+//! Errors: every failure ddx reports, as data.
+//!
+//! [`Error`] carries what went wrong with the names and numbers involved; [`Errc`] is the
+//! bare code (the reference specification's `errc` spelling, used by the Python bindings
+//! and the command line). Nothing in ddx panics on user input: every refusal is one of
+//! these.
+
+use std::fmt;
+
+/// What a vector argument of a product call is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VectorRole {
+    /// A direction `v`, one value per symbol (`jvp`, `hvp`).
+    Direction,
+    /// A covector (weights) `w`, one value per function (`vjp`).
+    Covector,
+}
+
+impl fmt::Display for VectorRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            VectorRole::Direction => "direction (one value per symbol)",
+            VectorRole::Covector => "covector (one weight per function)",
+        })
+    }
+}
+
+/// An error from building or calling an equation.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A positional point gives more values than there are symbols.
+    #[error("wrong_arity: the point gives {got} values, but the equation has {expected} symbols")]
+    WrongArity {
+        /// The symbol count.
+        expected: usize,
+        /// Values given.
+        got: usize,
+    },
+    /// A direction or covector has the wrong length.
+    #[error("wrong_direction: the {role} has {got} values, {expected} expected")]
+    WrongDirection {
+        /// Which vector.
+        role: VectorRole,
+        /// The length it must have.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A positional point gives fewer values than there are symbols.
+    #[error("short_point: the point gives {got} values, but the equation has {expected} symbols")]
+    ShortPoint {
+        /// The symbol count.
+        expected: usize,
+        /// Values given.
+        got: usize,
+    },
+    /// A named point gives no value for a symbol.
+    #[error("short_point: the named point gives no value for symbol `{name}`")]
+    MissingSymbol {
+        /// The first symbol (in canonical order) left without a value.
+        name: String,
+    },
+    /// A named point names a symbol the equation does not have.
+    #[error("unknown_symbol: the equation has no symbol `{name}`{}", suggest(.nearest))]
+    UnknownSymbol {
+        /// The name given.
+        name: String,
+        /// The closest symbol name the equation does have, if any is close.
+        nearest: Option<String>,
+    },
+    /// A named point gives two values for one symbol.
+    #[error("duplicate_symbol: the named point gives symbol `{name}` more than once")]
+    DuplicateSymbol {
+        /// The repeated name.
+        name: String,
+    },
+    /// An index does not name a symbol of the equation.
+    #[error("index_out_of_range: index {index} does not name one of the {len} symbols")]
+    IndexOutOfRange {
+        /// The index given.
+        index: usize,
+        /// The symbol count.
+        len: usize,
+    },
+    /// A symbol was named, or an expression combined, outside an equation's model closure.
+    #[error("no_arena: a symbol was named outside an `rt::equation` model closure")]
+    NoArena,
+    /// An expression handle from an equation that has already been built was used again.
+    #[error(
+        "sealed_arena: an expression from a model that already built its equation was used; \
+         build every expression inside the closure that returns it"
+    )]
+    SealedArena,
+    /// An expression from an enclosing, still-running model was used inside a nested one.
+    #[error(
+        "foreign_expression: an expression from an enclosing model closure was used inside a \
+         nested `rt::equation`; each model's expressions stay in its own closure"
+    )]
+    ForeignExpression,
+    /// The model returned only literals, so there is no function of any symbol.
+    #[error("no_graph: the expression is a bare literal and names no symbol")]
+    NoGraph,
+    /// `univariate_derivative` on a model that is not one symbol and one output.
+    #[error(
+        "not_univariate: univariate_derivative needs one symbol and one output, \
+         the equation has {symbols} symbols and {outputs} outputs"
+    )]
+    NotUnivariate {
+        /// Symbol count.
+        symbols: usize,
+        /// Output count.
+        outputs: usize,
+    },
+    /// Taylor arithmetic does not define an operation.
+    #[error("unsupported_scalar: truncated Taylor arithmetic has no rule for `{op}`")]
+    UnsupportedScalar {
+        /// The operation's name.
+        op: &'static str,
+    },
+}
+
+fn suggest(nearest: &Option<String>) -> String {
+    match nearest {
+        Some(n) => format!(" (did you mean `{n}`?)"),
+        None => String::new(),
+    }
+}
+
+/// The bare error codes, spelled as the reference specification's `errc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Errc {
+    /// See [`Error::WrongArity`].
+    WrongArity,
+    /// See [`Error::WrongDirection`].
+    WrongDirection,
+    /// See [`Error::ShortPoint`] and [`Error::MissingSymbol`].
+    ShortPoint,
+    /// See [`Error::UnknownSymbol`].
+    UnknownSymbol,
+    /// See [`Error::DuplicateSymbol`].
+    DuplicateSymbol,
+    /// See [`Error::IndexOutOfRange`].
+    IndexOutOfRange,
+    /// See [`Error::NoArena`].
+    NoArena,
+    /// See [`Error::SealedArena`].
+    SealedArena,
+    /// See [`Error::ForeignExpression`].
+    ForeignExpression,
+    /// See [`Error::NoGraph`].
+    NoGraph,
+    /// See [`Error::NotUnivariate`].
+    NotUnivariate,
+    /// See [`Error::UnsupportedScalar`].
+    UnsupportedScalar,
+}
+
+impl Errc {
+    /// The code's spelling, e.g. `"wrong_arity"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Errc::WrongArity => "wrong_arity",
+            Errc::WrongDirection => "wrong_direction",
+            Errc::ShortPoint => "short_point",
+            Errc::UnknownSymbol => "unknown_symbol",
+            Errc::DuplicateSymbol => "duplicate_symbol",
+            Errc::IndexOutOfRange => "index_out_of_range",
+            Errc::NoArena => "no_arena",
+            Errc::SealedArena => "sealed_arena",
+            Errc::ForeignExpression => "foreign_expression",
+            Errc::NoGraph => "no_graph",
+            Errc::NotUnivariate => "not_univariate",
+            Errc::UnsupportedScalar => "unsupported_scalar",
+        }
+    }
+}
+
+impl fmt::Display for Errc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// The error's code.
+    pub fn code(&self) -> Errc {
+        match self {
+            Error::WrongArity { .. } => Errc::WrongArity,
+            Error::WrongDirection { .. } => Errc::WrongDirection,
+            Error::ShortPoint { .. } | Error::MissingSymbol { .. } => Errc::ShortPoint,
+            Error::UnknownSymbol { .. } => Errc::UnknownSymbol,
+            Error::DuplicateSymbol { .. } => Errc::DuplicateSymbol,
+            Error::IndexOutOfRange { .. } => Errc::IndexOutOfRange,
+            Error::NoArena => Errc::NoArena,
+            Error::SealedArena => Errc::SealedArena,
+            Error::ForeignExpression => Errc::ForeignExpression,
+            Error::NoGraph => Errc::NoGraph,
+            Error::NotUnivariate { .. } => Errc::NotUnivariate,
+            Error::UnsupportedScalar { .. } => Errc::UnsupportedScalar,
+        }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The name in `candidates` nearest to `name` by edit distance, if it is close enough to be
+/// a plausible typo (at most a third of the longer name's length, and at least 1 edit).
+pub fn nearest_name<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(name, c);
+        if best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    let (d, c) = best?;
+    let limit = (name.chars().count().max(c.chars().count()))
+        .div_ceil(3)
+        .max(1);
+    (d <= limit).then(|| c.to_string())
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_names() {
+        assert_eq!(
+            nearest_name("sine", ["sin", "cos", "sinh"]).as_deref(),
+            Some("sin")
+        );
+        assert_eq!(nearest_name("alpha", ["a", "b"]), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn messages_name_the_code() {
+        let e = Error::WrongArity {
+            expected: 1,
+            got: 2,
+        };
+        assert!(e.to_string().starts_with("wrong_arity"));
+        assert_eq!(e.code().as_str(), "wrong_arity");
+        let e = Error::UnknownSymbol {
+            name: "bb".into(),
+            nearest: Some("b".into()),
+        };
+        assert!(e.to_string().contains("did you mean `b`"));
+    }
+}

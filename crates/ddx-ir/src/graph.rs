@@ -1,0 +1,293 @@
+//! The expression graph: nodes, interning, and the one place nodes are made.
+//!
+//! **Invariants** (checked by [`crate::verify`]):
+//! - nodes are append-only and topologically ordered: every argument id is smaller than
+//!   the id of the node using it, so forward sweeps are one loop up and reverse sweeps one
+//!   loop down, with no recursion;
+//! - the graph is hash-consed: no two nodes are equal, so equal subexpressions share one id;
+//! - every node with only constant arguments has been folded to a constant, and the exact
+//!   IEEE identities of [`crate::fold`] have been applied.
+//!
+//! [`Graph::add`] is the only way to make a node.
+
+use crate::{fold, NodeId, Op, SeedId, SymbolId};
+use rustc_hash::FxHashMap;
+use std::fmt;
+
+/// A constant, held by its bits so that it can be hashed; all NaNs share one bit pattern,
+/// while `+0.0` and `-0.0` stay distinct.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Constant(u64);
+
+impl Constant {
+    /// The constant `value` (NaNs canonicalised).
+    pub fn new(value: f64) -> Self {
+        if value.is_nan() {
+            Self(f64::NAN.to_bits())
+        } else {
+            Self(value.to_bits())
+        }
+    }
+
+    /// The value.
+    pub fn value(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+}
+
+impl fmt::Debug for Constant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.value())
+    }
+}
+
+/// A node of the graph.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum Node {
+    /// A number.
+    Const(Constant),
+    /// An input symbol of the model.
+    Symbol(SymbolId),
+    /// An extra input of a lane: a direction component or a weight.
+    Seed(SeedId),
+    /// An operation on earlier nodes; only the first [`Op::arity`] arguments are used, the
+    /// rest are [`NodeId(u32::MAX)`](NodeId).
+    Apply(Op, [NodeId; 3]),
+}
+
+/// Marks an unused argument position of [`Node::Apply`].
+pub const NO_ARG: NodeId = NodeId(u32::MAX);
+
+impl Node {
+    /// The arguments of an operation (empty for constants, symbols and seeds).
+    pub fn args(&self) -> &[NodeId] {
+        match self {
+            Node::Apply(op, args) => &args[..op.arity()],
+            _ => &[],
+        }
+    }
+
+    /// The operation, if this node is one.
+    pub fn op(&self) -> Option<Op> {
+        match self {
+            Node::Apply(op, _) => Some(*op),
+            _ => None,
+        }
+    }
+
+    /// The constant's value, if this node is one.
+    pub fn constant(&self) -> Option<f64> {
+        match self {
+            Node::Const(c) => Some(c.value()),
+            _ => None,
+        }
+    }
+
+    /// The same node with every argument mapped through `f`.
+    pub fn map_args(&self, mut f: impl FnMut(NodeId) -> NodeId) -> Node {
+        match *self {
+            Node::Apply(op, args) => {
+                let mut out = [NO_ARG; 3];
+                for (o, a) in out.iter_mut().zip(&args[..op.arity()]) {
+                    *o = f(*a);
+                }
+                Node::Apply(op, out)
+            }
+            other => other,
+        }
+    }
+}
+
+/// A hash-consed, topologically ordered expression DAG. See the module doc for its
+/// invariants.
+#[derive(Clone, Default)]
+pub struct Graph {
+    nodes: Vec<Node>,
+    intern: FxHashMap<Node, NodeId>,
+}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "Graph ({} nodes)", self.nodes.len())?;
+        for (i, n) in self.nodes.iter().enumerate() {
+            writeln!(f, "  n{i} = {n:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The node `id`.
+    ///
+    /// # Panics
+    /// If `id` does not belong to this graph (a programming error, never user input).
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    /// All nodes, in topological order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The constant's value if `id` is a constant node.
+    pub fn constant_of(&self, id: NodeId) -> Option<f64> {
+        self.node(id).constant()
+    }
+
+    /// Whether `id` is the constant `value` (bitwise, so `-0.0` is not `0.0`).
+    pub fn is_constant(&self, id: NodeId, value: f64) -> bool {
+        self.node(id) == &Node::Const(Constant::new(value))
+    }
+
+    /// Adds `node`, folding it first (see [`crate::fold`]) and answering the existing id
+    /// when an equal node is already present. The only way nodes are made.
+    pub fn add(&mut self, node: Node) -> NodeId {
+        if let Node::Apply(op, args) = node {
+            debug_assert!(
+                args[..op.arity()]
+                    .iter()
+                    .all(|a| a.index() < self.nodes.len()),
+                "argument of {op} is not an earlier node"
+            );
+            match fold::fold(self, op, &args[..op.arity()]) {
+                Some(fold::Folded::Node(id)) => return id,
+                Some(fold::Folded::Const(v)) => return self.intern(Node::Const(Constant::new(v))),
+                None => {}
+            }
+        }
+        self.intern(node)
+    }
+
+    /// Adds a node exactly as given, without folding: for copying nodes that were folded
+    /// when first made.
+    pub(crate) fn intern(&mut self, node: Node) -> NodeId {
+        if let Some(&id) = self.intern.get(&node) {
+            return id;
+        }
+        let id = NodeId::from_index(self.nodes.len());
+        self.nodes.push(node);
+        self.intern.insert(node, id);
+        id
+    }
+
+    /// The constant `value`.
+    pub fn constant(&mut self, value: f64) -> NodeId {
+        self.add(Node::Const(Constant::new(value)))
+    }
+
+    /// The symbol `s`.
+    pub fn symbol(&mut self, s: SymbolId) -> NodeId {
+        self.add(Node::Symbol(s))
+    }
+
+    /// The seed input `s`.
+    pub fn seed(&mut self, s: SeedId) -> NodeId {
+        self.add(Node::Seed(s))
+    }
+
+    /// `op` applied to `args` (which must hold exactly [`Op::arity`] earlier ids).
+    pub fn apply(&mut self, op: Op, args: &[NodeId]) -> NodeId {
+        debug_assert_eq!(args.len(), op.arity(), "{op} takes {} args", op.arity());
+        let mut a = [NO_ARG; 3];
+        a[..args.len()].copy_from_slice(args);
+        self.add(Node::Apply(op, a))
+    }
+
+    /// `op(a)`.
+    pub fn unary(&mut self, op: Op, a: NodeId) -> NodeId {
+        self.apply(op, &[a])
+    }
+
+    /// `op(a, b)`.
+    pub fn binary(&mut self, op: Op, a: NodeId, b: NodeId) -> NodeId {
+        self.apply(op, &[a, b])
+    }
+
+    /// `select(c, t, f)`.
+    pub fn select(&mut self, c: NodeId, t: NodeId, f: NodeId) -> NodeId {
+        self.apply(Op::Select, &[c, t, f])
+    }
+
+    /// A new graph holding only the nodes `roots` reach, in the same relative order, and
+    /// the roots' ids in it.
+    pub fn extract(&self, roots: &[NodeId]) -> (Graph, Vec<NodeId>) {
+        let mut live = vec![false; self.nodes.len()];
+        for r in roots {
+            live[r.index()] = true;
+        }
+        for i in (0..self.nodes.len()).rev() {
+            if live[i] {
+                for a in self.nodes[i].args() {
+                    live[a.index()] = true;
+                }
+            }
+        }
+        let mut out = Graph::new();
+        let mut map = vec![NO_ARG; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            if live[i] {
+                map[i] = out.intern(node.map_args(|a| map[a.index()]));
+            }
+        }
+        let roots = roots.iter().map(|r| map[r.index()]).collect();
+        (out, roots)
+    }
+
+    /// How many nodes `roots` reach (the work an evaluation of them does).
+    pub fn reach(&self, roots: &[NodeId]) -> usize {
+        let mut live = vec![false; self.nodes.len()];
+        for r in roots {
+            live[r.index()] = true;
+        }
+        let mut count = 0;
+        for i in (0..self.nodes.len()).rev() {
+            if live[i] {
+                count += 1;
+                for a in self.nodes[i].args() {
+                    live[a.index()] = true;
+                }
+            }
+        }
+        count
+    }
+
+    /// Evaluates `roots` at `symbols` (and `seeds`) with the reference semantics of
+    /// [`crate::math::eval`]: a slow, obviously-correct oracle for tests and folding.
+    ///
+    /// # Panics
+    /// If a symbol or seed index is out of range of the slices given.
+    pub fn eval_reference(&self, roots: &[NodeId], symbols: &[f64], seeds: &[f64]) -> Vec<f64> {
+        let mut v = vec![0.0; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            v[i] = match *node {
+                Node::Const(c) => c.value(),
+                Node::Symbol(s) => symbols[s.index()],
+                Node::Seed(s) => seeds[s.index()],
+                Node::Apply(op, args) => {
+                    let mut x = [0.0; 3];
+                    for (xi, a) in x.iter_mut().zip(&args[..op.arity()]) {
+                        *xi = v[a.index()];
+                    }
+                    crate::math::eval(op, &x)
+                }
+            };
+        }
+        roots.iter().map(|r| v[r.index()]).collect()
+    }
+}

@@ -1,0 +1,36 @@
+//! `ddx-ir`: the expression graph of ddx and everything that transforms it.
+//!
+//! A model is built into a hash-consed, topologically ordered DAG ([`Graph`]); the
+//! differentiation modes are passes that read a graph and write new nodes into it
+//! ([`ad`]); a [`lane`] is the graph for one kind of call. Engines (in the `ddx` crate)
+//! execute lanes exactly. See `ARCHITECTURE.md` at the repository root for the map.
+//!
+//! Most users want the `ddx` crate, which re-exports what is needed from here.
+
+#![deny(missing_docs)]
+
+pub mod ad;
+mod builder;
+pub mod error;
+mod expr;
+pub mod fold;
+pub mod graph;
+mod ids;
+pub mod lane;
+pub mod math;
+mod model;
+mod op;
+mod sparsity;
+mod verify;
+
+pub use builder::{build, var};
+pub use error::{Errc, Error, Result, VectorRole};
+pub use expr::unary_fns::*;
+pub use expr::{atan2, hypot, log, max, min, pow, select, Expr};
+pub use graph::{Constant, Graph, Node, NO_ARG};
+pub use ids::{NodeId, SeedId, SymbolId};
+pub use lane::{Lane, LaneKind};
+pub use model::Model;
+pub use op::{Notation, Op, PREFIX_POWER};
+pub use sparsity::{Cell, Sparsity};
+pub use verify::{verify, Violation};

@@ -1,0 +1,281 @@
+//! How every operation evaluates on `f64`: the one definition that constant folding, the
+//! interpreter and the compiled kernels share.
+//!
+//! The transcendental functions are `extern "C"` so that code generators can call the very
+//! same machine code through [`MathTable`]; interpreter and JIT therefore agree to the bit.
+//! The rules that IEEE leaves open, or that Rust's standard library spells differently,
+//! are fixed here (see DESIGN.md, "Semantics that must hold"):
+//!
+//! - `sign(±0) = 0`, `sign(NaN) = NaN` (unlike `f64::signum`);
+//! - `max`/`min` with one NaN operand answer the other (IEEE 754-2008 maxNum/minNum); at a
+//!   tie, including `+0` against `-0`, they answer the first operand;
+//! - a comparison with a NaN operand answers `0.0`, `!=` included;
+//! - `select(c, t, f)` takes `t` when `c` is nonzero or NaN.
+
+/// The signature of a one-argument math function in [`MathTable`].
+pub type UnaryFn = extern "C" fn(f64) -> f64;
+/// The signature of a two-argument math function in [`MathTable`].
+pub type BinaryFn = extern "C" fn(f64, f64) -> f64;
+
+macro_rules! unary_fns {
+    ($($name:ident => $body:expr),* $(,)?) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "(x)` as every ddx engine computes it.")]
+            pub extern "C" fn $name(x: f64) -> f64 {
+                let f: fn(f64) -> f64 = $body;
+                f(x)
+            }
+        )*
+    };
+}
+
+unary_fns! {
+    sin => f64::sin,
+    cos => f64::cos,
+    tan => f64::tan,
+    exp => f64::exp,
+    log => f64::ln,
+    log10 => f64::log10,
+    cbrt => f64::cbrt,
+    asin => f64::asin,
+    acos => f64::acos,
+    atan => f64::atan,
+    sinh => f64::sinh,
+    cosh => f64::cosh,
+    tanh => f64::tanh,
+    asinh => f64::asinh,
+    acosh => f64::acosh,
+    atanh => f64::atanh,
+    erf => libm::erf,
+}
+
+/// `pow(a, b)` as every ddx engine computes it (C's `pow`: `pow(0, 0) = 1`).
+pub extern "C" fn pow(a: f64, b: f64) -> f64 {
+    a.powf(b)
+}
+
+/// `atan2(a, b)`: the angle of the point `(b, a)`, as C's `atan2(y, x)`.
+pub extern "C" fn atan2(a: f64, b: f64) -> f64 {
+    a.atan2(b)
+}
+
+/// `hypot(a, b)`, without undue overflow or underflow.
+pub extern "C" fn hypot(a: f64, b: f64) -> f64 {
+    a.hypot(b)
+}
+
+/// `sign(x)`: `-1`, `0` or `1`; `sign(±0) = 0` and `sign(NaN) = NaN`.
+#[inline]
+pub fn sign(x: f64) -> f64 {
+    if x > 0.0 {
+        1.0
+    } else if x < 0.0 {
+        -1.0
+    } else if x == 0.0 {
+        0.0
+    } else {
+        x
+    }
+}
+
+/// `max(a, b)`: the larger; a NaN operand yields the other; a tie yields `a`.
+#[inline]
+pub fn max(a: f64, b: f64) -> f64 {
+    if b > a || a.is_nan() {
+        b
+    } else {
+        a
+    }
+}
+
+/// `min(a, b)`: the smaller; a NaN operand yields the other; a tie yields `a`.
+#[inline]
+pub fn min(a: f64, b: f64) -> f64 {
+    if b < a || a.is_nan() {
+        b
+    } else {
+        a
+    }
+}
+
+/// A comparison's answer: `1.0` when it holds, else `0.0`.
+#[inline]
+pub fn truth(holds: bool) -> f64 {
+    if holds {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// `a != b` with NaN answering `0.0`.
+#[inline]
+#[allow(clippy::double_comparisons)] // `a != b` is true for NaN; this is not.
+pub fn ne(a: f64, b: f64) -> f64 {
+    truth(a < b || a > b)
+}
+
+/// `select(c, t, f)`: `t` where `c` is nonzero or NaN, else `f`.
+#[inline]
+pub fn select(c: f64, t: f64, f: f64) -> f64 {
+    if c == 0.0 {
+        f
+    } else {
+        t
+    }
+}
+
+/// The one-argument function behind a unary `op`, or `None` for the operations engines
+/// inline (`neg`, `sqrt`, `abs`, `sign`).
+pub fn unary_fn(op: crate::Op) -> Option<UnaryFn> {
+    use crate::Op::*;
+    Some(match op {
+        Sin => sin,
+        Cos => cos,
+        Tan => tan,
+        Exp => exp,
+        Log => log,
+        Log10 => log10,
+        Cbrt => cbrt,
+        Asin => asin,
+        Acos => acos,
+        Atan => atan,
+        Sinh => sinh,
+        Cosh => cosh,
+        Tanh => tanh,
+        Asinh => asinh,
+        Acosh => acosh,
+        Atanh => atanh,
+        Erf => erf,
+        _ => return None,
+    })
+}
+
+/// The two-argument function behind a binary `op`, or `None` for the operations engines
+/// inline (arithmetic, `max`, `min`, comparisons).
+pub fn binary_fn(op: crate::Op) -> Option<BinaryFn> {
+    use crate::Op::*;
+    Some(match op {
+        Pow => pow,
+        Atan2 => atan2,
+        Hypot => hypot,
+        _ => return None,
+    })
+}
+
+/// Evaluates `op` on `args` (which hold at least [`Op::arity`](crate::Op::arity) values).
+///
+/// This is the reference semantics: every engine must answer the same bits.
+pub fn eval(op: crate::Op, args: &[f64]) -> f64 {
+    use crate::Op::*;
+    let a = args[0];
+    match op {
+        Neg => -a,
+        Sqrt => a.sqrt(),
+        Abs => a.abs(),
+        Sign => sign(a),
+        Add => a + args[1],
+        Sub => a - args[1],
+        Mul => a * args[1],
+        Div => a / args[1],
+        Max => max(a, args[1]),
+        Min => min(a, args[1]),
+        Lt => truth(a < args[1]),
+        Le => truth(a <= args[1]),
+        Eq => truth(a == args[1]),
+        Ne => ne(a, args[1]),
+        Select => select(a, args[1], args[2]),
+        Fma => a.mul_add(args[1], args[2]),
+        _ => match (unary_fn(op), binary_fn(op)) {
+            (Some(f), _) => f(a),
+            (_, Some(f)) => f(a, args[1]),
+            _ => unreachable!("every op is inline, unary or binary"),
+        },
+    }
+}
+
+/// The math functions a code generator calls, by address, in a fixed order.
+///
+/// Kernels receive a pointer to [`MATH_TABLE`] and load a function from offset
+/// `8 * MathTable::slot(op)`, so compiled code holds no relocations.
+#[repr(C)]
+#[derive(Debug)]
+pub struct MathTable {
+    /// One entry per operation with an out-of-line function, in [`MathTable::OPS`] order.
+    pub unary: [UnaryFn; 17],
+    /// `pow`, `atan2`, `hypot`.
+    pub binary: [BinaryFn; 3],
+}
+
+impl MathTable {
+    /// The unary operations in table order.
+    pub const UNARY_OPS: [crate::Op; 17] = {
+        use crate::Op::*;
+        [
+            Sin, Cos, Tan, Exp, Log, Log10, Cbrt, Asin, Acos, Atan, Sinh, Cosh, Tanh, Asinh, Acosh,
+            Atanh, Erf,
+        ]
+    };
+    /// The binary operations in table order.
+    pub const BINARY_OPS: [crate::Op; 3] = [crate::Op::Pow, crate::Op::Atan2, crate::Op::Hypot];
+
+    /// The entry index (in pointer-sized words from the table's start) of `op`'s function,
+    /// or `None` when engines inline it.
+    pub fn slot(op: crate::Op) -> Option<usize> {
+        if let Some(i) = Self::UNARY_OPS.iter().position(|&o| o == op) {
+            return Some(i);
+        }
+        Self::BINARY_OPS
+            .iter()
+            .position(|&o| o == op)
+            .map(|i| Self::UNARY_OPS.len() + i)
+    }
+}
+
+/// The table every CPU engine calls through.
+pub static MATH_TABLE: MathTable = MathTable {
+    unary: [
+        sin, cos, tan, exp, log, log10, cbrt, asin, acos, atan, sinh, cosh, tanh, asinh, acosh,
+        atanh, erf,
+    ],
+    binary: [pow, atan2, hypot],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Op;
+
+    #[test]
+    fn table_matches_ops() {
+        for (i, op) in MathTable::UNARY_OPS.iter().enumerate() {
+            let f = unary_fn(*op).expect("listed op has a function");
+            assert_eq!(
+                f(0.3).to_bits(),
+                (MATH_TABLE.unary[i])(0.3).to_bits(),
+                "{op}"
+            );
+            assert_eq!(MathTable::slot(*op), Some(i));
+        }
+        assert_eq!(MathTable::slot(Op::Hypot), Some(19));
+        assert_eq!(MathTable::slot(Op::Add), None);
+    }
+
+    #[test]
+    fn open_ieee_choices_are_fixed() {
+        assert_eq!(sign(0.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(sign(-0.0).to_bits(), 0.0f64.to_bits());
+        assert!(sign(f64::NAN).is_nan());
+        assert_eq!(sign(-3.0), -1.0);
+        assert_eq!(max(f64::NAN, 2.0), 2.0);
+        assert_eq!(max(2.0, f64::NAN), 2.0);
+        assert_eq!(min(f64::NAN, 2.0), 2.0);
+        assert_eq!(max(0.0, -0.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(max(-0.0, 0.0).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(ne(f64::NAN, 1.0), 0.0);
+        assert_eq!(eval(Op::Eq, &[f64::NAN, f64::NAN]), 0.0);
+        assert_eq!(select(f64::NAN, 1.0, 2.0), 1.0);
+        assert_eq!(select(-0.0, 1.0, 2.0), 2.0);
+        assert_eq!(pow(0.0, 0.0), 1.0);
+    }
+}

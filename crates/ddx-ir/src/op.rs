@@ -1,0 +1,303 @@
+//! The operator table: every operation the graph can hold, with its spelling, arity and
+//! how it prints.
+//!
+//! This is the single source of truth consumed by the parser, the printer, the
+//! interpreter's lowering and the code generators. How each operation *evaluates* lives
+//! in [`crate::math`]; how each is *differentiated* lives in `ad::rules`; both are one
+//! `match` over [`Op`].
+//!
+//! Only `<`, `<=`, `==` and `!=` are operations: `a > b` is built as `b < a` and `a >= b`
+//! as `b <= a`.
+
+use std::fmt;
+
+/// An operation of the expression graph.
+///
+/// The first group is unary, then binary, then ternary; [`Op::arity`] says which.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+#[repr(u8)]
+pub enum Op {
+    /// `-a`
+    Neg,
+    /// `sin(a)`
+    Sin,
+    /// `cos(a)`
+    Cos,
+    /// `tan(a)`
+    Tan,
+    /// `exp(a)`
+    Exp,
+    /// `log(a)`, the natural logarithm
+    Log,
+    /// `log10(a)`
+    Log10,
+    /// `sqrt(a)`
+    Sqrt,
+    /// `cbrt(a)`
+    Cbrt,
+    /// `abs(a)`
+    Abs,
+    /// `sign(a)`: `-1`, `0` or `1`; `sign(±0) = 0`, `sign(NaN) = NaN`
+    Sign,
+    /// `asin(a)`
+    Asin,
+    /// `acos(a)`
+    Acos,
+    /// `atan(a)`
+    Atan,
+    /// `sinh(a)`
+    Sinh,
+    /// `cosh(a)`
+    Cosh,
+    /// `tanh(a)`
+    Tanh,
+    /// `asinh(a)`
+    Asinh,
+    /// `acosh(a)`
+    Acosh,
+    /// `atanh(a)`
+    Atanh,
+    /// `erf(a)`, the error function
+    Erf,
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b`
+    Div,
+    /// `pow(a, b)`, printed `a ** b`
+    Pow,
+    /// `atan2(a, b)`: the angle of the point `(b, a)`, as C's `atan2(y, x)`
+    Atan2,
+    /// `hypot(a, b)`
+    Hypot,
+    /// `max(a, b)`; a NaN operand yields the other (IEEE maxNum)
+    Max,
+    /// `min(a, b)`; a NaN operand yields the other (IEEE minNum)
+    Min,
+    /// `a < b`, answering `1.0` or `0.0`
+    Lt,
+    /// `a <= b`
+    Le,
+    /// `a == b`
+    Eq,
+    /// `a != b`; `0.0` when either side is NaN
+    Ne,
+    /// `select(c, t, f)`: `t` where `c` is nonzero (NaN counts as nonzero), else `f`
+    Select,
+    /// `fma(a, b, c)`: `a * b + c` with one rounding. Only contraction passes make it.
+    Fma,
+}
+
+/// How an operation prints, and how tightly it binds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Notation {
+    /// A function call: `name(args)`.
+    Call,
+    /// Prefix minus.
+    Prefix,
+    /// An infix operator with its token and binding power (larger binds tighter).
+    Infix {
+        /// The operator as written, e.g. `"+"`.
+        token: &'static str,
+        /// Binding power: comparison 1, additive 2, multiplicative 3, power 5.
+        power: u8,
+    },
+}
+
+/// Binding power of unary minus: above `* /`, below `**` (so `-x**2` is `-(x**2)`).
+pub const PREFIX_POWER: u8 = 4;
+
+impl Op {
+    /// Every operation, in declaration order.
+    pub const ALL: [Op; 36] = [
+        Op::Neg,
+        Op::Sin,
+        Op::Cos,
+        Op::Tan,
+        Op::Exp,
+        Op::Log,
+        Op::Log10,
+        Op::Sqrt,
+        Op::Cbrt,
+        Op::Abs,
+        Op::Sign,
+        Op::Asin,
+        Op::Acos,
+        Op::Atan,
+        Op::Sinh,
+        Op::Cosh,
+        Op::Tanh,
+        Op::Asinh,
+        Op::Acosh,
+        Op::Atanh,
+        Op::Erf,
+        Op::Add,
+        Op::Sub,
+        Op::Mul,
+        Op::Div,
+        Op::Pow,
+        Op::Atan2,
+        Op::Hypot,
+        Op::Max,
+        Op::Min,
+        Op::Lt,
+        Op::Le,
+        Op::Eq,
+        Op::Ne,
+        Op::Select,
+        Op::Fma,
+    ];
+
+    /// The function-call spelling (`"sin"`, `"pow"`, `"select"`); for the arithmetic
+    /// operators a descriptive name (`"add"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Neg => "neg",
+            Op::Sin => "sin",
+            Op::Cos => "cos",
+            Op::Tan => "tan",
+            Op::Exp => "exp",
+            Op::Log => "log",
+            Op::Log10 => "log10",
+            Op::Sqrt => "sqrt",
+            Op::Cbrt => "cbrt",
+            Op::Abs => "abs",
+            Op::Sign => "sign",
+            Op::Asin => "asin",
+            Op::Acos => "acos",
+            Op::Atan => "atan",
+            Op::Sinh => "sinh",
+            Op::Cosh => "cosh",
+            Op::Tanh => "tanh",
+            Op::Asinh => "asinh",
+            Op::Acosh => "acosh",
+            Op::Atanh => "atanh",
+            Op::Erf => "erf",
+            Op::Add => "add",
+            Op::Sub => "sub",
+            Op::Mul => "mul",
+            Op::Div => "div",
+            Op::Pow => "pow",
+            Op::Atan2 => "atan2",
+            Op::Hypot => "hypot",
+            Op::Max => "max",
+            Op::Min => "min",
+            Op::Lt => "lt",
+            Op::Le => "le",
+            Op::Eq => "eq",
+            Op::Ne => "ne",
+            Op::Select => "select",
+            Op::Fma => "fma",
+        }
+    }
+
+    /// How many arguments the operation takes: 1, 2 or 3.
+    pub fn arity(self) -> usize {
+        match self {
+            Op::Neg
+            | Op::Sin
+            | Op::Cos
+            | Op::Tan
+            | Op::Exp
+            | Op::Log
+            | Op::Log10
+            | Op::Sqrt
+            | Op::Cbrt
+            | Op::Abs
+            | Op::Sign
+            | Op::Asin
+            | Op::Acos
+            | Op::Atan
+            | Op::Sinh
+            | Op::Cosh
+            | Op::Tanh
+            | Op::Asinh
+            | Op::Acosh
+            | Op::Atanh
+            | Op::Erf => 1,
+            Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Pow
+            | Op::Atan2
+            | Op::Hypot
+            | Op::Max
+            | Op::Min
+            | Op::Lt
+            | Op::Le
+            | Op::Eq
+            | Op::Ne => 2,
+            Op::Select | Op::Fma => 3,
+        }
+    }
+
+    /// How the operation prints.
+    pub fn notation(self) -> Notation {
+        let infix = |token, power| Notation::Infix { token, power };
+        match self {
+            Op::Neg => Notation::Prefix,
+            Op::Add => infix("+", 2),
+            Op::Sub => infix("-", 2),
+            Op::Mul => infix("*", 3),
+            Op::Div => infix("/", 3),
+            Op::Pow => infix("**", 5),
+            Op::Lt => infix("<", 1),
+            Op::Le => infix("<=", 1),
+            Op::Eq => infix("==", 1),
+            Op::Ne => infix("!=", 1),
+            _ => Notation::Call,
+        }
+    }
+
+    /// Whether the operation answers only `1.0` or `0.0` (a comparison).
+    pub fn is_comparison(self) -> bool {
+        matches!(self, Op::Lt | Op::Le | Op::Eq | Op::Ne)
+    }
+
+    /// The operation called `name` in the text grammar's function-call form (`sin`, `pow`,
+    /// `select`, `fma`, …), or `None`. Infix-only operations have no call spelling.
+    pub fn from_call_name(name: &str) -> Option<Op> {
+        Op::ALL
+            .into_iter()
+            .find(|op| op.notation() == Notation::Call && op.name() == name)
+            .or(match name {
+                "pow" => Some(Op::Pow),
+                _ => None,
+            })
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_complete_and_ordered() {
+        for (i, op) in Op::ALL.iter().enumerate() {
+            assert_eq!(*op as usize, i, "{op} out of place");
+        }
+        assert_eq!(Op::ALL.iter().filter(|op| op.arity() == 1).count(), 21);
+        assert_eq!(Op::ALL.iter().filter(|op| op.arity() == 2).count(), 13);
+    }
+
+    #[test]
+    fn call_names_round_trip() {
+        for op in Op::ALL {
+            if op.notation() == Notation::Call || op == Op::Pow {
+                assert_eq!(Op::from_call_name(op.name()), Some(op));
+            }
+        }
+        assert_eq!(Op::from_call_name("add"), None);
+        assert_eq!(Op::from_call_name("neg"), None);
+    }
+}

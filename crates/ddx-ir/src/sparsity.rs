@@ -1,0 +1,87 @@
+//! Sparsity patterns: which cells of a Jacobian structurally exist.
+
+/// One structurally nonzero cell of an `rows × columns` matrix, and the slot (compressed
+/// column) that holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cell {
+    /// The function (row) index `i`.
+    pub row: usize,
+    /// The symbol (column) index `j`, in canonical symbol order.
+    pub column: usize,
+    /// Where the value of `∂fᵢ/∂xⱼ` sits among the block's columns.
+    pub slot: usize,
+}
+
+/// The structurally nonzero cells of an `rows × columns` Jacobian, in row-major order;
+/// cell `k` of [`Sparsity::entries`] is held in slot `k`.
+///
+/// A cell exists when the partial is anything other than the literal zero: a symbol a
+/// function does not mention has none, and neither has one whose partial folded away.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sparsity {
+    rows: usize,
+    columns: usize,
+    cells: Vec<Cell>,
+}
+
+impl Sparsity {
+    /// A pattern from `(row, column)` pairs, which must be strictly increasing in row-major
+    /// order and inside `rows × columns`; slots are their positions.
+    pub fn new(
+        rows: usize,
+        columns: usize,
+        pairs: impl IntoIterator<Item = (usize, usize)>,
+    ) -> Self {
+        let cells: Vec<Cell> = pairs
+            .into_iter()
+            .enumerate()
+            .map(|(slot, (row, column))| Cell { row, column, slot })
+            .collect();
+        debug_assert!(cells
+            .windows(2)
+            .all(|w| (w[0].row, w[0].column) < (w[1].row, w[1].column)));
+        debug_assert!(cells.iter().all(|c| c.row < rows && c.column < columns));
+        Self {
+            rows,
+            columns,
+            cells,
+        }
+    }
+
+    /// Row count `m` (functions).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Column count `n` (symbols).
+    pub fn columns(&self) -> usize {
+        self.columns
+    }
+
+    /// Number of structurally nonzero cells (the Jacobian block's column count).
+    pub fn nonzeros(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Every cell, in row-major order (so slot `k` is `entries()[k]`).
+    pub fn entries(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// The slot holding `∂f(row)/∂x(column)`, or `None` off the pattern (including out of
+    /// range).
+    pub fn at(&self, row: usize, column: usize) -> Option<usize> {
+        self.cells
+            .binary_search_by(|c| (c.row, c.column).cmp(&(row, column)))
+            .ok()
+    }
+
+    /// Scatters compressed values (`values[slot]`) into a dense row-major `rows × columns`
+    /// matrix, zeros elsewhere.
+    pub fn scatter(&self, values: &[f64], dense: &mut [f64]) {
+        dense.fill(0.0);
+        for (c, v) in self.cells.iter().zip(values) {
+            dense[c.row * self.columns + c.column] = *v;
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! [`Equation`]: a sealed model and the lanes prepared from it, answering per-point calls.
+//!
+//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`) is built and lowered the first time a
+//! call needs it, under a [`OnceLock`], so a fresh equation may be shared by many threads
+//! from its first call: exactly one of them prepares a lane, the others wait for it and
+//! then read it. A caller who only evaluates never pays for a derivative.
+
+use crate::interp::Program;
+use crate::point::{Point, Role};
+use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
+use smallvec::SmallVec;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+mod private {
+    pub trait Sealed {}
+}
+
+/// The output shape of an equation: [`Scalar`] (one function) or [`System`] (several).
+pub trait Shape: private::Sealed + 'static {
+    /// What `evaluate` answers: `f64` for a scalar function, `Vec<f64>` for a system.
+    type Value: fmt::Debug + Clone + PartialEq;
+    /// Whether this is the one-output shape.
+    const SCALAR: bool;
+    /// The value from the `m` output values.
+    #[doc(hidden)]
+    fn value(values: &[f64]) -> Self::Value;
+}
+
+/// Marks an equation of one function, `f: ℝⁿ → ℝ`; `evaluate` answers `f64`.
+#[derive(Debug)]
+pub enum Scalar {}
+
+/// Marks a system, `f: ℝⁿ → ℝᵐ`; `evaluate` answers `Vec<f64>` of length `m`.
+#[derive(Debug)]
+pub enum System {}
+
+impl private::Sealed for Scalar {}
+impl private::Sealed for System {}
+
+impl Shape for Scalar {
+    type Value = f64;
+    const SCALAR: bool = true;
+    fn value(values: &[f64]) -> f64 {
+        values.first().copied().unwrap_or(f64::NAN)
+    }
+}
+
+impl Shape for System {
+    type Value = Vec<f64>;
+    const SCALAR: bool = false;
+    fn value(values: &[f64]) -> Vec<f64> {
+        values.to_vec()
+    }
+}
+
+/// What a model closure may return: one [`Expr`] (a scalar function), or an array or `Vec`
+/// of them (a system).
+pub trait ModelOutput {
+    /// The equation's shape.
+    type Shape: Shape;
+    /// The outputs, in order.
+    fn into_exprs(self) -> Vec<Expr>;
+}
+
+impl ModelOutput for Expr {
+    type Shape = Scalar;
+    fn into_exprs(self) -> Vec<Expr> {
+        vec![self]
+    }
+}
+
+impl<const M: usize> ModelOutput for [Expr; M] {
+    type Shape = System;
+    fn into_exprs(self) -> Vec<Expr> {
+        self.to_vec()
+    }
+}
+
+impl ModelOutput for Vec<Expr> {
+    type Shape = System;
+    fn into_exprs(self) -> Vec<Expr> {
+        self
+    }
+}
+
+/// A lane and its lowered program.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub(crate) lane: Lane,
+    pub(crate) program: Program,
+}
+
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) model: Model,
+    lanes: [OnceLock<Prepared>; LaneKind::ALL.len()],
+}
+
+impl Core {
+    pub(crate) fn new(model: Model) -> Self {
+        Self {
+            model,
+            lanes: Default::default(),
+        }
+    }
+
+    /// The lane `kind`, built and lowered on first use.
+    pub(crate) fn prepared(&self, kind: LaneKind) -> &Prepared {
+        self.lanes[kind as usize].get_or_init(|| {
+            let lane = ddx_ir::lane::build(&self.model, kind);
+            let program = Program::lower(&lane);
+            Prepared { lane, program }
+        })
+    }
+}
+
+/// A function of named symbols, ready to answer values and derivatives.
+///
+/// Built by [`rt::equation`](crate::rt::equation) from a model closure. It owns all it
+/// needs (the data the closure read may be dropped), is `Send + Sync`, and may be used by
+/// many threads at once from its first call.
+///
+/// Conventions: `n` = [`arity`](Equation::arity) symbols in canonical (alphabetical) order,
+/// `m` = [`outputs`](Equation::outputs) functions. Matrices are dense and row-major.
+pub struct Equation<S: Shape = Scalar> {
+    core: Arc<Core>,
+    shape: PhantomData<fn() -> S>,
+}
+
+impl<S: Shape> fmt::Debug for Equation<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Equation")
+            .field("symbols", &self.symbols())
+            .field("outputs", &self.outputs())
+            .finish()
+    }
+}
+
+/// Inputs of one call, on the stack for small equations.
+type Inputs = SmallVec<[f64; 32]>;
+
+impl<S: Shape> Equation<S> {
+    pub(crate) fn from_model(model: Model) -> Self {
+        Self {
+            core: Arc::new(Core::new(model)),
+            shape: PhantomData,
+        }
+    }
+
+    /// The sealed value graph.
+    pub fn model(&self) -> &Model {
+        &self.core.model
+    }
+
+    /// The lane graph a call of kind `kind` runs (built on first use).
+    pub fn lane(&self, kind: LaneKind) -> &Lane {
+        &self.core.prepared(kind).lane
+    }
+
+    /// The symbol names in canonical order: alphabetical by the bytes of the name. This is
+    /// the order positional points are read in and every result is laid out in.
+    pub fn symbols(&self) -> &[String] {
+        self.core.model.symbols()
+    }
+
+    /// The symbol count `n`.
+    pub fn arity(&self) -> usize {
+        self.core.model.arity()
+    }
+
+    /// The function count `m` (1 for a [`Scalar`] equation).
+    pub fn outputs(&self) -> usize {
+        self.core.model.outputs().len()
+    }
+
+    /// The point as `n` values in canonical order, from any [`Point`] spelling.
+    ///
+    /// # Errors
+    /// [`Error::ShortPoint`], [`Error::WrongArity`], [`Error::MissingSymbol`],
+    /// [`Error::UnknownSymbol`], [`Error::DuplicateSymbol`].
+    pub fn point(&self, point: impl Point) -> Result<Vec<f64>, Error> {
+        let mut x = vec![0.0; self.arity()];
+        point.fill(self.symbols(), &mut x)?;
+        Ok(x)
+    }
+
+    fn inputs(&self, point: &impl Point, seeds: usize) -> Result<Inputs, Error> {
+        let mut x: Inputs = SmallVec::from_elem(0.0, self.arity() + seeds);
+        point.fill(self.symbols(), &mut x[..self.arity()])?;
+        Ok(x)
+    }
+
+    fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
+        let p = self.core.prepared(kind);
+        let mut out = vec![0.0; p.program.outputs()];
+        p.program.run(inputs, &mut out);
+        out
+    }
+
+    /// `f(x)`: an `f64` for a scalar function, `m` values for a system.
+    ///
+    /// # Errors
+    /// Those of [`Equation::point`].
+    pub fn evaluate(&self, point: impl Point) -> Result<S::Value, Error> {
+        let x = self.inputs(&point, 0)?;
+        Ok(S::value(&self.run(LaneKind::Value, &x)))
+    }
+
+    /// The Jacobian `J(x)`, `J[i·n + j] = ∂fᵢ/∂xⱼ`: dense, row-major, `m × n` (the gradient,
+    /// `n` long, when `m == 1`). Cells outside the sparsity pattern are `0`.
+    ///
+    /// # Errors
+    /// Those of [`Equation::point`].
+    pub fn jacobian(&self, point: impl Point) -> Result<Vec<f64>, Error> {
+        let x = self.inputs(&point, 0)?;
+        let out = self.run(LaneKind::Jacobian, &x);
+        let p = self.core.prepared(LaneKind::Jacobian);
+        Ok(self.scatter(&p.lane, &out[p.lane.values..]))
+    }
+
+    /// The same `m × n` block as [`Equation::jacobian`], from a lane that does not compute
+    /// the value: what only the value needs is pruned.
+    ///
+    /// # Errors
+    /// Those of [`Equation::point`].
+    pub fn gradient(&self, point: impl Point) -> Result<Vec<f64>, Error> {
+        let x = self.inputs(&point, 0)?;
+        let out = self.run(LaneKind::Gradient, &x);
+        Ok(self.scatter(&self.core.prepared(LaneKind::Gradient).lane, &out))
+    }
+
+    fn scatter(&self, lane: &Lane, cells: &[f64]) -> Vec<f64> {
+        let mut dense = vec![0.0; self.outputs() * self.arity()];
+        if let Some(pattern) = &lane.pattern {
+            pattern.scatter(cells, &mut dense);
+        }
+        dense
+    }
+
+    /// The Jacobian's sparsity pattern: which `(function, symbol)` cells structurally exist.
+    pub fn jacobian_pattern(&self) -> &Sparsity {
+        self.core
+            .prepared(LaneKind::Gradient)
+            .lane
+            .pattern
+            .as_ref()
+            .expect("a gradient lane always carries its pattern")
+    }
+
+    /// `J(x)·v`: the directional derivative of `f` along `v`, `m` long. `v` is one value per
+    /// symbol, in any [`Point`] spelling.
+    ///
+    /// # Errors
+    /// [`Error::WrongDirection`] when `v` is not one value per symbol (or, named, leaves a
+    /// symbol out); [`Error::UnknownSymbol`]; those of [`Equation::point`] for `point`.
+    pub fn jvp(&self, v: impl Point, point: impl Point) -> Result<Vec<f64>, Error> {
+        let n = self.arity();
+        let mut x = self.inputs(&point, n)?;
+        v.fill_as(self.symbols(), &mut x[n..], Role::Direction)?;
+        let out = self.run(LaneKind::Jvp, &x);
+        Ok(out[self.outputs()..].to_vec())
+    }
+
+    /// `wᵀ·J(x)`: the gradient of `w·f`, `n` long. `w` is one weight per function.
+    ///
+    /// # Errors
+    /// [`Error::WrongDirection`] when `w` is not `m` long; those of [`Equation::point`].
+    pub fn vjp(&self, w: &[f64], point: impl Point) -> Result<Vec<f64>, Error> {
+        let m = self.outputs();
+        if w.len() != m {
+            return Err(Error::WrongDirection {
+                role: VectorRole::Covector,
+                expected: m,
+                got: w.len(),
+            });
+        }
+        let mut x = self.inputs(&point, m)?;
+        x[self.arity()..].copy_from_slice(w);
+        let out = self.run(LaneKind::Vjp, &x);
+        Ok(out[m..].to_vec())
+    }
+}
+
+/// Builds an equation from a model closure; see [`crate::rt::equation`].
+pub(crate) fn build<R: ModelOutput>(
+    model: impl FnOnce() -> R,
+) -> Result<Equation<R::Shape>, Error> {
+    let model = ddx_ir::build(|| model().into_exprs())?;
+    Ok(Equation::from_model(model))
+}

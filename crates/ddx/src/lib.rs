@@ -1,0 +1,91 @@
+//! # ddx — automatic differentiation over a runtime expression graph
+//!
+//! Build a function over named symbols while the program runs — a closure that loops over
+//! a data file — and ask it for values, gradients, Jacobians and the products `J·v` and
+//! `wᵀ·J`, derivatives exact to the last bit of the graph they come from.
+//!
+//! ```
+//! use ddx::{rt, select, Expr};
+//!
+//! // Huber loss of the fit m(t) = a·exp(−b·t).
+//! let data = [(0.0, 2.00), (1.0, 1.21), (2.0, 0.74), (3.0, 0.45)];
+//! let delta = 0.05;
+//! let eq = rt::equation(|| {
+//!     let a = rt::var("a");
+//!     let b = rt::var("b");
+//!     let mut loss = Expr::from(0.0);
+//!     for &(t, y) in &data {
+//!         let r = y - a * (-b * t).exp();
+//!         loss += select(r.abs().lt(delta), r * r, delta * (2.0 * r.abs() - delta));
+//!     }
+//!     loss
+//! })?;
+//!
+//! assert_eq!(eq.symbols(), ["a", "b"]);
+//! let f = eq.evaluate([2.0, 0.5])?;                    // positional: alphabetical order
+//! let g = eq.jacobian([("b", 0.5), ("a", 2.0)])?;     // by name, any order
+//! assert!((f - 4.1343959887e-05).abs() < 1e-15);
+//! assert_eq!(g.len(), 2);
+//! # Ok::<(), ddx::Error>(())
+//! ```
+//!
+//! Semantics every call honours (see the repository's `DESIGN.md`):
+//! - symbols order alphabetically (byte order); naming one twice gives the same symbol;
+//! - `abs'(0) = 0`, `sign' = 0`, `max`/`min` split a tie in half, `pow(a, b)` at `a == 0`
+//!   answers the zeros of its constant arms, `hypot`/`atan2` have zero partials at the
+//!   origin;
+//! - `select(c, t, f)` evaluates both arms; the derivative is the taken arm's and **the
+//!   untaken arm's derivative never reaches the result**, even where it is NaN or
+//!   infinite. Elsewhere the chain rule is plain IEEE arithmetic: `sqrt(x*x)` at `x = 0`
+//!   has derivative NaN (`0 · ∞`), because `sqrt'(0) = ∞`.
+
+#![deny(missing_docs)]
+
+mod equation;
+pub mod interp;
+pub mod point;
+
+pub use ddx_ir::{
+    abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, hypot, ln, log,
+    log10, max, min, pow, select, sign, sin, sinh, sqrt, tan, tanh, Cell, Errc, Error, Expr,
+    LaneKind, Model, Sparsity, VectorRole,
+};
+pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
+pub use point::{Point, Role};
+
+/// The intermediate representation, for tools that inspect or transform graphs.
+pub use ddx_ir as ir;
+
+/// `Result` with ddx's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Equations built at run time.
+pub mod rt {
+    use super::{Equation, Error, ModelOutput};
+
+    pub use ddx_ir::var;
+
+    /// Runs `model` — a closure that names symbols with [`var`] and returns one [`Expr`]
+    /// (a scalar function) or an array or `Vec` of them (a system) — and answers the
+    /// equation it describes.
+    ///
+    /// Symbols are ordered alphabetically whatever order the closure names them in, and
+    /// a name used twice is one symbol. The closure runs once, now; nothing it borrowed is
+    /// kept.
+    ///
+    /// # Errors
+    /// - [`Error::NoGraph`] when every output is a literal (no symbol is involved);
+    /// - [`Error::NoArena`] when an expression carries a symbol named outside any model
+    ///   closure;
+    /// - [`Error::SealedArena`] when the closure used an expression left over from a model
+    ///   that already built its equation;
+    /// - [`Error::ForeignExpression`] when a nested model used its enclosing model's
+    ///   expression.
+    ///
+    /// [`Expr`]: crate::Expr
+    pub fn equation<R: ModelOutput>(
+        model: impl FnOnce() -> R,
+    ) -> Result<Equation<R::Shape>, Error> {
+        crate::equation::build(model)
+    }
+}
