@@ -6,6 +6,7 @@
 //! then read it. A caller who only evaluates never pays for a derivative.
 
 use crate::interp::Program;
+use crate::options::Options;
 use crate::point::{Point, Role};
 use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
 use smallvec::SmallVec;
@@ -126,6 +127,7 @@ impl Core {
 /// `m` = [`outputs`](Equation::outputs) functions. Matrices are dense and row-major.
 pub struct Equation<S: Shape = Scalar> {
     core: Arc<Core>,
+    options: Options,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -145,8 +147,37 @@ impl<S: Shape> Equation<S> {
     pub(crate) fn from_model(model: Model) -> Self {
         Self {
             core: Arc::new(Core::new(model)),
+            options: Options::default(),
             shape: PhantomData,
         }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Sets the options. Setting the value already held does nothing.
+    ///
+    /// This build has no code generator yet: every backend answers from the interpreter,
+    /// and [`Equation::uses_kernel`] stays `false`.
+    pub fn set_options(&mut self, options: Options) -> &mut Self {
+        if self.options != options {
+            self.options = options;
+        }
+        self
+    }
+
+    /// Whether calls of lane `want` are answered by compiled code.
+    pub fn uses_kernel(&self, want: LaneKind) -> bool {
+        let _ = want;
+        false
+    }
+
+    /// Blocks until the compile in flight for lane `want` has landed, and answers whether
+    /// a kernel now answers it. With no compile in flight it answers at once.
+    pub fn wait_for_kernel(&self, want: LaneKind) -> bool {
+        self.uses_kernel(want)
     }
 
     /// The sealed value graph.

@@ -43,6 +43,7 @@
 
 mod equation;
 pub mod interp;
+mod options;
 pub mod point;
 
 pub use ddx_ir::{
@@ -51,6 +52,7 @@ pub use ddx_ir::{
     LaneKind, Model, Sparsity, VectorRole,
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
+pub use options::{Backend, Codegen, Lanes, OptLevel, Options};
 pub use point::{Point, Role};
 
 /// The intermediate representation, for tools that inspect or transform graphs.
