@@ -3,5 +3,6 @@
 //! - [`nist`]: NIST's StRD nonlinear-regression datasets and their models.
 
 #![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
 
 pub mod nist;

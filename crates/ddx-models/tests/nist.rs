@@ -28,7 +28,7 @@ fn all_nineteen_datasets_load_as_nist_ships_them() {
                 .find_map(|l| {
                     l.trim()
                         .strip_prefix(key)
-                        .map(|r| r.trim().split_whitespace().next().unwrap().parse().unwrap())
+                        .map(|r| r.split_whitespace().next().unwrap().parse().unwrap())
                 })
                 .unwrap()
         };

@@ -222,10 +222,6 @@ fn fd6(f: impl Fn(f64) -> f64, x: f64) -> f64 {
     (45.0 * d(1.0) - 9.0 * d(2.0) + d(3.0)) / (60.0 * h)
 }
 
-fn in_range(r: (f64, f64)) -> impl Strategy<Value = f64> {
-    r.0..r.1
-}
-
 #[test]
 fn unary_values_are_the_f64_functions() {
     for &(name, op, f, _, dom) in UNARY {
