@@ -259,8 +259,9 @@ fn huber_gradient_follows_each_residual_arm() {
     });
     let (a, b) = (0.9, 1.0); // r0 = 0.1 (inside), r1 = 1.1 (outside)
     let g = eq.jacobian([a, b]).unwrap();
-    let want_a = 2.0 * 0.1 * -1.0 + 2.0 * delta * -1.0;
-    let want_b = 2.0 * delta * -1.0;
+    // ∂r/∂a = −1 for both residuals; ∂r/∂b = −t.
+    let want_a = -(2.0 * 0.1) - 2.0 * delta;
+    let want_b = -(2.0 * delta);
     assert!(
         (g[0] - want_a).abs() < 1e-15 && (g[1] - want_b).abs() < 1e-15,
         "{g:?}"
