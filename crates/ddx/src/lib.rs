@@ -92,3 +92,8 @@ pub mod rt {
         crate::equation::build(model)
     }
 }
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
