@@ -122,7 +122,7 @@ fn batches_equal_per_point_calls_on_every_nist_model() {
     let (one, two) = (pool(1), pool(2));
     for ds in nist::load_all(&nist::data_dir()).unwrap() {
         let eq = ds.residual_system().unwrap();
-        let block = 8; // the smallest block any program uses; larger ones are multiples
+        let block = 16; // the smallest block any program uses; larger ones are multiples
         for len in [0, 1, 2, 3, block - 1, block + 1, 255, 257] {
             one.install(|| check_all(&ds.name, &eq, &points(&ds, len)));
         }
