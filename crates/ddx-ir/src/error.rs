@@ -178,6 +178,35 @@ pub enum Error {
         /// The operation's name.
         op: &'static str,
     },
+    /// The code generator cannot target this machine (or this lane width on it).
+    #[error("jit_target: no kernel can be built for this host: {detail}")]
+    JitTarget {
+        /// What the code generator or the host refused.
+        detail: String,
+    },
+    /// The code generator failed on a lane's function.
+    #[error("jit_module: the code generator failed on the {lane} lane: {detail}")]
+    JitModule {
+        /// The lane's name (`"jacobian"`, …).
+        lane: &'static str,
+        /// The code generator's message.
+        detail: String,
+    },
+    /// Compiled code could not be made runnable (it needs relocation, or executable memory
+    /// could not be had).
+    #[error("jit_object: compiled code cannot be run: {detail}")]
+    JitObject {
+        /// Why.
+        detail: String,
+    },
+    /// The code generator's verifier rejected a lane's function (a bug in ddx's lowering).
+    #[error("jit_verify: the {lane} lane's function fails verification: {detail}")]
+    JitVerify {
+        /// The lane's name.
+        lane: &'static str,
+        /// The verifier's report.
+        detail: String,
+    },
 }
 
 fn suggest(nearest: &Option<String>) -> String {
@@ -219,6 +248,14 @@ pub enum Errc {
     NotUnivariate,
     /// See [`Error::UnsupportedScalar`].
     UnsupportedScalar,
+    /// See [`Error::JitTarget`].
+    JitTarget,
+    /// See [`Error::JitModule`].
+    JitModule,
+    /// See [`Error::JitObject`].
+    JitObject,
+    /// See [`Error::JitVerify`].
+    JitVerify,
 }
 
 impl Errc {
@@ -239,6 +276,10 @@ impl Errc {
             Errc::NoGraph => "no_graph",
             Errc::NotUnivariate => "not_univariate",
             Errc::UnsupportedScalar => "unsupported_scalar",
+            Errc::JitTarget => "jit_target",
+            Errc::JitModule => "jit_module",
+            Errc::JitObject => "jit_object",
+            Errc::JitVerify => "jit_verify",
         }
     }
 }
@@ -267,6 +308,10 @@ impl Error {
             Error::NoGraph => Errc::NoGraph,
             Error::NotUnivariate { .. } => Errc::NotUnivariate,
             Error::UnsupportedScalar { .. } => Errc::UnsupportedScalar,
+            Error::JitTarget { .. } => Errc::JitTarget,
+            Error::JitModule { .. } => Errc::JitModule,
+            Error::JitObject { .. } => Errc::JitObject,
+            Error::JitVerify { .. } => Errc::JitVerify,
         }
     }
 }

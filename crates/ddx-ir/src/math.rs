@@ -16,6 +16,8 @@
 pub type UnaryFn = extern "C" fn(f64) -> f64;
 /// The signature of a two-argument math function in [`MathTable`].
 pub type BinaryFn = extern "C" fn(f64, f64) -> f64;
+/// The signature of a three-argument math function in [`MathTable`].
+pub type TernaryFn = extern "C" fn(f64, f64, f64) -> f64;
 
 macro_rules! unary_fns {
     ($($name:ident => $body:expr),* $(,)?) => {
@@ -88,6 +90,13 @@ pub extern "C" fn atan2(a: f64, b: f64) -> f64 {
 /// `hypot(a, b)`, without undue overflow or underflow.
 pub extern "C" fn hypot(a: f64, b: f64) -> f64 {
     a.hypot(b)
+}
+
+/// `fma(a, b, c)`: `a * b + c` rounded once. Code generators inline it where the CPU has
+/// a fused multiply-add instruction and call this (a correctly rounded software fused
+/// multiply-add when the build lacks the `fma` target feature) where it has none.
+pub extern "C" fn fma(a: f64, b: f64, c: f64) -> f64 {
+    a.mul_add(b, c)
 }
 
 /// `sign(x)`: `-1`, `0` or `1`; `sign(±0) = 0` and `sign(NaN) = NaN`.
@@ -211,7 +220,7 @@ pub fn eval(op: crate::Op, args: &[f64]) -> f64 {
         Eq => truth(a == args[1]),
         Ne => ne(a, args[1]),
         Select => select(a, args[1], args[2]),
-        Fma => a.mul_add(args[1], args[2]),
+        Fma => fma(a, args[1], args[2]),
         _ => match (unary_fn(op), binary_fn(op)) {
             (Some(f), _) => f(a),
             (_, Some(f)) => f(a, args[1]),
@@ -223,14 +232,18 @@ pub fn eval(op: crate::Op, args: &[f64]) -> f64 {
 /// The math functions a code generator calls, by address, in a fixed order.
 ///
 /// Kernels receive a pointer to [`MATH_TABLE`] and load a function from offset
-/// `8 * MathTable::slot(op)`, so compiled code holds no relocations.
+/// `size_of::<usize>() * MathTable::slot(op)`, so compiled code holds no relocations.
+/// Entries are only ever appended, so a slot keeps its offset.
 #[repr(C)]
 #[derive(Debug)]
 pub struct MathTable {
-    /// One entry per operation with an out-of-line function, in [`MathTable::OPS`] order.
+    /// One entry per unary operation with an out-of-line function, in
+    /// [`MathTable::UNARY_OPS`] order.
     pub unary: [UnaryFn; 17],
     /// `pow`, `atan2`, `hypot`.
     pub binary: [BinaryFn; 3],
+    /// `fma`, for code generators on CPUs without a fused multiply-add instruction.
+    pub ternary: [TernaryFn; 1],
 }
 
 impl MathTable {
@@ -244,17 +257,22 @@ impl MathTable {
     };
     /// The binary operations in table order.
     pub const BINARY_OPS: [crate::Op; 3] = [crate::Op::Pow, crate::Op::Atan2, crate::Op::Hypot];
+    /// The ternary operations in table order.
+    pub const TERNARY_OPS: [crate::Op; 1] = [crate::Op::Fma];
 
     /// The entry index (in pointer-sized words from the table's start) of `op`'s function,
-    /// or `None` when engines inline it.
+    /// or `None` when the table has none (engines always inline those).
     pub fn slot(op: crate::Op) -> Option<usize> {
         if let Some(i) = Self::UNARY_OPS.iter().position(|&o| o == op) {
             return Some(i);
         }
-        Self::BINARY_OPS
+        if let Some(i) = Self::BINARY_OPS.iter().position(|&o| o == op) {
+            return Some(Self::UNARY_OPS.len() + i);
+        }
+        Self::TERNARY_OPS
             .iter()
             .position(|&o| o == op)
-            .map(|i| Self::UNARY_OPS.len() + i)
+            .map(|i| Self::UNARY_OPS.len() + Self::BINARY_OPS.len() + i)
     }
 }
 
@@ -265,6 +283,7 @@ pub static MATH_TABLE: MathTable = MathTable {
         atanh, erf,
     ],
     binary: [pow, atan2, hypot],
+    ternary: [fma],
 };
 
 #[cfg(test)]
@@ -284,6 +303,11 @@ mod tests {
             assert_eq!(MathTable::slot(*op), Some(i));
         }
         assert_eq!(MathTable::slot(Op::Hypot), Some(19));
+        assert_eq!(MathTable::slot(Op::Fma), Some(20));
+        assert_eq!(
+            std::mem::size_of::<MathTable>(),
+            21 * std::mem::size_of::<usize>()
+        );
         assert_eq!(MathTable::slot(Op::Add), None);
     }
 

@@ -128,9 +128,21 @@ impl<S: Shape> Equation<S> {
         self.arity()
     }
 
-    /// Runs lane `kind` over a checked table.
+    /// Runs lane `kind` over a checked table: through the lane's kernel when one answers
+    /// it, else the block interpreter.
     fn batch(&self, kind: LaneKind, table: &Table) {
-        let program = self.core.prepared(kind).batch();
+        let p = self.core.prepared(kind);
+        if let Some(kernel) = self.jit.batch(&self.core, kind, table.len) {
+            let work = table.len.saturating_mul(p.lane.graph.len().max(1));
+            split(table.len, work, KERNEL_CHUNK, |start, len| {
+                // SAFETY: `batch` callers checked every column holds `table.len` values;
+                // `split` hands out disjoint ranges inside them; inputs are `&[f64]` and
+                // outputs distinct `&mut [f64]`, so none overlap.
+                unsafe { kernel.run_columns(&table.inputs, &table.outputs, start, len) }
+            });
+            return;
+        }
+        let program = p.batch();
         debug_assert_eq!(table.inputs.len(), program.inputs());
         debug_assert_eq!(table.outputs.len(), program.outputs());
         run(program, table);
@@ -236,21 +248,32 @@ impl<S: Shape> Equation<S> {
     }
 }
 
+/// Points per chunk of a kernel's batch are a multiple of this (any vector width divides
+/// it, so only a batch's last chunk runs a remainder loop).
+const KERNEL_CHUNK: usize = 64;
+
 /// Runs `program` over the points of `table`, split across threads when large.
 fn run(program: &Program, table: &Table) {
-    let len = table.len;
+    let work = table.len.saturating_mul(program.len().max(1));
+    split(table.len, work, program.block_size(), |start, len| {
+        // SAFETY: `batch` checked every column holds `table.len` values, and `split`
+        // hands out disjoint point ranges inside them.
+        unsafe { program.run_columns(table, start, len) }
+    });
+}
+
+/// Calls `body(start, len)` over `0..len` points: at once on this thread when `work`
+/// (instruction-points) is below [`PARALLEL_WORK`], else in disjoint chunks of a multiple
+/// of `block` points across rayon's threads.
+fn split(len: usize, work: usize, block: usize, body: impl Fn(usize, usize) + Sync) {
     let threads = rayon::current_num_threads();
-    if threads <= 1 || len.saturating_mul(program.len().max(1)) < PARALLEL_WORK {
-        // SAFETY: `batch` checked every column holds `len` values; this thread alone
-        // touches them.
-        unsafe { program.run_columns(table, 0, len) };
+    if threads <= 1 || work < PARALLEL_WORK {
+        body(0, len);
         return;
     }
-    let block = program.block_size();
     let chunk = len.div_ceil(threads * 4).div_ceil(block) * block;
     (0..len.div_ceil(chunk)).into_par_iter().for_each(|c| {
         let start = c * chunk;
-        // SAFETY: chunks are disjoint point ranges inside every column's `len` values.
-        unsafe { program.run_columns(table, start, chunk.min(len - start)) };
+        body(start, chunk.min(len - start));
     });
 }

@@ -6,7 +6,8 @@
 //! then read it. A caller who only evaluates never pays for a derivative.
 
 use crate::interp::{Program, Schedule};
-use crate::options::Options;
+use crate::jit::Jit;
+use crate::options::{JitStatus, OptLevel, Options, Warming};
 use crate::point::{Point, Role};
 use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
 use std::fmt;
@@ -117,6 +118,14 @@ impl Core {
         }
     }
 
+    /// The lanes already prepared.
+    pub(crate) fn prepared_kinds(&self) -> Vec<LaneKind> {
+        LaneKind::ALL
+            .into_iter()
+            .filter(|&k| self.lanes[k as usize].get().is_some())
+            .collect()
+    }
+
     /// The lane `kind`, built and lowered on first use.
     pub(crate) fn prepared(&self, kind: LaneKind) -> &Prepared {
         self.lanes[kind as usize].get_or_init(|| {
@@ -142,6 +151,7 @@ impl Core {
 pub struct Equation<S: Shape = Scalar> {
     pub(crate) core: Arc<Core>,
     options: Options,
+    pub(crate) jit: Jit,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -156,12 +166,15 @@ impl<S: Shape> fmt::Debug for Equation<S> {
 
 /// Inputs of one call up to this many are kept on the stack.
 const STACK_INPUTS: usize = 32;
+/// Outputs of one compiled call up to this many are kept on the stack.
+const STACK_OUTPUTS: usize = 64;
 
 impl<S: Shape> Equation<S> {
     pub(crate) fn from_model(model: Model) -> Self {
         Self {
             core: Arc::new(Core::new(model)),
             options: Options::default(),
+            jit: Jit::default(),
             shape: PhantomData,
         }
     }
@@ -173,25 +186,65 @@ impl<S: Shape> Equation<S> {
 
     /// Sets the options. Setting the value already held does nothing.
     ///
-    /// This build has no code generator yet: every backend answers from the interpreter,
-    /// and [`Equation::uses_kernel`] stays `false`.
+    /// Any other change discards every compiled kernel and abandons any compile in flight
+    /// (it is never installed): under [`Backend::Compile`] the lanes already used start
+    /// compiling again at once, the others when first needed; under [`Backend::Adapt`]
+    /// batch traffic starts counting again from zero. [`Backend::Device`] answers from the
+    /// interpreter until this build has a device backend; [`Backend::Interpret`] asks no
+    /// compiler at all. Options the code generator cannot honour (a lane width it does not
+    /// make) leave the equation interpreting, with the reason in
+    /// [`Equation::jit_status`].
+    ///
+    /// [`Backend::Compile`]: crate::Backend::Compile
+    /// [`Backend::Adapt`]: crate::Backend::Adapt
+    /// [`Backend::Device`]: crate::Backend::Device
+    /// [`Backend::Interpret`]: crate::Backend::Interpret
     pub fn set_options(&mut self, options: Options) -> &mut Self {
         if self.options != options {
             self.options = options;
+            self.jit = Jit::default();
+            self.jit = Jit::new(&self.options, &self.core, &self.core.prepared_kinds());
         }
         self
     }
 
-    /// Whether calls of lane `want` are answered by compiled code.
+    /// Whether calls of lane `want` are answered by compiled code now.
     pub fn uses_kernel(&self, want: LaneKind) -> bool {
-        let _ = want;
-        false
+        self.jit.uses_kernel(want)
     }
 
-    /// Blocks until the compile in flight for lane `want` has landed, and answers whether
-    /// a kernel now answers it. With no compile in flight it answers at once.
+    /// Blocks until no compile of lane `want` is queued or running, and answers whether a
+    /// kernel now answers it. Under [`Backend::Compile`] it first asks for the lane's
+    /// kernel (as a call of that lane would), so it waits for the optimised tier; under
+    /// [`Backend::Adapt`] it waits only for what batch traffic has already bought. Under
+    /// the other backends it answers `false` at once. The only call that ever blocks.
+    ///
+    /// [`Backend::Compile`]: crate::Backend::Compile
+    /// [`Backend::Adapt`]: crate::Backend::Adapt
     pub fn wait_for_kernel(&self, want: LaneKind) -> bool {
-        self.uses_kernel(want)
+        self.jit.wait(&self.core, want)
+    }
+
+    /// The optimisation level of the kernel answering lane `want` — first
+    /// [`OptLevel::None`] (the quick tier), then the level the options ask for — or `None`
+    /// while the interpreter answers it.
+    pub fn kernel_level(&self, want: LaneKind) -> Option<OptLevel> {
+        self.jit.level(want)
+    }
+
+    /// Under [`Backend::Adapt`], how many batch points lane `want` has seen towards its next
+    /// compiled tier, and how many buy it; `None` under other backends or once the top tier
+    /// is bought. Per-point calls do not count.
+    ///
+    /// [`Backend::Adapt`]: crate::Backend::Adapt
+    pub fn warming(&self, want: LaneKind) -> Option<Warming> {
+        self.jit.warming(want)
+    }
+
+    /// What the code generator has done since the options were last set: kernels compiled,
+    /// loaded from the cache, cache entries refused and written, and the last failure.
+    pub fn jit_status(&self) -> JitStatus {
+        self.jit.status()
     }
 
     /// The sealed value graph.
@@ -254,12 +307,45 @@ impl<S: Shape> Equation<S> {
         Ok(body(x))
     }
 
+    /// Runs lane `kind` at one point and hands each output `(index, value)` to `sink`, in
+    /// order: from the kernel when one answers the lane, else from the interpreter (the
+    /// same bits either way).
+    pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
+        let p = self.core.prepared(kind);
+        if let Some(k) = self.jit.point(&self.core, kind) {
+            let n = p.program.outputs();
+            let mut stack = [0.0; STACK_OUTPUTS];
+            let mut heap = Vec::new();
+            let out = if n <= STACK_OUTPUTS {
+                &mut stack[..n]
+            } else {
+                heap.resize(n, 0.0);
+                &mut heap[..]
+            };
+            k.run_point(inputs, out);
+            for (i, &v) in out.iter().enumerate() {
+                sink(i, v);
+            }
+        } else {
+            p.program.run_with(inputs, sink);
+        }
+    }
+
+    /// Runs lane `kind` at one point into `out` (one value per output).
+    pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
+        let p = self.core.prepared(kind);
+        match self.jit.point(&self.core, kind) {
+            Some(k) => k.run_point(inputs, out),
+            None => p.program.run(inputs, out),
+        }
+    }
+
     /// The outputs of lane `kind` after its values (the products of `jvp`, `vjp`).
     fn tail(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.core.prepared(kind);
         let values = p.lane.values;
         let mut out = Vec::with_capacity(p.program.outputs() - values);
-        p.program.run_with(inputs, |k, v| {
+        self.eval(kind, inputs, |k, v| {
             if k >= values {
                 out.push(v);
             }
@@ -270,7 +356,7 @@ impl<S: Shape> Equation<S> {
     fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.core.prepared(kind);
         let mut out = vec![0.0; p.program.outputs()];
-        p.program.run(inputs, &mut out);
+        self.eval_into(kind, inputs, &mut out);
         out
     }
 
@@ -312,8 +398,13 @@ impl<S: Shape> Equation<S> {
         let p = self.core.prepared(kind);
         let values = p.lane.values;
         if let Some(pattern) = &p.lane.pattern {
+            if values == 0 && pattern.nonzeros() == dense.len() {
+                // Every cell, row-major: the lane's outputs are the dense matrix.
+                self.eval_into(kind, x, &mut dense);
+                return dense;
+            }
             let cells = pattern.entries();
-            p.program.run_with(x, |k, v| {
+            self.eval(kind, x, |k, v| {
                 if let Some(c) = k.checked_sub(values).and_then(|k| cells.get(k)) {
                     dense[c.row * n + c.column] = v;
                 }

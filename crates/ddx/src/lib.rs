@@ -45,6 +45,11 @@
 mod batch;
 mod equation;
 pub mod interp;
+#[cfg(feature = "jit")]
+mod jit;
+#[cfg(not(feature = "jit"))]
+#[path = "jit_off.rs"]
+mod jit;
 mod options;
 pub mod point;
 
@@ -55,7 +60,7 @@ pub use ddx_ir::{
     LaneKind, Model, Sparsity, VectorRole,
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
-pub use options::{Backend, Codegen, Lanes, OptLevel, Options};
+pub use options::{Backend, Codegen, JitStatus, Lanes, OptLevel, Options, Warming};
 pub use point::{Point, Role};
 
 /// The intermediate representation, for tools that inspect or transform graphs.

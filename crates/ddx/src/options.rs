@@ -104,3 +104,40 @@ impl Options {
         }
     }
 }
+
+/// Under [`Backend::Adapt`], how far a lane is along the batch traffic that buys its next
+/// compiled tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Warming {
+    /// Batch points seen towards the next tier.
+    pub points: u64,
+    /// Points that buy it ([`Options::warm_points`] for the quick kernel, then
+    /// [`Options::hot_points`] for the optimised one).
+    pub threshold: u64,
+}
+
+/// What the code generator has done for an equation since its options were last set.
+///
+/// A failed compile is reported here and never as a call's error: the lane keeps
+/// answering from the interpreter, with the same bits.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct JitStatus {
+    /// Kernels compiled by the code generator.
+    pub compiled: usize,
+    /// Kernels loaded from [`Options::cache_dir`] instead of compiled.
+    pub loaded: usize,
+    /// Cache entries found but refused (damaged, truncated, stale or for another key); each
+    /// was compiled instead and rewritten.
+    pub refused: usize,
+    /// Cache entries written.
+    pub written: usize,
+    /// The most recent failure: [`Error::JitTarget`], [`Error::JitModule`],
+    /// [`Error::JitObject`] or [`Error::JitVerify`].
+    ///
+    /// [`Error::JitTarget`]: ddx_ir::Error::JitTarget
+    /// [`Error::JitModule`]: ddx_ir::Error::JitModule
+    /// [`Error::JitObject`]: ddx_ir::Error::JitObject
+    /// [`Error::JitVerify`]: ddx_ir::Error::JitVerify
+    pub error: Option<ddx_ir::Error>,
+}

@@ -1,0 +1,201 @@
+//! Kernels: compiled machine code in executable memory, and its two entry points.
+//!
+//! **Invariants.** A [`Kernel`] owns one anonymous mapping that was written while it was
+//! readable and writable, then turned read-and-execute before any call (W^X: it is never
+//! writable and executable at once). Its bytes are the code of one function the compiler
+//! produced for one lane graph and one [`Shape`], with no relocations (the compiler refuses
+//! code that has any), or the same bytes read back from a validated cache entry whose key
+//! names that graph, shape, code generator and host. The entry point is the first byte.
+//! The mapping lives as long as the kernel; whoever calls a kernel keeps it alive for the
+//! call.
+
+use super::lower::Shape;
+use crate::options::OptLevel;
+use ddx_ir::math::{MathTable, MATH_TABLE};
+use ddx_ir::{Error, Lane};
+use memmap2::{Mmap, MmapMut};
+
+/// `extern "C" fn(inputs, outputs, table)` of a [`Shape::Point`] kernel.
+type PointFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable);
+/// `extern "C" fn(inputs, outputs, start, len, table)` of a [`Shape::Column`] kernel.
+type ColumnFn =
+    unsafe extern "C" fn(*const *const f64, *const *mut f64, usize, usize, *const MathTable);
+
+/// Compiled code for one lane, ready to call.
+#[derive(Debug)]
+pub(crate) struct Kernel {
+    map: Mmap,
+    shape: Shape,
+    level: OptLevel,
+    /// The lane's input count (symbols, then seeds).
+    inputs: usize,
+    /// The lane's output count.
+    outputs: usize,
+    /// The code bytes, kept when `retain_object` asks for them (a later save writes them).
+    object: Option<Vec<u8>>,
+}
+
+impl Kernel {
+    /// Places `code` in fresh executable memory.
+    ///
+    /// `code` must be the relocation-free code of a function of `shape` (see the module
+    /// doc); the callers are the compiler and the validated cache reader.
+    ///
+    /// # Errors
+    /// [`Error::JitObject`] when the memory cannot be mapped or made executable, or when
+    /// `code` is empty.
+    pub(crate) fn new(
+        code: &[u8],
+        lane: &Lane,
+        shape: Shape,
+        level: OptLevel,
+        retain: bool,
+    ) -> Result<Kernel, Error> {
+        if !cfg!(target_arch = "x86_64") {
+            // Other architectures need the instruction cache made coherent with the bytes
+            // just written; this build does not do that yet.
+            return Err(Error::JitTarget {
+                detail: "compiled kernels run on x86-64 only in this build".into(),
+            });
+        }
+        if code.is_empty() {
+            return Err(object("empty code"));
+        }
+        let mut map = MmapMut::map_anon(code.len()).map_err(|e| object(&format!("map: {e}")))?;
+        map.copy_from_slice(code);
+        let map = map
+            .make_exec()
+            .map_err(|e| object(&format!("make executable: {e}")))?;
+        Ok(Kernel {
+            map,
+            shape,
+            level,
+            inputs: lane.symbols + lane.seeds,
+            outputs: lane.outputs.len(),
+            object: retain.then(|| code.to_vec()),
+        })
+    }
+
+    /// The optimisation level it was compiled at.
+    pub(crate) fn level(&self) -> OptLevel {
+        self.level
+    }
+
+    /// The retained code bytes, if `retain_object` asked for them.
+    #[allow(dead_code)] // read by the archive writer of a later issue
+    pub(crate) fn object(&self) -> Option<&[u8]> {
+        self.object.as_deref()
+    }
+
+    /// Computes the lane at one point: `x` holds its inputs (symbols, then seeds), `out`
+    /// receives its outputs.
+    ///
+    /// # Panics
+    /// If the slices' lengths are not the lane's (callers size them from the lane).
+    #[inline]
+    pub(crate) fn run_point(&self, x: &[f64], out: &mut [f64]) {
+        assert!(x.len() == self.inputs && out.len() == self.outputs);
+        match self.shape {
+            // SAFETY: the lengths were just checked, and `out` is a distinct `&mut`.
+            Shape::Point => unsafe { self.point(x.as_ptr(), out.as_mut_ptr()) },
+            Shape::Column { .. } => {
+                let ins: Pointers<*const f64> = x.iter().map(|v| v as *const f64).collect();
+                let outs: Pointers<*mut f64> = out.iter_mut().map(|v| v as *mut f64).collect();
+                // SAFETY: one pointer per input and per output, each to one valid value
+                // (`start + len = 1`); outputs are distinct from inputs and from each
+                // other.
+                unsafe { self.columns(ins.as_ptr(), outs.as_ptr(), 0, 1) }
+            }
+        }
+    }
+
+    /// Computes the lane at points `start..start + len` of columns: `inputs` holds one base
+    /// pointer per lane input, `outputs` one per lane output.
+    ///
+    /// # Safety
+    /// Every input column must hold `start + len` readable values and every output column
+    /// `start + len` writable ones that no one else reads or writes during the call; no
+    /// output may overlap an input or another output.
+    ///
+    /// # Panics
+    /// If the pointer tables' lengths are not the lane's.
+    pub(crate) unsafe fn run_columns(
+        &self,
+        inputs: &[*const f64],
+        outputs: &[*mut f64],
+        start: usize,
+        len: usize,
+    ) {
+        assert!(inputs.len() == self.inputs && outputs.len() == self.outputs);
+        match self.shape {
+            // SAFETY: the tables have the lane's lengths; the columns are the caller's.
+            Shape::Column { .. } => unsafe {
+                self.columns(inputs.as_ptr(), outputs.as_ptr(), start, len)
+            },
+            Shape::Point => {
+                // A point kernel over columns: gather each point, run it, scatter it.
+                let mut x: Pointers<f64> = inputs.iter().map(|_| 0.0).collect();
+                let mut out: Pointers<f64> = outputs.iter().map(|_| 0.0).collect();
+                for at in start..start + len {
+                    for (v, c) in x.iter_mut().zip(inputs) {
+                        // SAFETY: `at < start + len`, readable by the caller's contract.
+                        *v = unsafe { *c.add(at) };
+                    }
+                    // SAFETY: `x` and `out` have the lane's lengths and do not overlap.
+                    unsafe { self.point(x.as_ptr(), out.as_mut_ptr()) };
+                    for (v, c) in out.iter().zip(outputs) {
+                        // SAFETY: writable and ours alone by the caller's contract.
+                        unsafe { *c.add(at) = *v };
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls a point kernel.
+    ///
+    /// # Safety
+    /// The kernel must be [`Shape::Point`]; `inputs` must hold the lane's input count of
+    /// readable values and `outputs` its output count of writable ones, not overlapping
+    /// the inputs.
+    #[inline]
+    unsafe fn point(&self, inputs: *const f64, outputs: *mut f64) {
+        debug_assert_eq!(self.shape, Shape::Point);
+        // SAFETY: the mapping holds a function with the `PointFn` signature and the host's
+        // C calling convention (module invariant), executable and alive while `self` is.
+        let f: PointFn = unsafe { std::mem::transmute::<*const u8, PointFn>(self.map.as_ptr()) };
+        // SAFETY: the caller guarantees the memory the kernel reads and writes; the table
+        // is a `'static` of the layout the kernel was compiled against.
+        unsafe { f(inputs, outputs, &MATH_TABLE) }
+    }
+
+    /// Calls a column kernel over points `start..start + len`.
+    ///
+    /// # Safety
+    /// The kernel must be [`Shape::Column`]; `inputs` must point to one base pointer per
+    /// lane input and `outputs` to one per lane output, with the column contract of
+    /// [`Kernel::run_columns`].
+    #[inline]
+    unsafe fn columns(
+        &self,
+        inputs: *const *const f64,
+        outputs: *const *mut f64,
+        start: usize,
+        len: usize,
+    ) {
+        debug_assert!(matches!(self.shape, Shape::Column { .. }));
+        // SAFETY: as in `point`, for the `ColumnFn` signature.
+        let f: ColumnFn = unsafe { std::mem::transmute::<*const u8, ColumnFn>(self.map.as_ptr()) };
+        // SAFETY: the caller guarantees the columns.
+        unsafe { f(inputs, outputs, start, len, &MATH_TABLE) }
+    }
+}
+
+/// Small tables on the stack.
+type Pointers<T> = smallvec::SmallVec<[T; 32]>;
+
+fn object(detail: &str) -> Error {
+    Error::JitObject {
+        detail: detail.into(),
+    }
+}

@@ -1,0 +1,474 @@
+//! Lowering: one lane graph to one Cranelift function.
+//!
+//! **Input**: a lane (a graph extracted to its outputs, topologically ordered) and the
+//! [`Shape`] of kernel wanted. **Output**: a Cranelift function with the kernel signature of
+//! that shape (see [`Shape`]) that computes every output of the lane with exactly the
+//! operations of `ddx_ir::math`, in the graph's order, one node at a time:
+//!
+//! - `+ - * /`, `neg`, `abs`, `sqrt` and (where the CPU has one) `fma` are single IEEE
+//!   instructions, which round as Rust's operators do; nothing is contracted or
+//!   re-associated, because Cranelift has no rule that fuses or reorders floating-point
+//!   arithmetic (its only float rewrites are `--x → x` and moving a pair of negations off
+//!   the factors of a product, both exact for every non-NaN input);
+//! - `sign`, `max`, `min`, comparisons and `select` are built from ordered compares and
+//!   selects so that NaN operands follow ddx's rules, not the CPU's `minsd`/`maxsd`;
+//! - `pow` with the constant exponent `2`, `-1` or `0.5` is the correctly rounded operation
+//!   `math::pow` defines for it; every other transcendental (and `fma` on a CPU without the
+//!   instruction) is an indirect call through the `MathTable` pointer the kernel receives.
+//!
+//! The function references no symbol and no data outside itself (constants are immediates
+//! or sit in its own constant pool), so its machine code needs no relocation; the compiler
+//! checks that and refuses the code otherwise.
+//!
+//! An `f64x2` kernel does the same operation on both lanes: vector arithmetic is IEEE per
+//! lane and each math call is made once per lane, so every width answers the same bits.
+
+use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::{
+    types, AbiParam, BlockArg, Function, InstBuilder, MemFlagsData, SigRef, Signature, Type,
+    UserFuncName, Value,
+};
+use cranelift_codegen::isa::TargetIsa;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use ddx_ir::math::MathTable;
+use ddx_ir::{Lane, Node, Op};
+
+/// The kind of function a kernel is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Shape {
+    /// One point: `extern "C" fn(inputs: *const f64, outputs: *mut f64, table: *const
+    /// MathTable)`, with the inputs (symbols, then seeds) and the outputs contiguous.
+    Point,
+    /// A loop over points `start..start + len` of columns: `extern "C" fn(inputs: *const
+    /// *const f64, outputs: *const *mut f64, start: usize, len: usize, table: *const
+    /// MathTable)`, one base pointer per input and per output column, `width` points per
+    /// iteration (1 or 2), then one at a time for the remainder.
+    Column {
+        /// Points per iteration of the main loop.
+        width: u8,
+    },
+}
+
+impl Shape {
+    /// A stable byte for the cache key.
+    pub(crate) fn tag(self) -> u8 {
+        match self {
+            Shape::Point => 0,
+            Shape::Column { width } => width,
+        }
+    }
+}
+
+/// Whether the target has a fused multiply-add instruction Cranelift will use.
+pub(crate) fn native_fma(isa: &dyn TargetIsa) -> bool {
+    match isa.name() {
+        "x64" => isa
+            .isa_flags()
+            .iter()
+            .any(|f| f.name == "has_fma" && f.as_bool() == Some(true)),
+        _ => true,
+    }
+}
+
+/// Builds the function computing `lane` as a kernel of `shape` for `isa`.
+pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Function {
+    let ptr = isa.pointer_type();
+    let call_conv = isa.default_call_conv();
+    let mut sig = Signature::new(call_conv);
+    let params = match shape {
+        Shape::Point => 3,
+        Shape::Column { .. } => 5,
+    };
+    sig.params
+        .extend(std::iter::repeat_n(AbiParam::new(ptr), params));
+    let mut func = Function::with_name_signature(UserFuncName::default(), sig);
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let args = b.block_params(entry).to_vec();
+
+    let math = MathSigs::new(&mut b, ptr, call_conv);
+    let fma = native_fma(isa);
+    match shape {
+        Shape::Point => {
+            let (inputs, outputs, table) = (args[0], args[1], args[2]);
+            let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
+            e.body(
+                lane,
+                |b, k| b.ins().load(types::F64, data(), inputs, offset(k, 8)),
+                |b, k, v| {
+                    b.ins().store(data(), v, outputs, offset(k, 8));
+                },
+            );
+            b.ins().return_(&[]);
+        }
+        Shape::Column { width } => {
+            let (inputs, outputs, start, len, table) =
+                (args[0], args[1], args[2], args[3], args[4]);
+            let end = b.ins().iadd(start, len);
+            let exit = b.create_block();
+            let mut next = start_loop(&mut b, ptr, start);
+            if width > 1 {
+                // Main loop: `width` points per iteration while a whole vector fits.
+                let (head, i) = next;
+                let body = b.create_block();
+                let rest = b.create_block();
+                let r_i = b.append_block_param(rest, ptr);
+                let step = b.ins().iadd_imm_s(i, i64::from(width));
+                let fits = b.ins().icmp(
+                    cranelift_codegen::ir::condcodes::IntCC::UnsignedLessThanOrEqual,
+                    step,
+                    end,
+                );
+                b.ins().brif(fits, body, &[], rest, &[BlockArg::Value(i)]);
+                b.switch_to_block(body);
+                let ty = types::F64.by(u32::from(width)).unwrap_or(types::F64X2);
+                column_body(
+                    &mut b, lane, ty, width, inputs, outputs, i, table, ptr, &math, fma,
+                );
+                b.ins().jump(head, &[BlockArg::Value(step)]);
+                b.switch_to_block(rest);
+                next = start_loop(&mut b, ptr, r_i);
+            }
+            // Remainder loop (the whole loop for width 1): one point per iteration.
+            let (head, i) = next;
+            let body = b.create_block();
+            let more = b.ins().icmp(
+                cranelift_codegen::ir::condcodes::IntCC::UnsignedLessThan,
+                i,
+                end,
+            );
+            b.ins().brif(more, body, &[], exit, &[]);
+            b.switch_to_block(body);
+            column_body(
+                &mut b,
+                lane,
+                types::F64,
+                1,
+                inputs,
+                outputs,
+                i,
+                table,
+                ptr,
+                &math,
+                fma,
+            );
+            let step = b.ins().iadd_imm_s(i, 1i64);
+            b.ins().jump(head, &[BlockArg::Value(step)]);
+            b.switch_to_block(exit);
+            b.ins().return_(&[]);
+        }
+    }
+    b.seal_all_blocks();
+    b.finalize(isa.frontend_config());
+    func
+}
+
+/// Jumps from the current block to a new loop head taking the point index `from`, and
+/// leaves the builder in the head; answers the head and its index parameter.
+fn start_loop(
+    b: &mut FunctionBuilder<'_>,
+    ptr: Type,
+    from: Value,
+) -> (cranelift_codegen::ir::Block, Value) {
+    let head = b.create_block();
+    let i = b.append_block_param(head, ptr);
+    b.ins().jump(head, &[BlockArg::Value(from)]);
+    b.switch_to_block(head);
+    (head, i)
+}
+
+/// One iteration of a column loop: points `i..i + width` of every column.
+#[allow(clippy::too_many_arguments)]
+fn column_body(
+    b: &mut FunctionBuilder<'_>,
+    lane: &Lane,
+    ty: Type,
+    width: u8,
+    inputs: Value,
+    outputs: Value,
+    i: Value,
+    table: Value,
+    ptr: Type,
+    math: &MathSigs,
+    fma: bool,
+) {
+    let at = b.ins().ishl_imm_s(i, 3i64);
+    let word = ptr.bytes() as usize;
+    let mut e = Emit::new(b, ty, width, table, ptr, math, fma);
+    e.body(
+        lane,
+        |b, k| {
+            let base = b.ins().load(ptr, pointer_table(), inputs, offset(k, word));
+            let p = b.ins().iadd(base, at);
+            b.ins().load(ty, data(), p, 0)
+        },
+        |b, k, v| {
+            let base = b.ins().load(ptr, pointer_table(), outputs, offset(k, word));
+            let p = b.ins().iadd(base, at);
+            b.ins().store(data(), v, p, 0);
+        },
+    );
+}
+
+/// Flags for the point values: never trapping (the caller guarantees the memory), not
+/// assumed vector-aligned (columns are only `f64`-aligned).
+fn data() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// Flags for the column-pointer tables and the math table: aligned, never trapping, and
+/// unchanged while the kernel runs.
+fn pointer_table() -> MemFlagsData {
+    MemFlagsData::trusted().with_readonly()
+}
+
+/// The byte offset of entry `k` of `size` bytes. Lanes have far fewer than 2³¹ / 8 inputs
+/// or outputs (a graph holds at most `u32::MAX` nodes, checked where lanes are built).
+fn offset(k: usize, size: usize) -> i32 {
+    i32::try_from(k * size).unwrap_or(i32::MAX)
+}
+
+/// The imported signatures of the math functions.
+struct MathSigs {
+    unary: SigRef,
+    binary: SigRef,
+    ternary: SigRef,
+}
+
+impl MathSigs {
+    fn new(b: &mut FunctionBuilder<'_>, _ptr: Type, cc: cranelift_codegen::isa::CallConv) -> Self {
+        let mut sig = |n: usize| {
+            let mut s = Signature::new(cc);
+            s.params
+                .extend(std::iter::repeat_n(AbiParam::new(types::F64), n));
+            s.returns.push(AbiParam::new(types::F64));
+            b.import_signature(s)
+        };
+        MathSigs {
+            unary: sig(1),
+            binary: sig(2),
+            ternary: sig(3),
+        }
+    }
+}
+
+/// Emits the nodes of a lane at one type (`f64` or `f64x2`).
+struct Emit<'a, 'b, 'c> {
+    b: &'a mut FunctionBuilder<'b>,
+    ty: Type,
+    width: u8,
+    table: Value,
+    ptr: Type,
+    math: &'c MathSigs,
+    fma: bool,
+}
+
+impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
+    fn new(
+        b: &'a mut FunctionBuilder<'b>,
+        ty: Type,
+        width: u8,
+        table: Value,
+        ptr: Type,
+        math: &'c MathSigs,
+        fma: bool,
+    ) -> Self {
+        Emit {
+            b,
+            ty,
+            width,
+            table,
+            ptr,
+            math,
+            fma,
+        }
+    }
+
+    /// Emits every node of `lane` in order, reading inputs through `load` and writing each
+    /// output through `store`.
+    fn body(
+        &mut self,
+        lane: &Lane,
+        mut load: impl FnMut(&mut FunctionBuilder<'b>, usize) -> Value,
+        mut store: impl FnMut(&mut FunctionBuilder<'b>, usize, Value),
+    ) {
+        let g = &lane.graph;
+        let mut vals: Vec<Value> = Vec::with_capacity(g.len());
+        for node in g.nodes() {
+            let v = match *node {
+                Node::Const(c) => self.constant(c.value()),
+                Node::Symbol(s) => load(self.b, s.index()),
+                Node::Seed(s) => load(self.b, lane.symbols + s.index()),
+                Node::Apply(op, args) => {
+                    let arg = |k: usize| vals[args[k].index()];
+                    match op.arity() {
+                        1 => self.unary(op, arg(0)),
+                        2 => {
+                            let exponent = g.constant_of(args[1]);
+                            self.binary(op, arg(0), arg(1), exponent)
+                        }
+                        _ => self.ternary(op, arg(0), arg(1), arg(2)),
+                    }
+                }
+            };
+            vals.push(v);
+        }
+        for (k, o) in lane.outputs.iter().enumerate() {
+            store(self.b, k, vals[o.index()]);
+        }
+    }
+
+    fn constant(&mut self, c: f64) -> Value {
+        let s = self.b.ins().f64const(c);
+        if self.width == 1 {
+            s
+        } else {
+            self.b.ins().splat(self.ty, s)
+        }
+    }
+
+    /// A compare's answer as a selector for [`Emit::pick`].
+    fn cmp(&mut self, cc: FloatCC, a: Value, c: Value) -> Value {
+        self.b.ins().fcmp(cc, a, c)
+    }
+
+    /// `if cond { t } else { f }`, lane by lane.
+    fn pick(&mut self, cond: Value, t: Value, f: Value) -> Value {
+        if self.width == 1 {
+            self.b.ins().select(cond, t, f)
+        } else {
+            let mask = self.b.ins().bitcast(
+                self.ty,
+                MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little),
+                cond,
+            );
+            self.b.ins().bitselect(mask, t, f)
+        }
+    }
+
+    /// `truth(holds)`: `1.0` or `0.0`.
+    fn truth(&mut self, holds: Value) -> Value {
+        let (one, zero) = (self.constant(1.0), self.constant(0.0));
+        self.pick(holds, one, zero)
+    }
+
+    fn unary(&mut self, op: Op, a: Value) -> Value {
+        match op {
+            Op::Neg => self.b.ins().fneg(a),
+            Op::Abs => self.b.ins().fabs(a),
+            Op::Sqrt => self.b.ins().sqrt(a),
+            Op::Sign => {
+                // x > 0 → 1; x < 0 → -1; x == 0 → 0; NaN → x.
+                let zero = self.constant(0.0);
+                let is_zero = self.cmp(FloatCC::Equal, a, zero);
+                let r = self.pick(is_zero, zero, a);
+                let neg = self.cmp(FloatCC::LessThan, a, zero);
+                let m1 = self.constant(-1.0);
+                let r = self.pick(neg, m1, r);
+                let pos = self.cmp(FloatCC::GreaterThan, a, zero);
+                let p1 = self.constant(1.0);
+                self.pick(pos, p1, r)
+            }
+            _ => self.call(op, &[a]),
+        }
+    }
+
+    fn binary(&mut self, op: Op, a: Value, c: Value, exponent: Option<f64>) -> Value {
+        match op {
+            Op::Add => self.b.ins().fadd(a, c),
+            Op::Sub => self.b.ins().fsub(a, c),
+            Op::Mul => self.b.ins().fmul(a, c),
+            Op::Div => self.b.ins().fdiv(a, c),
+            Op::Max | Op::Min => {
+                // max: b > a or a is NaN → b, else a (a tie answers a); min mirrors it.
+                let cc = if op == Op::Max {
+                    FloatCC::GreaterThan
+                } else {
+                    FloatCC::LessThan
+                };
+                let better = self.cmp(cc, c, a);
+                let nan = self.cmp(FloatCC::Unordered, a, a);
+                let take = self.b.ins().bor(better, nan);
+                self.pick(take, c, a)
+            }
+            Op::Lt => self.compare(FloatCC::LessThan, a, c),
+            Op::Le => self.compare(FloatCC::LessThanOrEqual, a, c),
+            Op::Eq => self.compare(FloatCC::Equal, a, c),
+            // Ordered and unequal: NaN answers 0.
+            Op::Ne => self.compare(FloatCC::OrderedNotEqual, a, c),
+            Op::Pow if exponent == Some(2.0) => self.b.ins().fmul(a, a),
+            Op::Pow if exponent == Some(-1.0) => {
+                let one = self.constant(1.0);
+                self.b.ins().fdiv(one, a)
+            }
+            Op::Pow if exponent == Some(0.5) => {
+                // `math::pow_half`: sqrt(a) + 0, and +inf at -inf.
+                let r = self.b.ins().sqrt(a);
+                let zero = self.constant(0.0);
+                let r = self.b.ins().fadd(r, zero);
+                let ninf = self.constant(f64::NEG_INFINITY);
+                let at_ninf = self.cmp(FloatCC::Equal, a, ninf);
+                let inf = self.constant(f64::INFINITY);
+                self.pick(at_ninf, inf, r)
+            }
+            _ => self.call(op, &[a, c]),
+        }
+    }
+
+    fn compare(&mut self, cc: FloatCC, a: Value, c: Value) -> Value {
+        let holds = self.cmp(cc, a, c);
+        self.truth(holds)
+    }
+
+    fn ternary(&mut self, op: Op, a: Value, c: Value, d: Value) -> Value {
+        match op {
+            Op::Select => {
+                // c == 0 → f, else (nonzero or NaN) → t.
+                let zero = self.constant(0.0);
+                let off = self.cmp(FloatCC::Equal, a, zero);
+                self.pick(off, d, c)
+            }
+            Op::Fma if self.fma => self.b.ins().fma(a, c, d),
+            _ => self.call(op, &[a, c, d]),
+        }
+    }
+
+    /// Calls `op`'s function from the math table, once per lane.
+    fn call(&mut self, op: Op, args: &[Value]) -> Value {
+        let slot = MathTable::slot(op).unwrap_or_else(|| {
+            unreachable!("{op} is inlined by every engine and has no table entry")
+        });
+        let sig = match args.len() {
+            1 => self.math.unary,
+            2 => self.math.binary,
+            _ => self.math.ternary,
+        };
+        let callee = self.b.ins().load(
+            self.ptr,
+            pointer_table(),
+            self.table,
+            offset(slot, self.ptr.bytes() as usize),
+        );
+        if self.width == 1 {
+            let inst = self.b.ins().call_indirect(sig, callee, args);
+            return self.b.inst_results(inst)[0];
+        }
+        let mut out: Option<Value> = None;
+        for lane in 0..self.width {
+            let scalars: Vec<Value> = args
+                .iter()
+                .map(|&v| self.b.ins().extractlane(v, lane))
+                .collect();
+            let inst = self.b.ins().call_indirect(sig, callee, &scalars);
+            let r = self.b.inst_results(inst)[0];
+            out = Some(match out {
+                None => self.b.ins().splat(self.ty, r),
+                Some(v) => self.b.ins().insertlane(v, r, lane),
+            });
+        }
+        out.unwrap_or_else(|| unreachable!("a vector has at least one lane"))
+    }
+}

@@ -1,0 +1,407 @@
+//! The Cranelift JIT: lanes compiled to machine code on a background thread.
+//!
+//! An equation holds one [`Jit`] for the options in force. Under a compiling backend it
+//! owns a [`State`]: one [`Slot`] per lane kind, each with an atomic pointer to the kernel
+//! answering that lane (null: the interpreter answers). Calls read that pointer — one
+//! atomic load — and never wait; the compile thread ([`compile`]) publishes a kernel by
+//! storing the pointer, after which every call switches to it. Every kernel agrees with the
+//! interpreter to the bit, so the moment of the switch is invisible in the answers.
+//!
+//! **Invariants.**
+//! - A kernel, once published in a slot, lives as long as the [`State`] (the slot owns
+//!   every kernel it ever published), and the equation keeps its state alive while any of
+//!   its calls runs; a better tier replaces the pointer but not the old kernel.
+//! - Changing the options replaces the equation's state (`set_options` takes `&mut`, so no
+//!   call is running) and marks the old one abandoned; the compile thread checks that mark
+//!   before each tier and before publishing, so nothing compiled for old options is ever
+//!   installed or run, and no one waits for it.
+//! - A lane is compiled once per tier per state: [`Slot::asked`] only grows.
+
+mod cache;
+mod compile;
+mod kernel;
+mod lower;
+
+pub(crate) use kernel::Kernel;
+pub(crate) use lower::Shape;
+
+use crate::equation::Core;
+use crate::options::{Backend, JitStatus, Lanes, OptLevel, Options, Warming};
+use ddx_ir::{Error, LaneKind};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// The number of lane kinds, one slot each.
+const LANES: usize = LaneKind::ALL.len();
+
+/// A rung of the tier ladder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub(crate) enum Tier {
+    /// Nothing asked yet.
+    Nothing = 0,
+    /// The quick kernel: `opt_level = none`, the fast register allocator.
+    Quick = 1,
+    /// The kernel at the options' `opt_level`.
+    Top = 2,
+}
+
+/// What the code generator reads, resolved from [`Options`].
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) backend: Backend,
+    pub(crate) shape: Shape,
+    pub(crate) top: OptLevel,
+    pub(crate) warm: u64,
+    pub(crate) hot: u64,
+    pub(crate) retain: bool,
+    pub(crate) cache_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// The host's `f64` lanes in one vector register that this code generator uses.
+    const HOST_WIDTH: u8 = 2;
+
+    fn new(o: &Options) -> Result<Config, Error> {
+        let shape = match o.codegen.lanes {
+            Lanes::Derived | Lanes::Scalar if o.points <= 1 => Shape::Point,
+            Lanes::Derived => Shape::Column {
+                width: Self::HOST_WIDTH,
+            },
+            Lanes::Scalar => Shape::Column { width: 1 },
+            Lanes::Exactly(w @ (1 | 2)) => Shape::Column { width: w },
+            Lanes::Exactly(w) => {
+                return Err(Error::JitTarget {
+                    detail: format!("{w} lanes per iteration; this code generator makes 1 or 2"),
+                })
+            }
+        };
+        Ok(Config {
+            backend: o.backend,
+            shape,
+            top: o.codegen.opt_level,
+            warm: o.warm_points,
+            hot: o.hot_points,
+            retain: o.retain_object,
+            cache_dir: o.cache_dir.clone(),
+        })
+    }
+
+    /// The optimisation level of `tier`.
+    pub(crate) fn level(&self, tier: Tier) -> OptLevel {
+        match tier {
+            Tier::Top => self.top,
+            _ => OptLevel::None,
+        }
+    }
+
+    /// The tier a `Compile` backend climbs to: the quick one is the top when the options
+    /// ask for no optimisation.
+    pub(crate) fn highest(&self) -> Tier {
+        match self.top {
+            OptLevel::None => Tier::Quick,
+            OptLevel::Speed => Tier::Top,
+        }
+    }
+}
+
+/// One lane's compiled code and its compile bookkeeping.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    /// The kernel answering, or null.
+    kernel: AtomicPtr<Kernel>,
+    /// The highest [`Tier`] asked of the compile thread.
+    asked: AtomicU8,
+    /// Under `Adapt`, batch points seen.
+    seen: AtomicU64,
+    inner: Mutex<Inner>,
+    done: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Jobs submitted and not finished.
+    pending: usize,
+    /// Every kernel ever published, so that a pointer read by a call stays valid. Boxed:
+    /// published pointers must not move when the vector grows.
+    #[allow(clippy::vec_box)]
+    kernels: Vec<Box<Kernel>>,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A poisoned lock only means a panic elsewhere; the data (a count and owned
+        // kernels) is still consistent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The kernel answering, if any.
+    #[inline]
+    fn current(&self) -> Option<&Kernel> {
+        let k = self.kernel.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer was published by `publish` from a box this slot owns
+        // until it is dropped, and `&self` keeps the slot alive.
+        unsafe { k.as_ref() }
+    }
+
+    /// Makes `kernel` the one answering; the slot keeps it alive.
+    fn publish(&self, kernel: Kernel) {
+        let mut inner = self.lock();
+        let mut boxed = Box::new(kernel);
+        let ptr: *mut Kernel = &mut *boxed;
+        inner.kernels.push(boxed);
+        self.kernel.store(ptr, Ordering::Release);
+    }
+
+    /// Marks one job finished and wakes the waiters.
+    fn finish(&self) {
+        let mut inner = self.lock();
+        inner.pending = inner.pending.saturating_sub(1);
+        drop(inner);
+        self.done.notify_all();
+    }
+}
+
+/// Counters and the last failure, for [`JitStatus`].
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) compiled: AtomicUsize,
+    pub(crate) loaded: AtomicUsize,
+    pub(crate) refused: AtomicUsize,
+    pub(crate) written: AtomicUsize,
+    error: Mutex<Option<Error>>,
+}
+
+impl Stats {
+    pub(crate) fn fail(&self, e: Error) {
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+    }
+}
+
+/// Everything compiled for one equation under one set of options.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) config: Config,
+    abandoned: AtomicBool,
+    slots: [Slot; LANES],
+    pub(crate) stats: Stats,
+}
+
+impl State {
+    pub(crate) fn slot(&self, kind: LaneKind) -> &Slot {
+        &self.slots[kind as usize]
+    }
+
+    pub(crate) fn abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Installs `kernel` for `kind` unless the state was abandoned meanwhile.
+    pub(crate) fn install(&self, kind: LaneKind, kernel: Kernel) {
+        if !self.abandoned() {
+            self.slot(kind).publish(kernel);
+        }
+    }
+
+    /// Asks the compile thread for `kind` up to tier `upto`; does nothing when that was
+    /// already asked.
+    fn ask(self: &Arc<Self>, core: &Arc<Core>, kind: LaneKind, upto: Tier) {
+        let slot = self.slot(kind);
+        let before = slot.asked.fetch_max(upto as u8, Ordering::AcqRel);
+        if before >= upto as u8 {
+            return;
+        }
+        let from = if before == Tier::Nothing as u8 {
+            Tier::Quick
+        } else {
+            Tier::Top
+        };
+        slot.lock().pending += 1;
+        let job = compile::Job {
+            state: Arc::clone(self),
+            core: Arc::clone(core),
+            kind,
+            from,
+            upto,
+        };
+        if let Err(e) = compile::submit(job) {
+            self.stats.fail(e);
+            slot.finish();
+        }
+    }
+}
+
+/// The code generator's part of an equation: nothing under `Interpret` and `Device`, a
+/// [`State`] under `Compile` and `Adapt`.
+#[derive(Debug, Default)]
+pub(crate) struct Jit {
+    state: Option<Arc<State>>,
+    /// Why the options could not be honoured (they are kept, and calls interpret).
+    refused: Option<Error>,
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        if let Some(s) = &self.state {
+            s.abandoned.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Jit {
+    /// The JIT for `options`; under `Compile`, starts compiling every lane in `prepared`
+    /// (the lanes already used), the others as they are first needed.
+    pub(crate) fn new(options: &Options, core: &Arc<Core>, prepared: &[LaneKind]) -> Jit {
+        if !matches!(options.backend, Backend::Compile | Backend::Adapt) {
+            // `Device` answers from the interpreter until a device backend exists.
+            return Jit::default();
+        }
+        let config = match Config::new(options) {
+            Ok(c) => c,
+            Err(e) => {
+                return Jit {
+                    state: None,
+                    refused: Some(e),
+                }
+            }
+        };
+        let state = Arc::new(State {
+            config,
+            abandoned: AtomicBool::new(false),
+            slots: std::array::from_fn(|_| Slot::default()),
+            stats: Stats::default(),
+        });
+        if state.config.backend == Backend::Compile {
+            for &kind in prepared {
+                state.ask(core, kind, state.config.highest());
+            }
+        }
+        Jit {
+            state: Some(state),
+            refused: None,
+        }
+    }
+
+    /// The kernel answering a per-point call of `kind`; asks for one under `Compile` when
+    /// none has been asked yet. One atomic load when a kernel is in place.
+    #[inline]
+    pub(crate) fn point(&self, core: &Arc<Core>, kind: LaneKind) -> Option<&Kernel> {
+        let state = self.state.as_ref()?;
+        let slot = state.slot(kind);
+        if let Some(k) = slot.current() {
+            return Some(k);
+        }
+        if state.config.backend == Backend::Compile
+            && slot.asked.load(Ordering::Relaxed) == Tier::Nothing as u8
+        {
+            state.ask(core, kind, state.config.highest());
+        }
+        None
+    }
+
+    /// The kernel answering a batch call of `kind` over `points` points; counts the points
+    /// under `Adapt` and asks for the tiers they buy.
+    #[inline]
+    pub(crate) fn batch(&self, core: &Arc<Core>, kind: LaneKind, points: usize) -> Option<&Kernel> {
+        let state = self.state.as_ref()?;
+        if state.config.backend == Backend::Adapt {
+            let slot = state.slot(kind);
+            let points = points as u64;
+            let seen = slot.seen.fetch_add(points, Ordering::Relaxed) + points;
+            let c = &state.config;
+            if seen >= c.warm {
+                let upto = if seen >= c.warm.saturating_add(c.hot) {
+                    c.highest()
+                } else {
+                    Tier::Quick
+                };
+                if slot.asked.load(Ordering::Relaxed) < upto as u8 {
+                    state.ask(core, kind, upto);
+                }
+            }
+            return slot.current();
+        }
+        self.point(core, kind)
+    }
+
+    /// Whether a kernel answers `kind` now.
+    pub(crate) fn uses_kernel(&self, kind: LaneKind) -> bool {
+        self.kernel(kind).is_some()
+    }
+
+    fn kernel(&self, kind: LaneKind) -> Option<&Kernel> {
+        self.state.as_ref()?.slot(kind).current()
+    }
+
+    /// The optimisation level of the kernel answering `kind`.
+    pub(crate) fn level(&self, kind: LaneKind) -> Option<OptLevel> {
+        self.kernel(kind).map(Kernel::level)
+    }
+
+    /// Blocks until no compile of `kind` is queued or running (asking for one first under
+    /// `Compile`), then answers whether a kernel answers it.
+    pub(crate) fn wait(&self, core: &Arc<Core>, kind: LaneKind) -> bool {
+        let Some(state) = &self.state else {
+            return false;
+        };
+        if state.config.backend == Backend::Compile {
+            state.ask(core, kind, state.config.highest());
+        }
+        let slot = state.slot(kind);
+        let mut inner = slot.lock();
+        while inner.pending > 0 {
+            inner = slot.done.wait(inner).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(inner);
+        slot.current().is_some()
+    }
+
+    /// Under `Adapt`, the progress towards `kind`'s next tier.
+    pub(crate) fn warming(&self, kind: LaneKind) -> Option<Warming> {
+        let state = self.state.as_ref()?;
+        let c = &state.config;
+        if c.backend != Backend::Adapt {
+            return None;
+        }
+        let slot = state.slot(kind);
+        let seen = slot.seen.load(Ordering::Relaxed);
+        let asked = slot.asked.load(Ordering::Relaxed);
+        if asked == Tier::Nothing as u8 {
+            Some(Warming {
+                points: seen.min(c.warm),
+                threshold: c.warm,
+            })
+        } else if asked < c.highest() as u8 {
+            Some(Warming {
+                points: seen.saturating_sub(c.warm).min(c.hot),
+                threshold: c.hot,
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The status report.
+    pub(crate) fn status(&self) -> JitStatus {
+        let Some(s) = &self.state else {
+            return JitStatus {
+                error: self.refused.clone(),
+                ..JitStatus::default()
+            };
+        };
+        let n = |a: &AtomicUsize| a.load(Ordering::Relaxed);
+        JitStatus {
+            compiled: n(&s.stats.compiled),
+            loaded: n(&s.stats.loaded),
+            refused: n(&s.stats.refused),
+            written: n(&s.stats.written),
+            error: s
+                .stats
+                .error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        }
+    }
+}

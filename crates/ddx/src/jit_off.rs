@@ -1,0 +1,67 @@
+//! The code generator's place in a build without the `jit` feature: every lane answers
+//! from the interpreter, whatever the backend, and nothing is ever compiled.
+
+use crate::equation::Core;
+use crate::options::{JitStatus, OptLevel, Options, Warming};
+use ddx_ir::LaneKind;
+use std::sync::Arc;
+
+/// A kernel, of which this build has none.
+#[derive(Debug)]
+pub(crate) enum Kernel {}
+
+impl Kernel {
+    pub(crate) fn run_point(&self, _x: &[f64], _out: &mut [f64]) {
+        match *self {}
+    }
+
+    /// # Safety
+    /// Never callable: no kernel exists.
+    pub(crate) unsafe fn run_columns(
+        &self,
+        _inputs: &[*const f64],
+        _outputs: &[*mut f64],
+        _start: usize,
+        _len: usize,
+    ) {
+        match *self {}
+    }
+}
+
+/// No compiled code.
+#[derive(Debug, Default)]
+pub(crate) struct Jit;
+
+impl Jit {
+    pub(crate) fn new(_options: &Options, _core: &Arc<Core>, _prepared: &[LaneKind]) -> Jit {
+        Jit
+    }
+    #[inline]
+    pub(crate) fn point(&self, _core: &Arc<Core>, _kind: LaneKind) -> Option<&Kernel> {
+        None
+    }
+    #[inline]
+    pub(crate) fn batch(
+        &self,
+        _core: &Arc<Core>,
+        _kind: LaneKind,
+        _points: usize,
+    ) -> Option<&Kernel> {
+        None
+    }
+    pub(crate) fn uses_kernel(&self, _kind: LaneKind) -> bool {
+        false
+    }
+    pub(crate) fn level(&self, _kind: LaneKind) -> Option<OptLevel> {
+        None
+    }
+    pub(crate) fn wait(&self, _core: &Arc<Core>, _kind: LaneKind) -> bool {
+        false
+    }
+    pub(crate) fn warming(&self, _kind: LaneKind) -> Option<Warming> {
+        None
+    }
+    pub(crate) fn status(&self) -> JitStatus {
+        JitStatus::default()
+    }
+}
