@@ -248,6 +248,25 @@ impl<S: Shape> Equation<S> {
     }
 }
 
+#[cfg(test)]
+impl<S: Shape> Equation<S> {
+    /// Runs lane `kind` over raw columns: its inputs (symbols, then seeds) and outputs in
+    /// the lane's order, checked as a batch call checks them.
+    pub(crate) fn lane_batch(
+        &self,
+        kind: LaneKind,
+        inputs: &[&[f64]],
+        outputs: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        let lane = &self.core.prepared(kind).lane;
+        let mut t = Table::new(inputs);
+        t.read(Block::Points, inputs, lane.symbols + lane.seeds)?
+            .write(Block::Values, outputs, lane.outputs.len())?;
+        self.batch(kind, &t);
+        Ok(())
+    }
+}
+
 /// Points per chunk of a kernel's batch are a multiple of this (any vector width divides
 /// it, so only a batch's last chunk runs a remainder loop).
 const KERNEL_CHUNK: usize = 64;

@@ -159,8 +159,15 @@ pub(crate) fn submit(job: Job) -> Result<(), Error> {
     sent.map_err(|_| target("the compile thread has stopped"))
 }
 
+/// Tests hold this lock to keep the compile thread from starting a job, so that "a
+/// compile is in flight" is a state they can set up without timing anything.
+#[cfg(test)]
+pub(crate) static PAUSE: Mutex<()> = Mutex::new(());
+
 /// Runs one job on the compile thread.
 fn run(job: Job) {
+    #[cfg(test)]
+    let _paused = PAUSE.lock().unwrap_or_else(|e| e.into_inner());
     let Job {
         state,
         core,

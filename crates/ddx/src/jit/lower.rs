@@ -397,8 +397,14 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             Op::Lt => self.compare(FloatCC::LessThan, a, c),
             Op::Le => self.compare(FloatCC::LessThanOrEqual, a, c),
             Op::Eq => self.compare(FloatCC::Equal, a, c),
-            // Ordered and unequal: NaN answers 0.
-            Op::Ne => self.compare(FloatCC::OrderedNotEqual, a, c),
+            Op::Ne => {
+                // `a < b || a > b`, as `math::ne`: NaN answers 0. (x86 has no vector
+                // "ordered and unequal" compare.)
+                let lt = self.cmp(FloatCC::LessThan, a, c);
+                let gt = self.cmp(FloatCC::GreaterThan, a, c);
+                let holds = self.b.ins().bor(lt, gt);
+                self.truth(holds)
+            }
             Op::Pow if exponent == Some(2.0) => self.b.ins().fmul(a, a),
             Op::Pow if exponent == Some(-1.0) => {
                 let one = self.constant(1.0);

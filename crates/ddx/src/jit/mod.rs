@@ -21,6 +21,8 @@ mod cache;
 mod compile;
 mod kernel;
 mod lower;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use kernel::Kernel;
 pub(crate) use lower::Shape;
