@@ -198,7 +198,8 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
     let c = &state.config;
     let upto = upto.min(c.highest());
     // With a cache, the top kernel may be on disk already: then the quick one is moot.
-    if from == Tier::Quick && upto == Tier::Top && c.cache_dir.is_some() {
+    let peeked = from == Tier::Quick && upto == Tier::Top && c.cache_dir.is_some();
+    if peeked {
         if let Some(k) = cached(state, compiler, lane, c.level(Tier::Top)) {
             state.install(lane.kind, k);
             return Ok(());
@@ -212,7 +213,12 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
             return Ok(());
         }
         let level = c.level(tier);
-        let kernel = match cached(state, compiler, lane, level) {
+        let hit = if peeked && tier == Tier::Top {
+            None // looked at above
+        } else {
+            cached(state, compiler, lane, level)
+        };
+        let kernel = match hit {
             Some(k) => k,
             None => {
                 let code = compiler.compile(lane, c.shape, level)?;

@@ -104,7 +104,11 @@ pub(crate) fn random_model(seed: u64, nodes: usize, symbols: usize, outputs: usi
 fn configs() -> Vec<Options> {
     let mut all = Vec::new();
     for level in [OptLevel::None, OptLevel::Speed] {
-        for (points, lanes) in [(1, Lanes::Derived), (64, Lanes::Derived), (64, Lanes::Scalar)] {
+        for (points, lanes) in [
+            (1, Lanes::Derived),
+            (64, Lanes::Derived),
+            (64, Lanes::Scalar),
+        ] {
             let mut o = Options::with_backend(Backend::Compile);
             o.points = points;
             o.codegen.lanes = lanes;
@@ -121,8 +125,7 @@ fn configs() -> Vec<Options> {
 /// operand's NaN). Every non-NaN result, signed zeros included, must match exactly.
 fn same(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len()
-        && a
-            .iter()
+        && a.iter()
             .zip(b)
             .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
 }
@@ -166,7 +169,11 @@ fn check_model(model: &Model, rng: &mut Rng, batches: &[usize]) -> Result<(), Te
                 oracle.lane_batch(kind, &cols, &mut w).map_err(fail)?;
                 eq.lane_batch(kind, &cols, &mut o).map_err(fail)?;
                 for (c, (a, b)) in want.iter().zip(&got).enumerate() {
-                    let bits = |v: &[f64]| v.iter().map(|x| format!("{:016x}", x.to_bits())).collect::<Vec<_>>();
+                    let bits = |v: &[f64]| {
+                        v.iter()
+                            .map(|x| format!("{:016x}", x.to_bits()))
+                            .collect::<Vec<_>>()
+                    };
                     prop_assert!(
                         same(a, b),
                         "{kind:?} batch of {len}, output {c}, under {options:?}\n  interpreter {:?}\n  kernel      {:?}\n inputs {xs:?}\n{:?}",
@@ -211,7 +218,10 @@ fn every_operation_is_covered_by_the_random_models() {
             }
         }
     }
-    let missing: Vec<Op> = Op::ALL.into_iter().filter(|op| !seen.contains(op)).collect();
+    let missing: Vec<Op> = Op::ALL
+        .into_iter()
+        .filter(|op| !seen.contains(op))
+        .collect();
     assert!(missing.is_empty(), "never generated: {missing:?}");
 }
 
@@ -227,4 +237,132 @@ fn a_batch_split_across_threads_agrees() {
         .len();
     let len = (crate::PARALLEL_WORK / nodes.max(1)) * 2 + 77;
     check_model(&model, &mut rng, &[len]).expect("agrees");
+}
+
+/// Holds the compile thread: no job starts until the guard drops.
+fn pause() -> std::sync::MutexGuard<'static, ()> {
+    super::compile::PAUSE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+}
+
+/// Blocks until no job of `kind` is pending in `state`.
+fn settle(state: &super::State, kind: LaneKind) {
+    let slot = state.slot(kind);
+    let mut inner = slot.lock();
+    while inner.pending > 0 {
+        inner = slot.done.wait(inner).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+fn compile_options(points: usize) -> Options {
+    let mut o = Options::with_backend(Backend::Compile);
+    o.points = points;
+    o
+}
+
+#[test]
+fn calls_never_wait_for_the_compiler_and_stay_exact_across_the_switch() {
+    let kind = LaneKind::Jacobian;
+    let model = random_model(11, 60, 3, 2);
+    let oracle = Equation::<System>::from_model(model.clone());
+    let lane = oracle.lane(kind);
+    let (inputs, outputs) = (lane.symbols + lane.seeds, lane.outputs.len());
+    let mut rng = Rng(3);
+    let points: Vec<Vec<f64>> = (0..64)
+        .map(|_| (0..inputs).map(|_| rng.value()).collect())
+        .collect();
+    let want: Vec<Vec<f64>> = points
+        .iter()
+        .map(|x| {
+            let mut out = vec![0.0; outputs];
+            oracle.eval_into(kind, x, &mut out);
+            out
+        })
+        .collect();
+    let n = points.len();
+    let check = &|eq: &Equation<System>, k: usize| {
+        let mut got = vec![0.0; outputs];
+        eq.eval_into(kind, &points[k], &mut got);
+        assert!(same(&want[k], &got), "point {k}: {:?} vs {got:?}", want[k]);
+    };
+
+    let mut eq = Equation::<System>::from_model(model);
+    let held = pause();
+    eq.set_options(compile_options(1));
+    // The compile thread cannot start, yet every call from every thread answers: no call
+    // waits for the compiler.
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let eq = &eq;
+            s.spawn(move || {
+                for k in 0..n {
+                    check(eq, (k + t) % n);
+                }
+            });
+        }
+    });
+    assert!(!eq.uses_kernel(kind), "nothing can have compiled yet");
+    let state = std::sync::Arc::clone(eq.jit.state.as_ref().expect("compiling"));
+    assert_eq!(
+        state.slot(kind).lock().pending,
+        1,
+        "the lane was asked for once"
+    );
+    drop(held);
+    // Now the kernel lands while the threads call; each goes on until it has seen it.
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let eq = &eq;
+            s.spawn(move || {
+                let mut k = t;
+                let mut after = 0;
+                while after < 64 {
+                    if eq.uses_kernel(kind) {
+                        after += 1;
+                    }
+                    assert_eq!(eq.jit_status().error, None);
+                    check(eq, k % n);
+                    k += 1;
+                }
+            });
+        }
+    });
+    assert!(eq.wait_for_kernel(kind));
+    assert_eq!(eq.kernel_level(kind), Some(OptLevel::Speed));
+    assert_eq!(eq.jit_status().compiled, 2, "quick, then optimised");
+}
+
+#[test]
+fn a_change_of_options_abandons_the_compile_in_flight() {
+    let kind = LaneKind::Value;
+    let mut eq = Equation::<System>::from_model(random_model(5, 30, 2, 1));
+    let mut out = vec![0.0; eq.lane(kind).outputs.len()];
+    eq.eval_into(kind, &[0.5, 0.25], &mut out); // the lane is prepared: asked at once
+    let held = pause();
+    eq.set_options(compile_options(1));
+    let old = std::sync::Arc::clone(eq.jit.state.as_ref().expect("compiling"));
+    assert_eq!(old.slot(kind).lock().pending, 1);
+    // Setting the value already held changes nothing.
+    eq.set_options(compile_options(1));
+    assert!(std::sync::Arc::ptr_eq(
+        &old,
+        eq.jit.state.as_ref().expect("compiling")
+    ));
+    eq.set_options(Options::default());
+    assert!(old.abandoned());
+    assert!(!eq.wait_for_kernel(kind), "Interpret answers at once");
+    eq.set_options(compile_options(64));
+    drop(held);
+    assert!(eq.wait_for_kernel(kind));
+    settle(&old, kind);
+    assert!(old.slot(kind).current().is_none(), "nothing installed");
+    assert_eq!(
+        old.stats
+            .compiled
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "nothing compiled for the abandoned options"
+    );
+    assert_eq!(eq.jit_status().compiled, 2);
 }
