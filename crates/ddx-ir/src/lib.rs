@@ -11,6 +11,7 @@
 
 pub mod ad;
 mod builder;
+pub mod colour;
 pub mod error;
 mod expr;
 pub mod fold;
@@ -24,6 +25,7 @@ mod sparsity;
 mod verify;
 
 pub use builder::{build, var};
+pub use colour::{Colouring, HessianLayout};
 pub use error::{Errc, Error, Result, VectorRole};
 pub use expr::unary_fns::*;
 pub use expr::{atan2, hypot, log, max, min, pow, select, Expr};
