@@ -54,6 +54,9 @@ pub use ddx_ir::{
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
 pub use options::{Backend, Codegen, Lanes, OptLevel, Options};
 pub use point::{Point, Role};
+// Issue 4: second order.
+pub use ddx_ir::{Colouring, HessianLayout};
+pub use equation::second_order::SymbolRef;
 
 /// The intermediate representation, for tools that inspect or transform graphs.
 pub use ddx_ir as ir;
