@@ -40,6 +40,7 @@
 //!   has derivative NaN (`0 · ∞`), because `sqrt'(0) = ∞`.
 
 #![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
 
 mod equation;
 pub mod interp;
