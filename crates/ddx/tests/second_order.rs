@@ -3,9 +3,6 @@
 //! basis vectors, the products along the colour groups' indicator vectors, and the
 //! specification's own numbers.
 
-// Helpers outside #[test] fns unwrap too: a failure here is a test failure.
-#![allow(clippy::unwrap_used)]
-
 mod common;
 
 use common::{point, random_model, ulps, Rng};

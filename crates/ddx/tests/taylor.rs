@@ -8,8 +8,6 @@
 //!   derivatives through the rule table, independent of the Taylor recurrences.
 //! - The conventions at kinks and the `select` rule, and every refusal.
 
-// Helpers outside #[test] fns unwrap too: a failure here is a test failure.
-#![allow(clippy::unwrap_used)]
 // Golden numbers stay as mpmath printed them, 17 digits (each rounds to the nearest
 // f64), even where one happens to equal a named constant such as ln 2.
 #![allow(clippy::excessive_precision, clippy::approx_constant)]

@@ -87,22 +87,30 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// Those of [`Equation::point`].
     pub fn hessian(&self, point: impl Point) -> Result<Vec<f64>, Error> {
-        let x = self.inputs(&point, 0)?;
-        let out = self.run(LaneKind::Hessian, &x);
+        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense_hessian(x))
+    }
+
+    fn dense_hessian(&self, x: &[f64]) -> Vec<f64> {
         let p = self.core.prepared(LaneKind::Hessian);
         let layout = self.hessian_layout();
         let (m, n) = (self.outputs(), self.arity());
         let nnz = p.lane.pattern.as_ref().map_or(0, Sparsity::nonzeros);
-        let blocks = &out[p.lane.values + nnz..];
+        let skip = p.lane.values + nnz;
+        let mut blocks = Vec::with_capacity(m * layout.columns());
+        p.program.run_with(x, |k, v| {
+            if k >= skip {
+                blocks.push(v);
+            }
+        });
         let c = layout.columns();
         let mut dense = vec![0.0; m * n * n];
-        for r in 0..m {
-            layout.scatter(
-                &blocks[r * c..(r + 1) * c],
-                &mut dense[r * n * n..(r + 1) * n * n],
-            );
+        for (block, h) in blocks
+            .chunks_exact(c.max(1))
+            .zip(dense.chunks_exact_mut(n * n))
+        {
+            layout.scatter(block, h);
         }
-        Ok(dense)
+        dense
     }
 
     /// How many colour groups compress the Hessian: the number of products `H·v_k` one
@@ -145,10 +153,8 @@ impl<S: Shape> Equation<S> {
     /// [`Equation::point`] for `point`.
     pub fn hvp(&self, v: impl Point, point: impl Point) -> Result<Vec<f64>, Error> {
         self.scalar_only("hvp")?;
-        let n = self.arity();
-        let mut x = self.inputs(&point, n)?;
-        v.fill_as(self.symbols(), &mut x[n..], Role::Direction)?;
-        Ok(self.run_hvp(&x))
+        let fill = |seeds: &mut [f64]| v.fill_as(self.symbols(), seeds, Role::Direction);
+        self.with_inputs(&point, self.arity(), fill, |x| self.run_hvp(x))
     }
 
     /// `H(x)·e_s`, the Hessian column of one symbol, `n` long: [`Equation::hvp`] along
@@ -161,11 +167,12 @@ impl<S: Shape> Equation<S> {
     /// [`Equation::point`].
     pub fn hvp_along(&self, symbol: impl SymbolRef, point: impl Point) -> Result<Vec<f64>, Error> {
         self.scalar_only("hvp")?;
-        let n = self.arity();
         let j = symbol.position(self.symbols())?;
-        let mut x = self.inputs(&point, n)?;
-        x[n + j] = 1.0;
-        Ok(self.run_hvp(&x))
+        let fill = |seeds: &mut [f64]| {
+            seeds[j] = 1.0;
+            Ok(())
+        };
+        self.with_inputs(&point, self.arity(), fill, |x| self.run_hvp(x))
     }
 
     fn scalar_only(&self, call: &'static str) -> Result<(), Error> {
@@ -176,11 +183,16 @@ impl<S: Shape> Equation<S> {
     }
 
     fn run_hvp(&self, x: &[f64]) -> Vec<f64> {
-        let out = self.run(LaneKind::Hvp, x);
-        let lane = &self.core.prepared(LaneKind::Hvp).lane;
-        let nnz = lane.pattern.as_ref().map_or(0, Sparsity::nonzeros);
-        let start = lane.values + nnz;
-        out[start..start + self.arity()].to_vec()
+        let p = self.core.prepared(LaneKind::Hvp);
+        let nnz = p.lane.pattern.as_ref().map_or(0, Sparsity::nonzeros);
+        let skip = p.lane.values + nnz;
+        let mut out = Vec::with_capacity(self.arity());
+        p.program.run_with(x, |k, v| {
+            if k >= skip {
+                out.push(v);
+            }
+        });
+        out
     }
 
     /// The `K`-th derivative `dᴷf/dxᴷ` at `x0` of a function of one symbol and one output,
