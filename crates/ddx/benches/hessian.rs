@@ -54,12 +54,19 @@ fn banded(n: usize) -> Equation {
 
 fn points(n: usize) -> Vec<Vec<f64>> {
     (0..16)
-        .map(|k| (0..n).map(|i| ((i * 7 + k * 3) as f64 * 0.1).sin()).collect())
+        .map(|k| {
+            (0..n)
+                .map(|i| ((i * 7 + k * 3) as f64 * 0.1).sin())
+                .collect()
+        })
         .collect()
 }
 
 fn bench(c: &mut Criterion) {
-    for (kind, build) in [("dense", dense as fn(usize) -> Equation), ("banded", banded)] {
+    for (kind, build) in [
+        ("dense", dense as fn(usize) -> Equation),
+        ("banded", banded),
+    ] {
         for n in [8usize, 16, 32, 64, 128] {
             let eq = build(n);
             let pts = points(n);

@@ -209,8 +209,10 @@ impl<S: Shape> Equation<S> {
     /// [`Error::UnsupportedScalar`] (for `K ≥ 1`) at a branch point or pole of an
     /// operation whose argument moves with `x`: `sqrt`, `cbrt`, `log`, `log10` of 0, a
     /// division by a moving 0, `pow` of a moving 0 base unless the exponent is a constant
-    /// natural number, `asin`, `acos`, `acosh`, `atanh` at ±1. Other singular values
-    /// (NaN, infinities) propagate as IEEE arithmetic does.
+    /// natural number, `asin`, `acos`, `acosh`, `atanh` at ±1 — unless only an untaken
+    /// `select` arm (or an operand `max`/`min` does not answer) meets one. Other singular
+    /// values (NaN, infinities) propagate as IEEE arithmetic does; past `K = 170`, `K!`
+    /// overflows `f64` and the answer is infinite or NaN.
     pub fn univariate_derivative<const K: usize>(&self, x0: f64) -> Result<f64, Error> {
         let (n, m) = (self.arity(), self.outputs());
         if n != 1 || m != 1 {
