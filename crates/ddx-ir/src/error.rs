@@ -25,6 +25,40 @@ impl fmt::Display for VectorRole {
     }
 }
 
+/// Which block of a batch call a column belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Block {
+    /// The point columns, one per symbol.
+    Points,
+    /// The direction columns of `jvp`/`hvp`, one per symbol.
+    Directions,
+    /// The weight columns of `vjp`, one per function.
+    Weights,
+    /// The value columns, one per function.
+    Values,
+    /// The partial-derivative columns: one per structurally nonzero Jacobian cell.
+    Partials,
+    /// The product columns of `jvp` (`m`), `vjp` (`n`) or `hvp` (`n`).
+    Products,
+    /// The compressed Hessian columns.
+    Hessians,
+}
+
+impl fmt::Display for Block {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Block::Points => "point",
+            Block::Directions => "direction",
+            Block::Weights => "weight",
+            Block::Values => "value",
+            Block::Partials => "partial",
+            Block::Products => "product",
+            Block::Hessians => "hessian",
+        })
+    }
+}
+
 /// An error from building or calling an equation.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -93,6 +127,32 @@ pub enum Error {
         /// The symbol count.
         len: usize,
     },
+    /// A batch block has the wrong number of columns.
+    #[error("wrong_column_count: {got} {block} columns given, {expected} expected")]
+    WrongColumnCount {
+        /// Which block.
+        block: Block,
+        /// The column count the equation needs (see the `*_columns()` accessors).
+        expected: usize,
+        /// Columns given.
+        got: usize,
+    },
+    /// A batch column's length differs from the point count (the first point column's
+    /// length).
+    #[error(
+        "column_length: {block} column {column} holds {got} values, but the batch has \
+         {expected} points (the length of the first point column)"
+    )]
+    ColumnLength {
+        /// Which block.
+        block: Block,
+        /// The column's index in its block.
+        column: usize,
+        /// The point count.
+        expected: usize,
+        /// Its length.
+        got: usize,
+    },
     /// A symbol was named, or an expression combined, outside an equation's model closure.
     #[error("no_arena: a symbol was named outside an `rt::equation` model closure")]
     NoArena,
@@ -159,6 +219,10 @@ pub enum Errc {
     DuplicateSymbol,
     /// See [`Error::IndexOutOfRange`].
     IndexOutOfRange,
+    /// See [`Error::WrongColumnCount`].
+    WrongColumnCount,
+    /// See [`Error::ColumnLength`].
+    ColumnLength,
     /// See [`Error::NoArena`].
     NoArena,
     /// See [`Error::SealedArena`].
@@ -184,6 +248,8 @@ impl Errc {
             Errc::UnknownSymbol => "unknown_symbol",
             Errc::DuplicateSymbol => "duplicate_symbol",
             Errc::IndexOutOfRange => "index_out_of_range",
+            Errc::WrongColumnCount => "wrong_column_count",
+            Errc::ColumnLength => "column_length",
             Errc::NoArena => "no_arena",
             Errc::SealedArena => "sealed_arena",
             Errc::ForeignExpression => "foreign_expression",
@@ -211,6 +277,8 @@ impl Error {
             Error::UnknownSymbol { .. } => Errc::UnknownSymbol,
             Error::DuplicateSymbol { .. } => Errc::DuplicateSymbol,
             Error::IndexOutOfRange { .. } => Errc::IndexOutOfRange,
+            Error::WrongColumnCount { .. } => Errc::WrongColumnCount,
+            Error::ColumnLength { .. } => Errc::ColumnLength,
             Error::NoArena => Errc::NoArena,
             Error::SealedArena => Errc::SealedArena,
             Error::ForeignExpression => Errc::ForeignExpression,

@@ -43,14 +43,16 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod batch;
 mod equation;
 pub mod interp;
 mod options;
 pub mod point;
 
+pub use batch::PARALLEL_WORK;
 pub use ddx_ir::{
     abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, hypot, ln, log,
-    log10, max, min, pow, select, sign, sin, sinh, sqrt, tan, tanh, Cell, Errc, Error, Expr,
+    log10, max, min, pow, select, sign, sin, sinh, sqrt, tan, tanh, Block, Cell, Errc, Error, Expr,
     LaneKind, Model, Sparsity, VectorRole,
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
@@ -96,3 +98,8 @@ pub mod rt {
         crate::equation::build(model)
     }
 }
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
