@@ -175,7 +175,7 @@ impl<S: Shape> Equation<S> {
         self.with_inputs(&point, self.arity(), fill, |x| self.run_hvp(x))
     }
 
-    fn scalar_only(&self, call: &'static str) -> Result<(), Error> {
+    pub(crate) fn scalar_only(&self, call: &'static str) -> Result<(), Error> {
         match self.outputs() {
             1 => Ok(()),
             outputs => Err(Error::NotScalar { call, outputs }),
