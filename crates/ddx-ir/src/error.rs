@@ -81,6 +81,16 @@ pub enum Error {
         /// The length given.
         got: usize,
     },
+    // -- issue 4 (second order) ------------------------------------------------------
+    /// A call defined for one output only (`hvp`) was made on a system.
+    #[error("not_scalar: `{call}` needs an equation of one output; this one has {outputs}")]
+    NotScalar {
+        /// The call refused.
+        call: &'static str,
+        /// The equation's output count.
+        outputs: usize,
+    },
+    // -- end issue 4 -----------------------------------------------------------------
     /// A positional point gives fewer values than there are symbols.
     #[error("short_point: the point gives {got} values, but the equation has {expected} symbols")]
     ShortPoint {
@@ -172,8 +182,12 @@ pub enum Error {
         /// Output count.
         outputs: usize,
     },
-    /// Taylor arithmetic does not define an operation.
-    #[error("unsupported_scalar: truncated Taylor arithmetic has no rule for `{op}`")]
+    /// Taylor arithmetic cannot expand an operation at the point asked (a branch point or
+    /// pole of the operation, where no power series exists; see `ddx_ir::ad::taylor`).
+    #[error(
+        "unsupported_scalar: truncated Taylor arithmetic cannot expand `{op}` here \
+         (a branch point or pole of the operation)"
+    )]
     UnsupportedScalar {
         /// The operation's name.
         op: &'static str,
@@ -224,6 +238,8 @@ pub enum Errc {
     WrongArity,
     /// See [`Error::WrongDirection`].
     WrongDirection,
+    /// See [`Error::NotScalar`].
+    NotScalar,
     /// See [`Error::ShortPoint`] and [`Error::MissingSymbol`].
     ShortPoint,
     /// See [`Error::UnknownSymbol`].
@@ -264,6 +280,7 @@ impl Errc {
         match self {
             Errc::WrongArity => "wrong_arity",
             Errc::WrongDirection => "wrong_direction",
+            Errc::NotScalar => "not_scalar",
             Errc::ShortPoint => "short_point",
             Errc::UnknownSymbol => "unknown_symbol",
             Errc::DuplicateSymbol => "duplicate_symbol",
@@ -296,6 +313,7 @@ impl Error {
         match self {
             Error::WrongArity { .. } => Errc::WrongArity,
             Error::WrongDirection { .. } => Errc::WrongDirection,
+            Error::NotScalar { .. } => Errc::NotScalar,
             Error::ShortPoint { .. } | Error::MissingSymbol { .. } => Errc::ShortPoint,
             Error::UnknownSymbol { .. } => Errc::UnknownSymbol,
             Error::DuplicateSymbol { .. } => Errc::DuplicateSymbol,

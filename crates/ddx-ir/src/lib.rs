@@ -12,6 +12,7 @@
 
 pub mod ad;
 mod builder;
+pub mod colour;
 pub mod error;
 mod expr;
 pub mod fold;
@@ -25,6 +26,7 @@ mod sparsity;
 mod verify;
 
 pub use builder::{build, var};
+pub use colour::{Colouring, HessianLayout};
 pub use error::{Block, Errc, Error, Result, VectorRole};
 pub use expr::unary_fns::*;
 pub use expr::{atan2, hypot, log, max, min, pow, select, Expr};

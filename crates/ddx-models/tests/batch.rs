@@ -304,3 +304,157 @@ fn errors_write_nothing() {
     .to_string()
     .starts_with("wrong_column_count"));
 }
+
+#[test]
+fn second_order_batches_equal_per_point_calls() {
+    let pool = |t| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build()
+            .unwrap()
+    };
+    let (one, two) = (pool(1), pool(2));
+    for name in [
+        "Misra1a", "Chwirut2", "Gauss1", "ENSO", "Nelson", "Roszman1",
+    ] {
+        let ds = nist::load(&nist::data_dir().join(format!("{name}.dat"))).unwrap();
+        let eq = ds.rss_equation().unwrap();
+        let (n, c, h) = (eq.arity(), eq.jacobian_columns(), eq.hessian_columns());
+        for (threads, len) in [(&one, 0), (&one, 1), (&one, 17), (&two, 33)] {
+            let xs = points(&ds, len);
+            let x = cols(&xs);
+            let (mut f, mut g, mut hb) = (nan_block(1, len), nan_block(c, len), nan_block(h, len));
+            threads
+                .install(|| {
+                    eq.hessian_batch(
+                        &x,
+                        &mut cols_mut(&mut f),
+                        &mut cols_mut(&mut g),
+                        &mut cols_mut(&mut hb),
+                    )
+                })
+                .unwrap();
+            let dirs: Vec<Vec<f64>> = (0..n)
+                .map(|j| (0..len).map(|k| ((j * 3 + k) % 5) as f64 - 2.0).collect())
+                .collect();
+            let (mut f2, mut g2, mut hv) =
+                (nan_block(1, len), nan_block(c, len), nan_block(n, len));
+            threads
+                .install(|| {
+                    eq.hvp_batch(
+                        &x,
+                        &cols(&dirs),
+                        &mut cols_mut(&mut f2),
+                        &mut cols_mut(&mut g2),
+                        &mut cols_mut(&mut hv),
+                    )
+                })
+                .unwrap();
+            for k in 0..len {
+                let p: Vec<f64> = xs.iter().map(|col| col[k]).collect();
+                let fp = eq.evaluate(&p).unwrap();
+                let hp = eq.hessian(&p).unwrap();
+                let jp = eq.jacobian(&p).unwrap();
+                assert!(
+                    same(f[0][k], fp) && same(f2[0][k], fp),
+                    "{name} value at {k}"
+                );
+                for cell in eq.jacobian_pattern().entries() {
+                    assert!(
+                        same(g[cell.slot][k], jp[cell.column]),
+                        "{name} partial at {k}"
+                    );
+                    assert!(
+                        same(g2[cell.slot][k], jp[cell.column]),
+                        "{name} hvp partial at {k}"
+                    );
+                }
+                for i in 0..n {
+                    for j in 0..n {
+                        let dense = hp[i * n + j];
+                        match eq.hessian_cell(i, j) {
+                            Some(col) => {
+                                assert!(same(hb[col][k], dense), "{name} H({i},{j}) at {k}")
+                            }
+                            None => assert_eq!(dense, 0.0, "{name} H({i},{j}) off the pattern"),
+                        }
+                    }
+                }
+                let v: Vec<f64> = dirs.iter().map(|col| col[k]).collect();
+                let per_point = eq.hvp(&v, &p).unwrap();
+                for j in 0..n {
+                    assert!(same(hv[j][k], per_point[j]), "{name} hvp {j} at {k}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn second_order_batch_errors_write_nothing() {
+    let ds = nist::load(&nist::data_dir().join("Misra1a.dat")).unwrap();
+    let eq = ds.rss_equation().unwrap();
+    let xs = points(&ds, 4);
+    let (c, h) = (eq.jacobian_columns(), eq.hessian_columns());
+    assert_eq!(eq.hvp_columns(), 2);
+    let (mut f, mut g, mut hb) = (nan_block(1, 4), nan_block(c, 4), nan_block(h, 4));
+    let e = eq.hessian_batch(
+        &cols(&xs),
+        &mut cols_mut(&mut f),
+        &mut cols_mut(&mut g),
+        &mut cols_mut(&mut hb[..1]),
+    );
+    assert_eq!(
+        e.unwrap_err(),
+        Error::WrongColumnCount {
+            block: Block::Hessians,
+            expected: h,
+            got: 1
+        }
+    );
+    let mut hv = nan_block(2, 4);
+    let e = eq.hvp_batch(
+        &cols(&xs),
+        &cols(&xs[..1]),
+        &mut cols_mut(&mut f),
+        &mut cols_mut(&mut g),
+        &mut cols_mut(&mut hv),
+    );
+    assert_eq!(e.unwrap_err().code(), Errc::WrongColumnCount);
+    assert!([&f, &g, &hb, &hv]
+        .iter()
+        .all(|b| b.iter().flatten().all(|v| v.is_nan())));
+    // hvp is one output only; a system's hessian block is m blocks.
+    let sys = ds.residual_system().unwrap();
+    let (m, sc, sh) = (sys.outputs(), sys.jacobian_columns(), sys.hessian_columns());
+    let (mut f, mut g, mut hv) = (nan_block(m, 4), nan_block(sc, 4), nan_block(2, 4));
+    let e = sys.hvp_batch(
+        &cols(&xs),
+        &cols(&xs),
+        &mut cols_mut(&mut f),
+        &mut cols_mut(&mut g),
+        &mut cols_mut(&mut hv),
+    );
+    assert_eq!(e.unwrap_err().code(), Errc::NotScalar);
+    let mut hb = nan_block(m * sh, 4);
+    sys.hessian_batch(
+        &cols(&xs),
+        &mut cols_mut(&mut f),
+        &mut cols_mut(&mut g),
+        &mut cols_mut(&mut hb),
+    )
+    .unwrap();
+    let p: Vec<f64> = xs.iter().map(|col| col[2]).collect();
+    let dense = sys.hessian(&p).unwrap();
+    for r in 0..m {
+        for i in 0..2 {
+            for j in 0..2 {
+                let want = dense[r * 4 + i * 2 + j];
+                match sys.hessian_cell(i, j) {
+                    Some(col) => assert!(same(hb[r * sh + col][2], want), "output {r} H({i},{j})"),
+                    None => assert_eq!(want, 0.0),
+                }
+            }
+        }
+    }
+}

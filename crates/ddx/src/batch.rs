@@ -128,6 +128,11 @@ impl<S: Shape> Equation<S> {
         self.arity()
     }
 
+    /// Product columns a batch `hvp` fills: `n`.
+    pub fn hvp_columns(&self) -> usize {
+        self.arity()
+    }
+
     /// Runs lane `kind` over a checked table: through the lane's kernel when one answers
     /// it, else the block interpreter.
     fn batch(&self, kind: LaneKind, table: &Table) {
@@ -263,6 +268,65 @@ impl<S: Shape> Equation<S> {
         t.read(Block::Points, inputs, lane.symbols + lane.seeds)?
             .write(Block::Values, outputs, lane.outputs.len())?;
         self.batch(kind, &t);
+        Ok(())
+    }
+}
+
+impl<S: Shape> Equation<S> {
+    /// Values, the Jacobian's structural nonzeros and the colour-compressed Hessian at
+    /// every point of a batch.
+    ///
+    /// `hessians` holds `m ×` [`Equation::hessian_columns`] columns: output `r`'s block
+    /// starts at column `r · hessian_columns()`, and within it column
+    /// [`Equation::hessian_cell`]`(i, j)` holds `H(i, j)` (cells off the pattern are
+    /// structurally zero and have no column). `values` and `partials` are as in
+    /// [`Equation::jacobian_batch`].
+    ///
+    /// # Errors
+    /// As [`Equation::evaluate_batch`].
+    pub fn hessian_batch(
+        &self,
+        xs: &[&[f64]],
+        values: &mut [&mut [f64]],
+        partials: &mut [&mut [f64]],
+        hessians: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        let m = self.outputs();
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, self.arity())?
+            .write(Block::Values, values, m)?
+            .write(Block::Partials, partials, self.jacobian_columns())?
+            .write(Block::Hessians, hessians, m * self.hessian_columns())?;
+        self.batch(LaneKind::Hessian, &t);
+        Ok(())
+    }
+
+    /// Values, the gradient's structural nonzeros and `H·v` at every point: `vs` holds one
+    /// direction column per symbol; `products` receives `n` columns,
+    /// `products[j][k] = (H(x_k)·v_k)ⱼ`. The gradient comes out of the same sweep the
+    /// product is built on, so `partials` (as in [`Equation::jacobian_batch`]) costs
+    /// nothing extra. One output only.
+    ///
+    /// # Errors
+    /// [`Error::NotScalar`] on a system of more than one output; otherwise as
+    /// [`Equation::evaluate_batch`].
+    pub fn hvp_batch(
+        &self,
+        xs: &[&[f64]],
+        vs: &[&[f64]],
+        values: &mut [&mut [f64]],
+        partials: &mut [&mut [f64]],
+        products: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        self.scalar_only("hvp_batch")?;
+        let n = self.arity();
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, n)?
+            .read(Block::Directions, vs, n)?
+            .write(Block::Values, values, 1)?
+            .write(Block::Partials, partials, self.jacobian_columns())?
+            .write(Block::Products, products, n)?;
+        self.batch(LaneKind::Hvp, &t);
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! [`Equation`]: a sealed model and the lanes prepared from it, answering per-point calls.
 //!
-//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`) is built and lowered the first time a
+//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`, Hessian, `hvp`) is built and lowered the first time a
 //! call needs it, under a [`OnceLock`], so a fresh equation may be shared by many threads
 //! from its first call: exactly one of them prepares a lane, the others wait for it and
 //! then read it. A caller who only evaluates never pays for a derivative.
@@ -13,6 +13,9 @@ use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
+
+// Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
+pub(crate) mod second_order;
 
 mod private {
     pub trait Sealed {}

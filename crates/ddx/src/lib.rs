@@ -1,8 +1,9 @@
 //! # ddx — automatic differentiation over a runtime expression graph
 //!
 //! Build a function over named symbols while the program runs — a closure that loops over
-//! a data file — and ask it for values, gradients, Jacobians and the products `J·v` and
-//! `wᵀ·J`, derivatives exact to the last bit of the graph they come from.
+//! a data file — and ask it for values, gradients, Jacobians, Hessians, the products `J·v`,
+//! `wᵀ·J` and `H·v`, and K-th derivatives of one-symbol functions, derivatives exact to the
+//! last bit of the graph they come from.
 //!
 //! ```
 //! use ddx::{rt, select, Expr};
@@ -62,6 +63,9 @@ pub use ddx_ir::{
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
 pub use options::{Backend, Codegen, JitStatus, Lanes, OptLevel, Options, Warming};
 pub use point::{Point, Role};
+// Issue 4: second order.
+pub use ddx_ir::{Colouring, HessianLayout};
+pub use equation::second_order::SymbolRef;
 
 /// The intermediate representation, for tools that inspect or transform graphs.
 pub use ddx_ir as ir;

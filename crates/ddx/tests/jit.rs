@@ -74,6 +74,14 @@ fn compile_answers_every_call_kind_like_the_interpreter() {
         bits(eq.vjp(&[3.0], POINT).expect("fits")),
         bits(oracle.vjp(&[3.0], POINT).expect("fits"))
     );
+    assert_eq!(
+        bits(eq.hessian(POINT).expect("fits")),
+        bits(oracle.hessian(POINT).expect("fits"))
+    );
+    assert_eq!(
+        bits(eq.hvp(v, POINT).expect("fits")),
+        bits(oracle.hvp(v, POINT).expect("fits"))
+    );
     let status = eq.jit_status();
     assert_eq!(status.error, None);
     assert_eq!(
