@@ -9,7 +9,7 @@
 //! `python3 scripts/criterion_ratios.py gradient` prints each arm ÷ `native`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use ddx::{rt, select, Expr};
+use ddx::{rt, select, Backend, Equation, Expr, LaneKind, Options};
 use ddx_models::nist;
 use std::hint::black_box;
 
@@ -27,6 +27,13 @@ fn huber_native(a: f64, b: f64) -> f64 {
         };
     }
     loss
+}
+
+/// `eq` compiled for per-point calls, its gradient kernel in place.
+fn compiled(mut eq: Equation) -> Equation {
+    eq.set_options(Options::with_backend(Backend::Compile));
+    assert!(eq.wait_for_kernel(LaneKind::Gradient), "{:?}", eq.jit_status());
+    eq
 }
 
 fn points(base: &[f64], count: usize) -> Vec<Vec<f64>> {
@@ -67,6 +74,14 @@ fn bench(c: &mut Criterion) {
             huber.gradient(black_box(&pts[k][..])).expect("point fits")
         })
     });
+    let huber = compiled(huber);
+    g.bench_function(BenchmarkId::new("ddx-jit", "gradient"), |bch| {
+        let mut k = 0;
+        bch.iter(|| {
+            k = (k + 1) % pts.len();
+            huber.gradient(black_box(&pts[k][..])).expect("point fits")
+        })
+    });
     g.finish();
 
     let ds = nist::load(&nist::data_dir().join("Gauss1.dat")).expect("Gauss1 loads");
@@ -86,6 +101,14 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.bench_function(BenchmarkId::new("ddx-interp", "gradient"), |bch| {
+        let mut k = 0;
+        bch.iter(|| {
+            k = (k + 1) % pts.len();
+            eq.gradient(black_box(&pts[k][..])).expect("point fits")
+        })
+    });
+    let eq = compiled(eq);
+    g.bench_function(BenchmarkId::new("ddx-jit", "gradient"), |bch| {
         let mut k = 0;
         bch.iter(|| {
             k = (k + 1) % pts.len();

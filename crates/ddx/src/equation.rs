@@ -358,7 +358,7 @@ impl<S: Shape> Equation<S> {
 
     fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.core.prepared(kind);
-        let mut out = vec![0.0; p.program.outputs()];
+        let mut out = zeros(p.program.outputs());
         self.eval_into(kind, inputs, &mut out);
         out
     }
@@ -397,7 +397,7 @@ impl<S: Shape> Equation<S> {
     /// Runs a Jacobian-shaped lane and writes its cells into a dense row-major `m × n`.
     fn dense(&self, kind: LaneKind, x: &[f64]) -> Vec<f64> {
         let n = self.arity();
-        let mut dense = vec![0.0; self.outputs() * n];
+        let mut dense = zeros(self.outputs() * n);
         let p = self.core.prepared(kind);
         let values = p.lane.values;
         if let Some(pattern) = &p.lane.pattern {
@@ -456,6 +456,15 @@ impl<S: Shape> Equation<S> {
         };
         self.with_inputs(&point, m, fill, |x| self.tail(LaneKind::Vjp, x))
     }
+}
+
+/// `len` zeros, allocated with `malloc` rather than `calloc`: glibc's `calloc` skips its
+/// per-thread cache, and on a per-point call returning a handful of values that costs
+/// more than the kernel.
+pub(crate) fn zeros(len: usize) -> Vec<f64> {
+    let mut v = Vec::with_capacity(len);
+    v.resize(len, 0.0);
+    v
 }
 
 /// Builds an equation from a model closure; see [`crate::rt::equation`].

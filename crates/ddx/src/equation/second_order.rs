@@ -103,7 +103,7 @@ impl<S: Shape> Equation<S> {
             }
         });
         let c = layout.columns();
-        let mut dense = vec![0.0; m * n * n];
+        let mut dense = super::zeros(m * n * n);
         for (block, h) in blocks
             .chunks_exact(c.max(1))
             .zip(dense.chunks_exact_mut(n * n))
