@@ -2,10 +2,15 @@
 //! 151 observations, 5 parameters; the Jacobian of the scalar RSS is its gradient row):
 //! per-point calls in a loop, the batch interpreter on one thread, and on all cores.
 //!
+//! A second table sets the interpreter's batch against compiled kernels (`Backend::Compile`,
+//! `points` = the batch, so an `f64x2` column kernel), one thread and all cores: the
+//! "interp ÷ jit" columns are time ratios within one repetition set.
+//!
 //! Run: `cargo bench -p ddx-models --bench batch`. Each cell is the median of 3
 //! interleaved repetitions; the ratio column is the batch rate over the per-point rate in
 //! the same repetition set. Pass `--quick` to stop at 10⁵ points.
 
+use ddx::{Backend, Equation, LaneKind, Options};
 use ddx_models::nist;
 use std::time::Instant;
 
@@ -91,6 +96,84 @@ fn main() {
             "{len:>9} {per:>14.3e} {one:>14.3e} {all:>14.3e} {:>7.2}× {:>7.2}×",
             one / per,
             all / per
+        );
+    }
+    jit_table(&ds, sizes, &single);
+}
+
+/// Seconds for one Jacobian batch of `xs` through `eq`.
+fn time_batch(eq: &Equation, xs: &[Vec<f64>], pool: Option<&rayon::ThreadPool>) -> f64 {
+    let len = xs[0].len();
+    let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+    let mut values = vec![vec![0.0; len]; 1];
+    let mut partials = vec![vec![0.0; len]; eq.jacobian_columns()];
+    let mut v: Vec<&mut [f64]> = values.iter_mut().map(Vec::as_mut_slice).collect();
+    let mut p: Vec<&mut [f64]> = partials.iter_mut().map(Vec::as_mut_slice).collect();
+    let t = Instant::now();
+    match pool {
+        Some(pool) => pool.install(|| eq.jacobian_batch(&cols, &mut v, &mut p)),
+        None => eq.jacobian_batch(&cols, &mut v, &mut p),
+    }
+    .expect("columns fit");
+    t.elapsed().as_secs_f64()
+}
+
+fn jit_table(ds: &nist::Dataset, sizes: &[usize], single: &rayon::ThreadPool) {
+    let interp = ds.rss_equation().expect("Kirby2 builds");
+    println!("\nKirby2 RSS Jacobian batch: interpreter ÷ compiled kernel (time ratio)");
+    println!(
+        "{:>9} {:>14} {:>14} {:>8} {:>14} {:>14} {:>8}",
+        "points", "interp 1t/s", "jit 1t/s", "1t ×", "interp all/s", "jit all/s", "all ×"
+    );
+    for &len in sizes {
+        let mut jit = ds.rss_equation().expect("Kirby2 builds");
+        let mut o = Options::with_backend(Backend::Compile);
+        o.points = len;
+        jit.set_options(o);
+        assert!(
+            jit.wait_for_kernel(LaneKind::Jacobian),
+            "{:?}",
+            jit.jit_status()
+        );
+        let xs: Vec<Vec<f64>> = ds
+            .parameters
+            .iter()
+            .map(|p| {
+                (0..len)
+                    .map(|k| p.start2 * (1.0 + 1e-3 * ((k % 97) as f64 / 97.0 - 0.5)))
+                    .collect()
+            })
+            .collect();
+        let (mut r1, mut ra, mut i1, mut j1, mut ia, mut ja) = (
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        );
+        time_batch(&interp, &xs, Some(single)); // lower the block program first
+        for _ in 0..3 {
+            let (a, b) = (
+                time_batch(&interp, &xs, Some(single)),
+                time_batch(&jit, &xs, Some(single)),
+            );
+            let (c, d) = (time_batch(&interp, &xs, None), time_batch(&jit, &xs, None));
+            r1.push(a / b);
+            ra.push(c / d);
+            i1.push(len as f64 / a);
+            j1.push(len as f64 / b);
+            ia.push(len as f64 / c);
+            ja.push(len as f64 / d);
+        }
+        println!(
+            "{len:>9} {:>14.3e} {:>14.3e} {:>7.2}× {:>14.3e} {:>14.3e} {:>7.2}×",
+            median(i1),
+            median(j1),
+            median(r1),
+            median(ia),
+            median(ja),
+            median(ra)
         );
     }
 }

@@ -32,7 +32,11 @@ fn huber_native(a: f64, b: f64) -> f64 {
 /// `eq` compiled for per-point calls, its gradient kernel in place.
 fn compiled(mut eq: Equation) -> Equation {
     eq.set_options(Options::with_backend(Backend::Compile));
-    assert!(eq.wait_for_kernel(LaneKind::Gradient), "{:?}", eq.jit_status());
+    assert!(
+        eq.wait_for_kernel(LaneKind::Gradient),
+        "{:?}",
+        eq.jit_status()
+    );
     eq
 }
 

@@ -1,0 +1,82 @@
+//! Compiled kernels on real models: every NIST StRD dataset's residual sum of squares,
+//! its gradient and Jacobian lanes as point and as `f64x2` column kernels, per point and
+//! in a batch of odd length, against the interpreter bit for bit (any NaN matching any
+//! NaN).
+
+use ddx::{Backend, Equation, LaneKind, Options, Shape};
+use ddx_models::nist;
+
+fn same(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+/// Every per-point and batch Jacobian answer of `jit` matches `interp` at `points`.
+fn check<S: Shape>(name: &str, interp: &Equation<S>, jit: &Equation<S>, points: &[Vec<f64>]) {
+    for p in points {
+        assert!(
+            same(
+                &interp.gradient(p).expect("fits"),
+                &jit.gradient(p).expect("fits")
+            ),
+            "{name} gradient at {p:?}"
+        );
+        assert!(
+            same(
+                &interp.jacobian(p).expect("fits"),
+                &jit.jacobian(p).expect("fits")
+            ),
+            "{name} jacobian at {p:?}"
+        );
+    }
+    let len = points.len();
+    let xs: Vec<Vec<f64>> = (0..interp.arity())
+        .map(|j| points.iter().map(|p| p[j]).collect())
+        .collect();
+    let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+    let run = |eq: &Equation<S>| {
+        let mut out = vec![vec![0.0; len]; eq.value_columns() + eq.jacobian_columns()];
+        let (v, g) = out.split_at_mut(eq.value_columns());
+        let mut v: Vec<&mut [f64]> = v.iter_mut().map(Vec::as_mut_slice).collect();
+        let mut g: Vec<&mut [f64]> = g.iter_mut().map(Vec::as_mut_slice).collect();
+        eq.jacobian_batch(&cols, &mut v, &mut g)
+            .expect("columns fit");
+        out
+    };
+    for (a, b) in run(interp).iter().zip(&run(jit)) {
+        assert!(same(a, b), "{name} batch");
+    }
+}
+
+#[test]
+fn every_nist_model_compiles_to_the_interpreters_bits() {
+    for ds in nist::load_all(&nist::data_dir()).expect("the datasets load") {
+        // 1, 2, 3 points and then 7: per point, and batches that leave a remainder.
+        let points: Vec<Vec<f64>> = (0..7)
+            .map(|k| {
+                ds.parameters
+                    .iter()
+                    .map(|p| if k % 2 == 0 { p.start1 } else { p.start2 } * (1.0 + 0.01 * k as f64))
+                    .collect()
+            })
+            .collect();
+        let interp = ds.rss_equation().expect("builds");
+        for points_hint in [1, 4096] {
+            let mut jit = ds.rss_equation().expect("builds");
+            let mut o = Options::with_backend(Backend::Compile);
+            o.points = points_hint;
+            jit.set_options(o);
+            for kind in [LaneKind::Gradient, LaneKind::Jacobian] {
+                assert!(
+                    jit.wait_for_kernel(kind),
+                    "{}: {:?}",
+                    ds.name,
+                    jit.jit_status()
+                );
+            }
+            check(&ds.name, &interp, &jit, &points);
+        }
+    }
+}
