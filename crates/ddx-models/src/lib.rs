@@ -31,6 +31,6 @@ pub mod thermo;
 pub mod trend;
 
 pub use model::{
-    equation, indexed_names, num_dual_gradient, sample_points, BenchModel, GradientFn,
-    NUM_DUAL_SIZES,
+    equation, indexed_names, num_dual_gradient, num_dual_passes, sample_points, BenchModel,
+    GradientFn, NUM_DUAL_SIZES,
 };

@@ -7,7 +7,7 @@
 use ddx_models::coverage::Coverage;
 use ddx_models::thermo::{Electrolyte, PengRobinson, RegularSolution, ThermoData, Uniquac};
 use ddx_models::trend::{Chain, Quadratic};
-use ddx_models::{equation, num_dual_gradient, sample_points, BenchModel};
+use ddx_models::{equation, num_dual_gradient, num_dual_passes, sample_points, BenchModel};
 
 const POINTS: usize = 5;
 const GRADIENT_TOLERANCE: f64 = 1e-12;
@@ -39,8 +39,21 @@ fn check<M: BenchModel>(model: &M) {
             native, value,
             "{name}: native value {native} but ddx {value}"
         );
+        let mut g_passes = vec![0.0; n];
+        let f_passes = num_dual_passes(model, x, &mut g_passes);
+        assert!(
+            close(native, f_passes, 1e-13),
+            "{name}: num-dual value {f_passes}"
+        );
         let f_nd = nd(model, x, &mut g_nd);
         assert!(close(native, f_nd, 1e-13), "{name}: num-dual value {f_nd}");
+        for (k, (a, b)) in g_passes.iter().zip(&g_nd).enumerate() {
+            assert!(
+                close(*a, *b, GRADIENT_TOLERANCE),
+                "{name}: ∂f/∂{} Dual64 passes {a} vs DualSVec64 {b}",
+                model.symbols()[k]
+            );
+        }
         let g = eq.gradient(x).unwrap();
         for (k, (a, b)) in g.iter().zip(&g_nd).enumerate() {
             assert!(a.is_finite(), "{name}: ddx partial {k} is {a}");
