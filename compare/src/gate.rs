@@ -49,23 +49,24 @@ pub struct Disagreement {
     pub got: f64,
     /// The other arm's value.
     pub expected: f64,
+    /// Whether another arm disagrees as often as the culprit (e.g. only two arms), so the
+    /// gate cannot tell which of the two is wrong.
+    pub ambiguous: bool,
 }
 
 impl fmt::Display for Disagreement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "gate: model {}: arm `{}` disagrees with `{}` at gate point {}, partial {}: {:e} vs {:e} \
-             (tolerance {:e} relative)",
-            self.model,
-            self.arm,
-            self.against,
-            self.point,
-            self.component,
-            self.got,
-            self.expected,
-            TOLERANCE
-        )
+        let (a, b) = (&self.arm, &self.against);
+        let (m, p, k) = (&self.model, self.point, self.component);
+        let values = format!(
+            "at gate point {p}, partial {k}: {:e} vs {:e} (tolerance {:e} relative)",
+            self.got, self.expected, TOLERANCE
+        );
+        if self.ambiguous {
+            write!(f, "gate: model {m}: arms `{a}` and `{b}` disagree, and no third arm says which is wrong, {values}")
+        } else {
+            write!(f, "gate: model {m}: arm `{a}` disagrees with `{b}` (and the arms that agree with it) {values}")
+        }
     }
 }
 
@@ -134,6 +135,7 @@ pub fn check(model: &str, answers: &[Answer]) -> Result<(), Disagreement> {
         .find(|&o| first_difference(&answers[culprit], &answers[o]).is_some())
         .unwrap_or(if culprit == i0 { j0 } else { i0 });
     let (p, k) = first_difference(&answers[culprit], &answers[other]).unwrap_or((0, 0));
+    let ambiguous = (0..m).any(|i| i != culprit && against[i] == worst);
     let at = |a: &Answer| {
         a.gradients
             .get(p)
@@ -149,6 +151,7 @@ pub fn check(model: &str, answers: &[Answer]) -> Result<(), Disagreement> {
         component: k,
         got: at(&answers[culprit]),
         expected: at(&answers[other]),
+        ambiguous,
     })
 }
 
@@ -196,6 +199,7 @@ mod tests {
         assert_eq!(e.model, "uniquac n=16");
         assert_eq!((e.point, e.component), (1, 1));
         assert_eq!(e.expected, 0.25);
+        assert!(!e.ambiguous);
         let msg = e.to_string();
         assert!(
             msg.contains("uniquac n=16") && msg.contains("`jax`"),
@@ -229,6 +233,15 @@ mod tests {
             answer("c", short),
         ];
         assert_eq!(check("m", &answers).unwrap_err().arm, "c");
+    }
+
+    #[test]
+    fn two_arms_cannot_tell_which() {
+        let mut wrong = truth();
+        wrong[0][0] = 2.0;
+        let e = check("m", &[answer("a", truth()), answer("b", wrong)]).unwrap_err();
+        assert!(e.ambiguous);
+        assert!(e.to_string().contains("no third arm"), "{e}");
     }
 
     #[test]

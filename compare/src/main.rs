@@ -58,6 +58,10 @@ struct Cli {
     /// Only models whose id contains this text (e.g. `uniquac`, `-16`).
     #[arg(long)]
     only: Option<String>,
+    /// Self-check of the gate: perturb this arm's first partial by one part in a million
+    /// before the gate compares (the run must then stop, naming the arm).
+    #[arg(long, value_name = "ARM")]
+    sabotage: Option<String>,
 }
 
 /// Distinct points each timing cycles through.
@@ -430,6 +434,12 @@ fn measure<M: BenchModel>(
                 arm.name()
             ))
         })?;
+        let mut gradients = gradients;
+        if cli.sabotage.as_deref() == Some(arm.name()) {
+            if let Some(g) = gradients.first_mut().and_then(|g| g.first_mut()) {
+                *g *= 1.0 + 1e-6;
+            }
+        }
         answers.push(gate::Answer {
             arm: arm.name().to_string(),
             gradients,
