@@ -15,8 +15,12 @@ parameters. The JAX server answers:
         -> {"jit": [...], "scan": [...], "vmap": [...]}: every variant's gradients, for the gate
     {"cmd": "load", "model": id, "points": [[...], ...], "batch": B}
         -> {"ok": true}: keeps the points (device arrays) for timing, compiles, warms up
-    {"cmd": "time", "model": id, "variant": "jit"|"scan"|"vmap", "target_ms": T}
+    {"cmd": "time", "model": id, "variant": "jit"|"scan"|"vmap", "target_ms": T,
+     "clock": "cpu"|"wall"}
         -> {"ns": per-point nanoseconds, "calls": count}
+
+"cpu" reads `time.process_time_ns` (CPU time of the whole process, XLA's threads included,
+so time the scheduler gives other processes is not counted); "wall" `time.perf_counter_ns`.
 
 The JAX arms run the array spelling of a model where `models.py` has one (matrix-vector
 products, as a JAX user writes it), else the scalar spelling traced as is.
@@ -147,7 +151,7 @@ def jax_serve(models_path):
         target = req["target_ms"] * 1e6
         f = fs[variant]
         calls = 0
-        clock = time.perf_counter_ns
+        clock = time.process_time_ns if req.get("clock") == "cpu" else time.perf_counter_ns
         if variant == "jit":
             k = len(singles)
             t0 = clock()

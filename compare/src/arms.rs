@@ -6,11 +6,12 @@
 //! measurement has lasted its target duration, checking the clock once per chunk of calls.
 //! The JAX arms time themselves in their subprocess (see [`crate::python`]).
 
+use crate::clock::{Clock, Stopwatch};
 use crate::python::JaxPeer;
 use std::cell::RefCell;
 use std::hint::black_box;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A competitor for one model.
 pub trait Arm {
@@ -28,11 +29,11 @@ pub trait Arm {
     /// The arm's failure, as a message.
     fn gradients(&mut self, points: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, String>;
 
-    /// One measurement about `target` long: nanoseconds per point.
+    /// One measurement about `target` long on `clock`: nanoseconds per point.
     ///
     /// # Errors
     /// The arm's failure, as a message.
-    fn time(&mut self, target: Duration) -> Result<f64, String>;
+    fn time(&mut self, target: Duration, clock: Clock) -> Result<f64, String>;
 }
 
 /// A call of an in-process arm: reads a point, writes the gradient (or, for `native`, the
@@ -90,14 +91,21 @@ impl Arm for RustArm<'_> {
             .collect()
     }
 
-    fn time(&mut self, target: Duration) -> Result<f64, String> {
-        time_loop(&self.pool, self.n, target, &mut self.chunk, &mut self.call)
+    fn time(&mut self, target: Duration, clock: Clock) -> Result<f64, String> {
+        time_loop(
+            &self.pool,
+            self.n,
+            target,
+            clock,
+            &mut self.chunk,
+            &mut self.call,
+        )
     }
 }
 
-/// Calls `call` on the points of `pool` in turn until `target` has passed; answers the
-/// nanoseconds per call. `chunk` (calls between clock readings) adapts to about a
-/// twentieth of the target.
+/// Calls `call` on the points of `pool` in turn until `target` has passed on `clock`;
+/// answers the nanoseconds per call. `chunk` (calls between clock readings) adapts to about
+/// a twentieth of the target.
 ///
 /// # Errors
 /// The first failure of `call`.
@@ -105,6 +113,7 @@ pub fn time_loop(
     pool: &[f64],
     n: usize,
     target: Duration,
+    clock: Clock,
     chunk: &mut usize,
     call: &mut Call<'_>,
 ) -> Result<f64, String> {
@@ -112,7 +121,7 @@ pub fn time_loop(
     let mut g = vec![0.0; n.max(1)];
     let mut calls = 0usize;
     let mut p = 0usize;
-    let start = Instant::now();
+    let start = Stopwatch::start(clock);
     loop {
         for _ in 0..*chunk {
             let x = &pool[p * n..(p + 1) * n];
@@ -124,7 +133,8 @@ pub fn time_loop(
         }
         calls += *chunk;
         let elapsed = start.elapsed();
-        if elapsed >= target {
+        // (The wall-clock guard ends a measurement whose CPU clock does not advance.)
+        if elapsed >= target || start.wall() >= target * 50 {
             let per_call = elapsed.as_nanos() as f64 / calls as f64;
             let wanted = target.as_nanos() as f64 / 20.0 / per_call;
             *chunk = (wanted as usize).clamp(1, 1 << 20);
@@ -178,9 +188,11 @@ impl Arm for JaxArm {
         }
     }
 
-    fn time(&mut self, target: Duration) -> Result<f64, String> {
+    fn time(&mut self, target: Duration, clock: Clock) -> Result<f64, String> {
         let ms = target.as_secs_f64() * 1e3;
-        self.peer.borrow_mut().time(&self.model, self.variant, ms)
+        self.peer
+            .borrow_mut()
+            .time(&self.model, self.variant, ms, clock.name())
     }
 }
 
@@ -199,7 +211,7 @@ mod tests {
             Ok(())
         });
         let mut arm = RustArm::new("t", call, pool, 2);
-        let ns = arm.time(Duration::from_millis(2)).unwrap();
+        let ns = arm.time(Duration::from_millis(2), Clock::Cpu).unwrap();
         assert!(ns > 0.0);
         let seen = seen.borrow();
         assert!(seen.len() >= 3);
@@ -212,7 +224,10 @@ mod tests {
     fn failures_surface() {
         let call: Call<'_> = Box::new(|_, _| Err("boom".to_string()));
         let mut arm = RustArm::new("t", call, Rc::new(vec![0.0; 4]), 2);
-        assert_eq!(arm.time(Duration::from_millis(1)).unwrap_err(), "boom");
+        assert_eq!(
+            arm.time(Duration::from_millis(1), Clock::Wall).unwrap_err(),
+            "boom"
+        );
         assert_eq!(arm.gradients(&[vec![0.0, 0.0]]).unwrap_err(), "boom");
     }
 }

@@ -8,6 +8,7 @@
 
 mod arms;
 mod casadi;
+mod clock;
 mod export;
 mod gate;
 mod python;
@@ -44,8 +45,12 @@ struct Cli {
     #[arg(long, default_value_t = 7)]
     reps: usize,
     /// Duration of one measurement of one arm, in milliseconds.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = 10.0)]
     target_ms: f64,
+    /// The clock measurements are read with: CPU time (default; time given to other
+    /// processes is not counted) or wall time.
+    #[arg(long, value_enum, default_value_t = clock::Clock::Cpu)]
+    clock: clock::Clock,
     /// Replace this Markdown file's marked section with the tables (created if absent).
     #[arg(long)]
     write: Option<PathBuf>,
@@ -300,8 +305,8 @@ fn fastest_num_dual<'a, M: BenchModel>(
     let short = Duration::from_secs_f64(cli.target_ms / 2e3);
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
     for _ in 0..3 {
-        ta.push(a.time(short)?);
-        tb.push(b.time(short)?);
+        ta.push(a.time(short, cli.clock)?);
+        tb.push(b.time(short, cli.clock)?);
     }
     let (ma, mb) = (stats::median(&ta), stats::median(&tb));
     Ok(if ma <= mb {
@@ -451,25 +456,39 @@ fn measure<M: BenchModel>(
         answers.len()
     );
 
-    // Interleaved repetitions; the arms' order rotates from one repetition to the next.
+    // Interleaved repetitions. In each, every gradient arm is timed once, in an order that
+    // rotates from one repetition to the next, and each arm's timing directly follows a
+    // timing of `native`: the ratio of the pair is taken within a few tens of milliseconds,
+    // so a burst of load on the shared machine that lasts longer than that hits both alike.
     let target = Duration::from_secs_f64(cli.target_ms / 1e3);
     let m = arms.len();
     let mut times = vec![vec![f64::NAN; cli.reps]; m];
+    let mut natives = vec![vec![f64::NAN; cli.reps]; m];
     let mut failed: Vec<Option<String>> = vec![None; m];
-    #[allow(clippy::needless_range_loop)] // `rep` indexes every arm's row alike
     for rep in 0..cli.reps {
-        for k in 0..m {
-            let i = (k + rep) % m;
+        for k in 0..m - 1 {
+            let i = 1 + (k + rep) % (m - 1);
             if failed[i].is_some() {
                 continue;
             }
-            match arms[i].time(target) {
-                Ok(ns) => times[i][rep] = ns,
+            let paired = arms[0]
+                .time(target, cli.clock)
+                .and_then(|native| Ok((native, arms[i].time(target, cli.clock)?)));
+            match paired {
+                Ok((native, ns)) => {
+                    natives[i][rep] = native;
+                    times[i][rep] = ns;
+                }
                 Err(e) => failed[i] = Some(e),
             }
         }
     }
-    let native_ns = times[0].clone();
+    let native_ns: Vec<f64> = natives
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| !v.is_nan())
+        .collect();
     let mut cells = Vec::new();
     for (i, arm) in arms.iter().enumerate().skip(1) {
         match &failed[i] {
@@ -479,7 +498,7 @@ fn measure<M: BenchModel>(
             }
             None => cells.push((
                 arm.name().to_string(),
-                Some(stats::cell(&times[i], &native_ns)),
+                Some(stats::cell(&times[i], &natives[i])),
             )),
         }
     }
@@ -600,12 +619,22 @@ fn header(cli: &Cli, peers: &Peers, trend: bool) -> String {
          (each timing cycles through {POOL} distinct points). Every cell is the time for the \
          gradient divided by the time of one plain `f64` evaluation of the same function — \
          lower is better, below `1.00x` the gradient cost less than the function — as the \
-         median over {} interleaved repetitions (each repetition times every arm once, \
-         {} ms each, in rotating order) of that repetition's ratio, with the spread \
-         `(max − min) / median` of the ratios. The last column is the native evaluation. \
-         The lowest ratio of each row is bold. The machine is shared, so absolute times are \
-         noisy; ratios within one repetition much less so.\n\n",
-        cli.reps, cli.target_ms
+         median over {} interleaved repetitions of the ratio (each repetition times every \
+         arm once, {} ms, in rotating order, each arm right after a timing of the native \
+         evaluation of the same length, which is its denominator), with the spread \
+         `(max − min) / median` of the ratios. The last column is the native evaluation \
+         (median of all its timings). \
+         The lowest ratio of each row is bold. Times are {}. The machine is shared, so \
+         absolute times are noisy; ratios of adjacent timings much less so.\n\n",
+        cli.reps,
+        cli.target_ms,
+        match cli.clock {
+            clock::Clock::Cpu => {
+                "CPU time (of the timing thread; of the whole process for JAX, XLA's threads \
+                 included), so time the scheduler gave other processes is not counted"
+            }
+            clock::Clock::Wall => "wall-clock time",
+        }
     ));
     s.push_str(&format!(
         "Before anything is timed, the gate compares every arm's gradient with every other \

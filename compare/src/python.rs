@@ -228,14 +228,22 @@ impl JaxPeer {
             .map(|_| ())
     }
 
-    /// One timing of `variant`, about `target_ms` long: nanoseconds per point.
+    /// One timing of `variant`, about `target_ms` long on `clock` (`"cpu"`: the process's
+    /// CPU time; `"wall"`): nanoseconds per point.
     ///
     /// # Errors
     /// The peer's message.
-    pub fn time(&mut self, model: &str, variant: &str, target_ms: f64) -> Result<f64, String> {
-        let v = self.request(
-            &json!({"cmd": "time", "model": model, "variant": variant, "target_ms": target_ms}),
-        )?;
+    pub fn time(
+        &mut self,
+        model: &str,
+        variant: &str,
+        target_ms: f64,
+        clock: &str,
+    ) -> Result<f64, String> {
+        let v = self.request(&json!({
+            "cmd": "time", "model": model, "variant": variant,
+            "target_ms": target_ms, "clock": clock,
+        }))?;
         v.get("ns")
             .and_then(Value::as_f64)
             .ok_or_else(|| format!("the JAX peer answered {v}"))

@@ -1,9 +1,9 @@
 //! Turning interleaved repetitions into table cells.
 //!
-//! Every repetition times each arm once, one after another, so a burst of machine noise
-//! lands on all arms of that repetition alike. A cell is then the median over repetitions
-//! of that repetition's ratio `arm ÷ native`, with the spread `(max − min) / median` of the
-//! same ratios.
+//! Every repetition times each arm once, right after a timing of `native`, so a burst of
+//! machine noise lasting longer than the pair lands on both terms of its ratio. A cell is
+//! the median over repetitions of those ratios `arm ÷ native`, with the spread
+//! `(max − min) / median` of the same ratios.
 
 /// A table cell: the median ratio and its spread.
 #[derive(Clone, Copy, Debug, PartialEq)]
