@@ -10,10 +10,15 @@
 //!
 //! `num-dual` 0.11 has no `erf` and no `hypot` on [`DualNum`]. [`erf`] and [`hypot`] take
 //! the value from the `f64` function and add the first-order term of the derivative's closed
-//! form: exact at `f64` (the added term is `0 · f'`) and on the first-order dual numbers the
-//! benchmarks use (`Dual64`, `DualVec`), **not** valid for second-order duals.
+//! form: exact on the first-order dual numbers the benchmarks use (`Dual64`, `DualVec`),
+//! **not** valid for second-order duals; at `f64` (`NDERIV == 0`) they are the bare `f64`
+//! function.
 
 use num_dual::DualNum;
+
+/// Working storage of a native model: on the stack up to 40 entries (every benchmark
+/// size), so the `f64` baseline allocates nothing.
+pub type Scratch<D> = smallvec::SmallVec<[D; 40]>;
 
 /// A scalar a native model can run on: `f64`, or a `num-dual` dual number over `f64`.
 pub trait Real: DualNum<f64> + Copy {}
@@ -117,6 +122,9 @@ pub fn sign<D: Real>(x: D) -> D {
 #[inline]
 pub fn erf<D: Real>(x: D) -> D {
     let a = x.re();
+    if D::NDERIV == 0 {
+        return D::from(libm::erf(a)); // plain f64: no derivative to carry
+    }
     let slope = std::f64::consts::FRAC_2_SQRT_PI * (-a * a).exp();
     D::from(libm::erf(a)) + (x - a) * slope
 }
@@ -127,6 +135,9 @@ pub fn erf<D: Real>(x: D) -> D {
 pub fn hypot<D: Real>(a: D, b: D) -> D {
     let (ra, rb) = (a.re(), b.re());
     let h = ra.hypot(rb);
+    if D::NDERIV == 0 {
+        return D::from(h); // plain f64: no derivative to carry
+    }
     let (da, db) = if h == 0.0 {
         (0.0, 0.0)
     } else {

@@ -2,7 +2,7 @@
 
 use crate::model::BenchModel;
 use crate::points::{synthetic, SplitMix64};
-use crate::scalar::Real;
+use crate::scalar::{Real, Scratch};
 use crate::thermo::data::ThermoData;
 use ddx::Expr;
 
@@ -79,8 +79,9 @@ impl BenchModel for Uniquac {
             rsum += x[i] * self.r[i];
             qsum += x[i] * self.q[i];
         }
-        let phi: Vec<D> = (0..n).map(|i| x[i] * self.r[i] / rsum).collect();
-        let theta: Vec<D> = (0..n).map(|i| x[i] * self.q[i] / qsum).collect();
+        // On the stack up to 40 components: the native baseline allocates nothing.
+        let phi: Scratch<D> = (0..n).map(|i| x[i] * self.r[i] / rsum).collect();
+        let theta: Scratch<D> = (0..n).map(|i| x[i] * self.q[i] / qsum).collect();
         let mut g = D::from(0.0);
         for i in 0..n {
             let qx = x[i] * self.q[i];
