@@ -45,7 +45,10 @@ mod equation;
 pub mod interp;
 mod options;
 pub mod point;
+mod print;
+mod text;
 
+pub use ddx_ir::Formula;
 pub use ddx_ir::{
     abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, hypot, ln, log,
     log10, max, min, pow, select, sign, sin, sinh, sqrt, tan, tanh, Cell, Errc, Error, Expr,
@@ -66,6 +69,8 @@ pub mod rt {
     use super::{Equation, Error, ModelOutput};
 
     pub use ddx_ir::var;
+
+    pub use crate::text::{equation_text, parse_expr, system_text};
 
     /// Runs `model` — a closure that names symbols with [`var`] and returns one [`Expr`]
     /// (a scalar function) or an array or `Vec` of them (a system) — and answers the
