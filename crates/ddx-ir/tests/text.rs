@@ -247,6 +247,7 @@ fn errors_say_where_and_what() {
         ("a < b + 1 >= c", Errc::BadSyntax),
         ("2x + 1", Errc::BadSyntax),
         ("1e + x", Errc::BadSyntax),
+        ("x * 010", Errc::BadSyntax),
         ("x + ", Errc::BadSyntax),
         ("", Errc::BadSyntax),
         ("x y", Errc::BadSyntax),

@@ -129,6 +129,9 @@ pub enum Syntax {
     NumberThenName,
     /// An exponent marker with no digits, as in `1e` or `2.5e+`.
     EmptyExponent,
+    /// An integer with a leading zero, as in `007` (C would read it as octal; Python
+    /// refuses it, and so does ddx).
+    LeadingZero,
     /// A function name used as a value, without a call.
     FunctionNotCalled(Op),
     /// Parentheses, calls, signs and `**` nest deeper than the parser allows.
@@ -163,6 +166,10 @@ impl fmt::Display for Syntax {
                 f.write_str("a number runs into a name; write `*` between them for a product")
             }
             Syntax::EmptyExponent => f.write_str("the exponent of this number has no digits"),
+            Syntax::LeadingZero => f.write_str(
+                "an integer may not start with 0 (C would read it as octal); write it without \
+                 the leading zeros",
+            ),
             Syntax::FunctionNotCalled(op) => write!(
                 f,
                 "`{op}` is a function, not a symbol; call it as `{op}(…)`, or name the \

@@ -6,7 +6,9 @@
 //! gets that far, and the first problem reported is the leftmost one.
 //!
 //! - numbers are Python's float and integer literals without underscores: `2`, `2.`,
-//!   `.5`, `1.5e-3`, `1E3` (all read as `f64`; `1e999` is infinity, as in Python);
+//!   `.5`, `1.5e-3`, `1E3` (all read as `f64`; `1e999` is infinity, as in Python); as in
+//!   Python, an integer may not start with `0` unless it is all zeros (`007` is refused,
+//!   where C would read octal), while `007.5` and `00` are fine;
 //! - names are ASCII: a letter or `_`, then letters, digits and `_`;
 //! - operators are the infix spellings of the operator table ([`Op::infix_tokens`]), read
 //!   longest first, and the punctuation `(`, `)`, `,`.
@@ -169,7 +171,15 @@ impl<'a> Lexer<'a> {
         if self.byte(end).is_some_and(is_name_start) {
             return Err((end, Syntax::NumberThenName));
         }
-        let value = self.text[start..end]
+        let literal = &self.text[start..end];
+        if literal.len() > 1
+            && literal.starts_with('0')
+            && literal.bytes().all(|b| b.is_ascii_digit())
+            && literal.bytes().any(|b| b != b'0')
+        {
+            return Err((start, Syntax::LeadingZero));
+        }
+        let value = literal
             .parse::<f64>()
             .map_err(|_| (start, Syntax::UnexpectedChar('.')))?;
         self.pos = end;
@@ -201,7 +211,7 @@ mod tests {
     fn numbers_in_every_spelling() {
         use Kind::Number as N;
         assert_eq!(
-            kinds("2 2. .5 1.5e-3 1E3 1e+2 007 1e999").unwrap(),
+            kinds("2 2. .5 1.5e-3 1E3 1e+2 007.0 1e999").unwrap(),
             [
                 N(2.0),
                 N(2.0),
@@ -214,6 +224,11 @@ mod tests {
             ]
         );
         assert_eq!(kinds("1.e3").unwrap(), [N(1000.0)]);
+        assert_eq!(
+            kinds("00 0 0e5 07e1").unwrap(),
+            [N(0.0), N(0.0), N(0.0), N(70.0)]
+        );
+        assert_eq!(kinds("x + 007"), Err((4, Syntax::LeadingZero)));
     }
 
     #[test]
