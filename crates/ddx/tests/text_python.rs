@@ -230,7 +230,7 @@ fn ddx_value(text: &str) -> f64 {
         .filter(|(n, _)| eq.symbols().iter().any(|s| s == n))
         .copied()
         .collect();
-    eq.evaluate(&point[..]).unwrap()
+    eq.evaluate(&point[..]).expect("every symbol has a value")
 }
 
 fn agree(a: f64, b: f64) -> bool {
