@@ -1,12 +1,14 @@
 //! Constant folding and the exact IEEE identities, applied by [`Graph::add`].
 //!
 //! Input: an operation whose arguments are already in the graph. Output: either nothing
-//! (make the node) or what the node equals *bit for bit at every input*, NaN and signed
-//! zero included. So `x * 1 → x` and `x + (-0) → x` are here, while `x * 0 → 0` (wrong at
-//! infinity and NaN) and `x + 0 → x` (wrong at `-0`) are not. Folding evaluates through
-//! [`crate::math::eval`], the same semantics every engine has.
+//! (make the node) or what the node equals *bit for bit at every input*, signed zero
+//! included (NaN payloads aside). So `x * 1 → x`, `x + (-0) → x`, `a + (-b) → a - b`,
+//! `(-a) * (-b) → a * b` are here, while `x * 0 → 0` (wrong at infinity and NaN),
+//! `x + 0 → x` (wrong at `-0`) and `-(a + b) → (-a) + (-b)` (wrong when `a + b` is a
+//! zero) are not. Folding evaluates through [`crate::math::eval`], the same semantics
+//! every engine has.
 
-use crate::{math, Graph, NodeId, Op};
+use crate::{math, Graph, NodeId, Op, NO_ARG};
 
 /// What a node folds to.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,6 +17,16 @@ pub enum Folded {
     Node(NodeId),
     /// A constant.
     Const(f64),
+    /// Another operation on existing nodes (itself folded in turn).
+    Rewrite(Op, [NodeId; 2]),
+}
+
+/// `a` if `id` is `-a`.
+fn negated(graph: &Graph, id: NodeId) -> Option<NodeId> {
+    match graph.node(id) {
+        crate::Node::Apply(Op::Neg, inner) => Some(inner[0]),
+        _ => None,
+    }
 }
 
 /// What `op(args)` folds to, or `None` when it must be made as a node.
@@ -36,8 +48,19 @@ pub fn fold(graph: &Graph, op: Op, args: &[NodeId]) -> Option<Folded> {
         Op::Add if is(0, -0.0) => Some(Folded::Node(args[1])),
         Op::Sub if is(1, 0.0) => Some(Folded::Node(args[0])),
         Op::Pow if is(1, 1.0) => Some(Folded::Node(args[0])),
-        Op::Neg => match graph.node(args[0]) {
-            crate::Node::Apply(Op::Neg, inner) => Some(Folded::Node(inner[0])),
+        Op::Neg => negated(graph, args[0]).map(Folded::Node),
+        Op::Mul if is(1, -1.0) => Some(Folded::Rewrite(Op::Neg, [args[0], NO_ARG])),
+        Op::Mul if is(0, -1.0) => Some(Folded::Rewrite(Op::Neg, [args[1], NO_ARG])),
+        // Negations cancel or move into the operation (exact: IEEE negation commutes with
+        // rounding to nearest, and `a + (-b)` is by definition `a - b`).
+        Op::Add => match (negated(graph, args[0]), negated(graph, args[1])) {
+            (_, Some(b)) => Some(Folded::Rewrite(Op::Sub, [args[0], b])),
+            (Some(a), None) => Some(Folded::Rewrite(Op::Sub, [args[1], a])),
+            _ => None,
+        },
+        Op::Sub => negated(graph, args[1]).map(|b| Folded::Rewrite(Op::Add, [args[0], b])),
+        Op::Mul | Op::Div => match (negated(graph, args[0]), negated(graph, args[1])) {
+            (Some(a), Some(b)) => Some(Folded::Rewrite(op, [a, b])),
             _ => None,
         },
         Op::Select => match consts[0] {
@@ -85,6 +108,53 @@ mod tests {
         let nan = g.constant(f64::NAN);
         assert_eq!(g.select(nan, one, x), one);
         assert_eq!(g.select(x, two, two), two);
+        // Negations fold into arithmetic.
+        let y = g.symbol(SymbolId(1));
+        let ny = g.unary(Op::Neg, y);
+        let sub = g.binary(Op::Sub, x, y);
+        assert_eq!(g.binary(Op::Add, x, ny), sub);
+        assert_eq!(g.binary(Op::Add, ny, x), g.binary(Op::Sub, x, y));
+        assert_eq!(g.binary(Op::Sub, x, ny), g.binary(Op::Add, x, y));
+        assert_eq!(g.binary(Op::Mul, nx, ny), g.binary(Op::Mul, x, y));
+        assert_eq!(g.binary(Op::Div, nx, ny), g.binary(Op::Div, x, y));
+        // A negation stays inside a product: it may be shared (`-b` times every datum).
+        let p = g.binary(Op::Mul, nx, y);
+        assert_eq!(g.node(p), &crate::Node::Apply(Op::Mul, [nx, y, NO_ARG]));
+        let m1 = g.constant(-1.0);
+        assert_eq!(g.binary(Op::Mul, x, m1), nx);
+        // (-a) + (-b) becomes (-a) - b, never -(a + b) (wrong at a zero sum).
+        let both = g.binary(Op::Add, nx, ny);
+        assert_eq!(g.node(both), &crate::Node::Apply(Op::Sub, [nx, y, NO_ARG]));
+    }
+
+    #[test]
+    #[allow(clippy::neg_multiply)] // the point is that `a * -1.0` and `-a` agree
+    fn negation_rewrites_are_exact() {
+        let vals = [
+            0.0,
+            -0.0,
+            1.5,
+            -2.25,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-310,
+            3.0,
+        ];
+        for a in vals {
+            for b in vals {
+                let same =
+                    |x: f64, y: f64| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
+                assert!(same(a + (-b), a - b));
+                assert!(same((-a) + b, b - a));
+                assert!(same(a - (-b), a + b));
+                assert!(same((-a) * (-b), a * b));
+                assert!(same((-a) / (-b), a / b));
+                assert!(same((-a) * b, -(a * b)));
+                assert!(same(a / (-b), -(a / b)));
+                assert!(same(a * -1.0, -a));
+                assert!(same((-a) + (-b), (-a) - b));
+            }
+        }
     }
 
     #[test]

@@ -168,6 +168,9 @@ impl Graph {
             match fold::fold(self, op, &args[..op.arity()]) {
                 Some(fold::Folded::Node(id)) => return id,
                 Some(fold::Folded::Const(v)) => return self.intern(Node::Const(Constant::new(v))),
+                Some(fold::Folded::Rewrite(op, [a, b])) => {
+                    return self.add(Node::Apply(op, [a, b, NO_ARG]));
+                }
                 None => {}
             }
         }

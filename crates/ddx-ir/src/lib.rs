@@ -8,6 +8,7 @@
 //! Most users want the `ddx` crate, which re-exports what is needed from here.
 
 #![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
 
 pub mod ad;
 mod builder;

@@ -49,9 +49,35 @@ unary_fns! {
     erf => libm::erf,
 }
 
-/// `pow(a, b)` as every ddx engine computes it (C's `pow`: `pow(0, 0) = 1`).
+/// `pow(a, b)` as every ddx engine computes it: C's `pow` (so `pow(0, 0) = 1`), except
+/// that three exponents are answered by the correctly rounded operation they name, as
+/// optimising compilers do for native code:
+/// - `b == 2`: `a * a`;
+/// - `b == -1`: `1 / a`;
+/// - `b == 0.5`: `sqrt(a)`, with C's `pow(-0, 0.5) = +0` and `pow(-inf, 0.5) = +inf`.
+///
+/// Each is within C's own error bound of `pow` and exact where `pow` is not, so a model
+/// written `x**2` costs a multiplication, not a library call, in every engine.
 pub extern "C" fn pow(a: f64, b: f64) -> f64 {
-    a.powf(b)
+    if b == 2.0 {
+        a * a
+    } else if b == -1.0 {
+        1.0 / a
+    } else if b == 0.5 {
+        pow_half(a)
+    } else {
+        a.powf(b)
+    }
+}
+
+/// `pow(a, 0.5)`: `sqrt(a)` with C's answers at `-0` (`+0`) and `-inf` (`+inf`).
+#[inline]
+pub fn pow_half(a: f64) -> f64 {
+    if a == f64::NEG_INFINITY {
+        f64::INFINITY
+    } else {
+        a.sqrt() + 0.0
+    }
 }
 
 /// `atan2(a, b)`: the angle of the point `(b, a)`, as C's `atan2(y, x)`.
@@ -277,5 +303,21 @@ mod tests {
         assert_eq!(select(f64::NAN, 1.0, 2.0), 1.0);
         assert_eq!(select(-0.0, 1.0, 2.0), 2.0);
         assert_eq!(pow(0.0, 0.0), 1.0);
+        assert_eq!(pow(3.0, 2.0), 9.0);
+        assert_eq!(pow(-0.0, 0.5).to_bits(), 0.0f64.to_bits());
+        assert_eq!(pow(f64::NEG_INFINITY, 0.5), f64::INFINITY);
+        assert!(pow(-4.0, 0.5).is_nan());
+        assert_eq!(pow(4.0, -1.0), 0.25);
+        assert_eq!(pow(-0.0, -1.0), f64::NEG_INFINITY);
+        // Where C's pow is exact they agree.
+        for (a, b) in [
+            (1.5, 2.0),
+            (-3.25, 2.0),
+            (9.0, 0.5),
+            (0.0, 0.5),
+            (8.0, -1.0),
+        ] {
+            assert_eq!(pow(a, b), a.powf(b), "pow({a}, {b})");
+        }
     }
 }

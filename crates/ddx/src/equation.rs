@@ -9,7 +9,6 @@ use crate::interp::Program;
 use crate::options::Options;
 use crate::point::{Point, Role};
 use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
-use smallvec::SmallVec;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
@@ -140,8 +139,8 @@ impl<S: Shape> fmt::Debug for Equation<S> {
     }
 }
 
-/// Inputs of one call, on the stack for small equations.
-type Inputs = SmallVec<[f64; 32]>;
+/// Inputs of one call up to this many are kept on the stack.
+const STACK_INPUTS: usize = 32;
 
 impl<S: Shape> Equation<S> {
     pub(crate) fn from_model(model: Model) -> Self {
@@ -217,10 +216,40 @@ impl<S: Shape> Equation<S> {
         Ok(x)
     }
 
-    fn inputs(&self, point: &impl Point, seeds: usize) -> Result<Inputs, Error> {
-        let mut x: Inputs = SmallVec::from_elem(0.0, self.arity() + seeds);
-        point.fill(self.symbols(), &mut x[..self.arity()])?;
-        Ok(x)
+    /// Reads `point` (and, through `seed`, the seed inputs after it) into an input block
+    /// on the stack and hands it to `body`.
+    fn with_inputs<R>(
+        &self,
+        point: &impl Point,
+        seeds: usize,
+        seed: impl FnOnce(&mut [f64]) -> Result<(), Error>,
+        body: impl FnOnce(&[f64]) -> R,
+    ) -> Result<R, Error> {
+        let n = self.arity();
+        let mut stack = [0.0; STACK_INPUTS];
+        let mut heap = Vec::new();
+        let x = if n + seeds <= STACK_INPUTS {
+            &mut stack[..n + seeds]
+        } else {
+            heap.resize(n + seeds, 0.0);
+            &mut heap[..]
+        };
+        point.fill(self.symbols(), &mut x[..n])?;
+        seed(&mut x[n..])?;
+        Ok(body(x))
+    }
+
+    /// The outputs of lane `kind` after its values (the products of `jvp`, `vjp`).
+    fn tail(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
+        let p = self.core.prepared(kind);
+        let values = p.lane.values;
+        let mut out = Vec::with_capacity(p.program.outputs() - values);
+        p.program.run_with(inputs, |k, v| {
+            if k >= values {
+                out.push(v);
+            }
+        });
+        out
     }
 
     fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
@@ -235,8 +264,12 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// Those of [`Equation::point`].
     pub fn evaluate(&self, point: impl Point) -> Result<S::Value, Error> {
-        let x = self.inputs(&point, 0)?;
-        Ok(S::value(&self.run(LaneKind::Value, &x)))
+        self.with_inputs(
+            &point,
+            0,
+            |_| Ok(()),
+            |x| S::value(&self.run(LaneKind::Value, x)),
+        )
     }
 
     /// The Jacobian `J(x)`, `J[i·n + j] = ∂fᵢ/∂xⱼ`: dense, row-major, `m × n` (the gradient,
@@ -245,10 +278,7 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// Those of [`Equation::point`].
     pub fn jacobian(&self, point: impl Point) -> Result<Vec<f64>, Error> {
-        let x = self.inputs(&point, 0)?;
-        let out = self.run(LaneKind::Jacobian, &x);
-        let p = self.core.prepared(LaneKind::Jacobian);
-        Ok(self.scatter(&p.lane, &out[p.lane.values..]))
+        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense(LaneKind::Jacobian, x))
     }
 
     /// The same `m × n` block as [`Equation::jacobian`], from a lane that does not compute
@@ -257,15 +287,22 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// Those of [`Equation::point`].
     pub fn gradient(&self, point: impl Point) -> Result<Vec<f64>, Error> {
-        let x = self.inputs(&point, 0)?;
-        let out = self.run(LaneKind::Gradient, &x);
-        Ok(self.scatter(&self.core.prepared(LaneKind::Gradient).lane, &out))
+        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense(LaneKind::Gradient, x))
     }
 
-    fn scatter(&self, lane: &Lane, cells: &[f64]) -> Vec<f64> {
-        let mut dense = vec![0.0; self.outputs() * self.arity()];
-        if let Some(pattern) = &lane.pattern {
-            pattern.scatter(cells, &mut dense);
+    /// Runs a Jacobian-shaped lane and writes its cells into a dense row-major `m × n`.
+    fn dense(&self, kind: LaneKind, x: &[f64]) -> Vec<f64> {
+        let n = self.arity();
+        let mut dense = vec![0.0; self.outputs() * n];
+        let p = self.core.prepared(kind);
+        let values = p.lane.values;
+        if let Some(pattern) = &p.lane.pattern {
+            let cells = pattern.entries();
+            p.program.run_with(x, |k, v| {
+                if let Some(c) = k.checked_sub(values).and_then(|k| cells.get(k)) {
+                    dense[c.row * n + c.column] = v;
+                }
+            });
         }
         dense
     }
@@ -287,11 +324,8 @@ impl<S: Shape> Equation<S> {
     /// [`Error::WrongDirection`] when `v` is not one value per symbol (or, named, leaves a
     /// symbol out); [`Error::UnknownSymbol`]; those of [`Equation::point`] for `point`.
     pub fn jvp(&self, v: impl Point, point: impl Point) -> Result<Vec<f64>, Error> {
-        let n = self.arity();
-        let mut x = self.inputs(&point, n)?;
-        v.fill_as(self.symbols(), &mut x[n..], Role::Direction)?;
-        let out = self.run(LaneKind::Jvp, &x);
-        Ok(out[self.outputs()..].to_vec())
+        let fill = |seeds: &mut [f64]| v.fill_as(self.symbols(), seeds, Role::Direction);
+        self.with_inputs(&point, self.arity(), fill, |x| self.tail(LaneKind::Jvp, x))
     }
 
     /// `wᵀ·J(x)`: the gradient of `w·f`, `n` long. `w` is one weight per function.
@@ -307,10 +341,11 @@ impl<S: Shape> Equation<S> {
                 got: w.len(),
             });
         }
-        let mut x = self.inputs(&point, m)?;
-        x[self.arity()..].copy_from_slice(w);
-        let out = self.run(LaneKind::Vjp, &x);
-        Ok(out[m..].to_vec())
+        let fill = |seeds: &mut [f64]| {
+            seeds.copy_from_slice(w);
+            Ok(())
+        };
+        self.with_inputs(&point, m, fill, |x| self.tail(LaneKind::Vjp, x))
     }
 }
 

@@ -40,6 +40,7 @@
 //!   has derivative NaN (`0 · ∞`), because `sqrt'(0) = ∞`.
 
 #![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
 
 mod equation;
 pub mod interp;
@@ -96,3 +97,8 @@ pub mod rt {
         crate::equation::build(model)
     }
 }
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

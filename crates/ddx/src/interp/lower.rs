@@ -1,7 +1,18 @@
-//! Lowering a lane graph to a [`Program`]: slot assignment with reuse.
+//! Lowering a lane graph to a [`Program`]: scheduling, run grouping and slot assignment.
+//!
+//! **Schedule.** Operations are ordered by dependency level (the longest path from an
+//! input), and within a level by operation, so that equal operations sit next to each
+//! other; a *run* of equal operations is executed by one dispatch and a tight loop. Models
+//! that sum over data (one identical chain per observation) become long runs. Reordering
+//! independent operations cannot change any result: every node still computes the same
+//! operation on the same values.
+//!
+//! **Slots.** Constants and inputs have fixed slots; each operation takes a slot from a
+//! free list, and a value's slot returns to the list after its last use in schedule order.
+//! Output slots are never freed.
 
-use super::{next_id, Instr, Program};
-use ddx_ir::{Lane, Node};
+use super::{next_id, Instr, Program, Run};
+use ddx_ir::{Lane, Node, Op};
 
 /// Sentinel for "this node has no slot yet".
 const NONE: u32 = u32::MAX;
@@ -14,55 +25,84 @@ impl Program {
         let inputs = lane.symbols + lane.seeds;
         let consts: Vec<f64> = nodes.iter().filter_map(Node::constant).collect();
         let input_base = consts.len();
-        let mut next_free = (input_base + inputs) as u32;
 
-        // Last use of every node; outputs live to the end.
-        let mut last_use = vec![0usize; nodes.len()];
+        // Dependency levels and the schedule: (level, op, id).
+        let mut level = vec![0u32; nodes.len()];
+        let mut order: Vec<(u32, Op, usize)> = Vec::new();
         for (i, n) in nodes.iter().enumerate() {
-            for a in n.args() {
-                last_use[a.index()] = i;
+            if let Node::Apply(op, _) = *n {
+                level[i] = 1 + n.args().iter().map(|a| level[a.index()]).max().unwrap_or(0);
+                order.push((level[i], lowered_op(g, op, n), i));
             }
         }
-        let mut pinned = vec![false; nodes.len()];
+        order.sort_unstable();
+
+        // Last use of every node in schedule order; outputs live to the end.
+        let mut position = vec![usize::MAX; nodes.len()];
+        for (k, &(_, _, i)) in order.iter().enumerate() {
+            position[i] = k;
+        }
+        let mut last_use = vec![0usize; nodes.len()];
+        for &(_, _, i) in &order {
+            for a in nodes[i].args() {
+                last_use[a.index()] = last_use[a.index()].max(position[i]);
+            }
+        }
         for o in &lane.outputs {
-            pinned[o.index()] = true;
+            last_use[o.index()] = usize::MAX;
         }
 
         let mut slot = vec![NONE; nodes.len()];
-        let mut free: Vec<u32> = Vec::new();
-        let mut instrs = Vec::new();
         let mut const_index = 0u32;
         for (i, n) in nodes.iter().enumerate() {
-            match *n {
+            slot[i] = match *n {
                 Node::Const(_) => {
-                    slot[i] = const_index;
                     const_index += 1;
+                    const_index - 1
                 }
-                Node::Symbol(s) => slot[i] = (input_base + s.index()) as u32,
-                Node::Seed(s) => slot[i] = (input_base + lane.symbols + s.index()) as u32,
-                Node::Apply(op, a) => {
-                    let mut args = [0u32; 3];
-                    for (k, arg) in a[..op.arity()].iter().enumerate() {
-                        args[k] = slot[arg.index()];
-                    }
-                    // Free arguments used for the last time here (once each), so the
-                    // result may take one of their slots.
-                    for (k, arg) in a[..op.arity()].iter().enumerate() {
-                        let j = arg.index();
-                        let temp = matches!(nodes[j], Node::Apply(..));
-                        let first = a[..k].iter().all(|p| p != arg);
-                        if temp && first && last_use[j] == i && !pinned[j] {
-                            free.push(slot[j]);
-                        }
-                    }
-                    let dst = free.pop().unwrap_or_else(|| {
-                        next_free += 1;
-                        next_free - 1
-                    });
-                    slot[i] = dst;
-                    instrs.push(Instr { op, dst, args });
+                Node::Symbol(s) => (input_base + s.index()) as u32,
+                Node::Seed(s) => (input_base + lane.symbols + s.index()) as u32,
+                Node::Apply(..) => NONE,
+            };
+        }
+        let mut next_free = (input_base + inputs) as u32;
+        let mut free: Vec<u32> = Vec::new();
+        let mut instrs = Vec::with_capacity(order.len());
+        let mut runs: Vec<Run> = Vec::new();
+        for (k, &(_, op, i)) in order.iter().enumerate() {
+            let node = &nodes[i];
+            let mut args = [0u32; 3];
+            for (a, arg) in args.iter_mut().zip(node.args()) {
+                *a = slot[arg.index()];
+            }
+            if op != node.op().unwrap_or(op) {
+                // `pow(a, 2)` lowered to `a * a`.
+                args[1] = args[0];
+            }
+            // Free temporaries used for the last time here (once each), so the result may
+            // take one of their slots.
+            for (j, arg) in node.args().iter().enumerate() {
+                let a = arg.index();
+                let temp = matches!(nodes[a], Node::Apply(..));
+                let first = node.args()[..j].iter().all(|p| p != arg);
+                if temp && first && last_use[a] == k {
+                    free.push(slot[a]);
                 }
             }
+            let dst = free.pop().unwrap_or_else(|| {
+                next_free += 1;
+                next_free - 1
+            });
+            slot[i] = dst;
+            match runs.last_mut() {
+                Some(r) if r.op == op => r.end += 1,
+                _ => runs.push(Run {
+                    op,
+                    start: instrs.len() as u32,
+                    end: instrs.len() as u32 + 1,
+                }),
+            }
+            instrs.push(Instr { dst, args });
         }
         let outputs = lane.outputs.iter().map(|o| slot[o.index()]).collect();
         let program = Program {
@@ -70,6 +110,7 @@ impl Program {
             slots: next_free as usize,
             consts,
             inputs,
+            runs,
             instrs,
             outputs,
         };
@@ -77,7 +118,8 @@ impl Program {
         program
     }
 
-    /// Checks every slot index against the slot count; the execution loop relies on it.
+    /// Checks every slot index against the slot count and every run against the
+    /// instruction list; the execution loop relies on both.
     fn check(&self) {
         let n = self.slots as u32;
         for i in &self.instrs {
@@ -86,10 +128,28 @@ impl Program {
                 "slot out of range in {i:?}"
             );
         }
+        let mut at = 0;
+        for r in &self.runs {
+            assert!(
+                r.start == at && r.start < r.end,
+                "runs must tile the instructions"
+            );
+            at = r.end;
+        }
+        assert_eq!(at as usize, self.instrs.len());
         assert!(
             self.outputs.iter().all(|&o| o < n),
             "output slot out of range"
         );
         assert!(self.consts.len() + self.inputs <= self.slots);
+    }
+}
+
+/// The operation an engine executes for `node`: `pow(a, 2)` is `a * a` by definition
+/// (see `ddx_ir::math::pow`).
+fn lowered_op(g: &ddx_ir::Graph, op: Op, node: &Node) -> Op {
+    match op {
+        Op::Pow if g.constant_of(node.args()[1]) == Some(2.0) => Op::Mul,
+        other => other,
     }
 }

@@ -6,7 +6,8 @@
 //! checked against the slot count once, at lowering, which is what lets the execution loop
 //! index without bounds checks.
 //!
-//! **Execution** ([`Program::run`]) is one loop over the instructions with the semantics
+//! **Execution** ([`Program::run`]) is one dispatch per run of equal operations and a
+//! tight loop over the run's instructions, with the semantics
 //! of [`ddx_ir::math`]: transcendental functions are called through the same `extern "C"`
 //! functions the JIT calls, so every engine agrees to the bit. Slot layout:
 //! `[constants | symbols | seeds | temporaries]`; each thread keeps one scratch array and
@@ -18,25 +19,36 @@ use ddx_ir::Op;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// One instruction: `slot[dst] = op(slot[a], slot[b], slot[c])`, unused operands zero.
+/// One instruction: `slot[dst] = op(slot[args[0]], slot[args[1]], slot[args[2]])`, its
+/// operation given by the [`Run`] it belongs to; unused operands are zero.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct Instr {
-    /// The operation.
-    pub op: Op,
     /// Destination slot.
     pub dst: u32,
     /// Operand slots (only the first `op.arity()` are read).
     pub args: [u32; 3],
 }
 
-/// A lowered lane: instructions over a slot array.
+/// A run of instructions `start..end` that all perform `op`: one dispatch, one loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// The operation.
+    pub op: Op,
+    /// First instruction.
+    pub start: u32,
+    /// One past the last instruction.
+    pub end: u32,
+}
+
+/// A lowered lane: runs of instructions over a slot array.
 #[derive(Debug)]
 pub struct Program {
     id: u64,
     slots: usize,
     consts: Vec<f64>,
     inputs: usize,
+    runs: Vec<Run>,
     instrs: Vec<Instr>,
     outputs: Vec<u32>,
 }
@@ -68,6 +80,11 @@ impl Program {
         self.instrs.len()
     }
 
+    /// Number of runs (dispatches per point).
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+
     /// Whether the program has no instructions (its outputs are inputs or constants).
     pub fn is_empty(&self) -> bool {
         self.instrs.is_empty()
@@ -84,8 +101,16 @@ impl Program {
     /// # Panics
     /// If the slice lengths differ from the program's (callers check them first).
     pub fn run(&self, inputs: &[f64], out: &mut [f64]) {
-        assert_eq!(inputs.len(), self.inputs, "input count");
         assert_eq!(out.len(), self.outputs.len(), "output count");
+        self.run_with(inputs, |k, v| out[k] = v);
+    }
+
+    /// Evaluates at one point and hands each output `(index, value)` to `sink`, in order.
+    ///
+    /// # Panics
+    /// If `inputs` is not [`Program::inputs`] long.
+    pub fn run_with(&self, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
+        assert_eq!(inputs.len(), self.inputs, "input count");
         SCRATCH.with(|s| {
             let mut s = s.borrow_mut();
             let s = &mut *s;
@@ -99,64 +124,73 @@ impl Program {
             s.slots[base..base + self.inputs].copy_from_slice(inputs);
             // SAFETY: `lower` checked every slot index in `instrs` against `self.slots`,
             // and the scratch array holds exactly `self.slots` values.
-            unsafe { execute(&self.instrs, s.slots.as_mut_ptr()) };
-            for (o, &slot) in out.iter_mut().zip(&self.outputs) {
-                *o = s.slots[slot as usize];
+            unsafe { execute(&self.runs, &self.instrs, s.slots.as_mut_ptr()) };
+            for (k, &slot) in self.outputs.iter().enumerate() {
+                sink(k, s.slots[slot as usize]);
             }
         });
     }
 }
 
-/// Runs `instrs` over the slot array at `s`.
+/// Runs `runs` of `instrs` over the slot array at `s`.
 ///
 /// # Safety
-/// Every slot index in `instrs` must be in bounds of the array `s` points to.
+/// Every slot index in `instrs` must be in bounds of the array `s` points to, and every
+/// run must lie inside `instrs`.
 #[inline(never)]
-unsafe fn execute(instrs: &[Instr], s: *mut f64) {
+unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
     use ddx_ir::math;
-    for i in instrs {
-        // SAFETY: the caller guarantees every index is in bounds.
-        let ld = |k: usize| unsafe { *s.add(i.args[k] as usize) };
-        let r = match i.op {
-            Op::Neg => -ld(0),
-            Op::Add => ld(0) + ld(1),
-            Op::Sub => ld(0) - ld(1),
-            Op::Mul => ld(0) * ld(1),
-            Op::Div => ld(0) / ld(1),
-            Op::Sqrt => ld(0).sqrt(),
-            Op::Abs => ld(0).abs(),
-            Op::Sign => math::sign(ld(0)),
-            Op::Max => math::max(ld(0), ld(1)),
-            Op::Min => math::min(ld(0), ld(1)),
-            Op::Lt => math::truth(ld(0) < ld(1)),
-            Op::Le => math::truth(ld(0) <= ld(1)),
-            Op::Eq => math::truth(ld(0) == ld(1)),
-            Op::Ne => math::ne(ld(0), ld(1)),
-            Op::Select => math::select(ld(0), ld(1), ld(2)),
-            Op::Fma => ld(0).mul_add(ld(1), ld(2)),
-            Op::Sin => math::sin(ld(0)),
-            Op::Cos => math::cos(ld(0)),
-            Op::Tan => math::tan(ld(0)),
-            Op::Exp => math::exp(ld(0)),
-            Op::Log => math::log(ld(0)),
-            Op::Log10 => math::log10(ld(0)),
-            Op::Cbrt => math::cbrt(ld(0)),
-            Op::Asin => math::asin(ld(0)),
-            Op::Acos => math::acos(ld(0)),
-            Op::Atan => math::atan(ld(0)),
-            Op::Sinh => math::sinh(ld(0)),
-            Op::Cosh => math::cosh(ld(0)),
-            Op::Tanh => math::tanh(ld(0)),
-            Op::Asinh => math::asinh(ld(0)),
-            Op::Acosh => math::acosh(ld(0)),
-            Op::Atanh => math::atanh(ld(0)),
-            Op::Erf => math::erf(ld(0)),
-            Op::Pow => math::pow(ld(0), ld(1)),
-            Op::Atan2 => math::atan2(ld(0), ld(1)),
-            Op::Hypot => math::hypot(ld(0), ld(1)),
+    macro_rules! each {
+        ($run:expr, |$a:ident| $body:expr) => {
+            // SAFETY: runs lie inside `instrs` (checked at lowering).
+            for i in unsafe { instrs.get_unchecked($run.start as usize..$run.end as usize) } {
+                // SAFETY: every slot index is in bounds (checked at lowering).
+                unsafe {
+                    let $a = |k: usize| *s.add(i.args[k] as usize);
+                    *s.add(i.dst as usize) = $body;
+                }
+            }
         };
-        // SAFETY: as above.
-        unsafe { *s.add(i.dst as usize) = r };
+    }
+    for r in runs {
+        match r.op {
+            Op::Neg => each!(r, |a| -a(0)),
+            Op::Add => each!(r, |a| a(0) + a(1)),
+            Op::Sub => each!(r, |a| a(0) - a(1)),
+            Op::Mul => each!(r, |a| a(0) * a(1)),
+            Op::Div => each!(r, |a| a(0) / a(1)),
+            Op::Sqrt => each!(r, |a| a(0).sqrt()),
+            Op::Abs => each!(r, |a| a(0).abs()),
+            Op::Sign => each!(r, |a| math::sign(a(0))),
+            Op::Max => each!(r, |a| math::max(a(0), a(1))),
+            Op::Min => each!(r, |a| math::min(a(0), a(1))),
+            Op::Lt => each!(r, |a| math::truth(a(0) < a(1))),
+            Op::Le => each!(r, |a| math::truth(a(0) <= a(1))),
+            Op::Eq => each!(r, |a| math::truth(a(0) == a(1))),
+            Op::Ne => each!(r, |a| math::ne(a(0), a(1))),
+            Op::Select => each!(r, |a| math::select(a(0), a(1), a(2))),
+            Op::Fma => each!(r, |a| a(0).mul_add(a(1), a(2))),
+            Op::Sin => each!(r, |a| math::sin(a(0))),
+            Op::Cos => each!(r, |a| math::cos(a(0))),
+            Op::Tan => each!(r, |a| math::tan(a(0))),
+            Op::Exp => each!(r, |a| math::exp(a(0))),
+            Op::Log => each!(r, |a| math::log(a(0))),
+            Op::Log10 => each!(r, |a| math::log10(a(0))),
+            Op::Cbrt => each!(r, |a| math::cbrt(a(0))),
+            Op::Asin => each!(r, |a| math::asin(a(0))),
+            Op::Acos => each!(r, |a| math::acos(a(0))),
+            Op::Atan => each!(r, |a| math::atan(a(0))),
+            Op::Sinh => each!(r, |a| math::sinh(a(0))),
+            Op::Cosh => each!(r, |a| math::cosh(a(0))),
+            Op::Tanh => each!(r, |a| math::tanh(a(0))),
+            Op::Asinh => each!(r, |a| math::asinh(a(0))),
+            Op::Acosh => each!(r, |a| math::acosh(a(0))),
+            Op::Atanh => each!(r, |a| math::atanh(a(0))),
+            Op::Erf => each!(r, |a| math::erf(a(0))),
+            Op::Pow => each!(r, |a| math::pow(a(0), a(1))),
+            Op::Atan2 => each!(r, |a| math::atan2(a(0), a(1))),
+            Op::Hypot => each!(r, |a| math::hypot(a(0), a(1))),
+        }
     }
 }
 

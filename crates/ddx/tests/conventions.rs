@@ -1,0 +1,269 @@
+//! Every derivative convention of DESIGN.md at its special point, in every lane the core
+//! has (Jacobian, gradient, jvp, vjp), and the `select` rule where the untaken arm's
+//! derivative is NaN or infinite.
+
+use ddx::{rt, select, Equation, Expr};
+
+/// The first-order answers of every lane at `p`, as (lane, gradient) pairs.
+fn all_lanes(eq: &Equation, p: &[f64]) -> Vec<(&'static str, Vec<f64>)> {
+    let n = eq.arity();
+    let jvp: Vec<f64> = (0..n)
+        .map(|j| {
+            let mut e = vec![0.0; n];
+            e[j] = 1.0;
+            eq.jvp(e, p).unwrap()[0]
+        })
+        .collect();
+    vec![
+        ("jacobian", eq.jacobian(p).unwrap()),
+        ("gradient", eq.gradient(p).unwrap()),
+        ("jvp", jvp),
+        ("vjp", eq.vjp(&[1.0], p).unwrap()),
+    ]
+}
+
+/// Asserts every lane answers `want` bit for bit (NaN matching NaN).
+///
+/// Where `want` holds an infinity, `jvp` along a basis vector is skipped: it computes
+/// `Σⱼ Jᵢⱼ·vⱼ`, and IEEE's `∞·0` makes that NaN for every direction but the infinite one's.
+fn assert_lanes(what: &str, eq: &Equation, p: &[f64], want: &[f64]) {
+    let finite = want.iter().all(|w| w.is_finite() || w.is_nan());
+    for (lane, got) in all_lanes(eq, p) {
+        if lane == "jvp" && !finite && want.len() > 1 {
+            continue;
+        }
+        let same = got.len() == want.len()
+            && got
+                .iter()
+                .zip(want)
+                .all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
+        assert!(same, "{what}: {lane} lane answers {got:?}, want {want:?}");
+    }
+}
+
+fn eq1(f: impl FnOnce(Expr) -> Expr) -> Equation {
+    rt::equation(|| f(rt::var("x"))).unwrap()
+}
+
+fn eq2(f: impl FnOnce(Expr, Expr) -> Expr) -> Equation {
+    rt::equation(|| f(rt::var("a"), rt::var("b"))).unwrap()
+}
+
+#[test]
+fn abs_and_sign() {
+    assert_lanes("abs'(0)", &eq1(|x| x.abs()), &[0.0], &[0.0]);
+    assert_lanes("abs'(-0)", &eq1(|x| x.abs()), &[-0.0], &[0.0]);
+    assert_lanes("abs'(-2)", &eq1(|x| x.abs()), &[-2.0], &[-1.0]);
+    // sign' is 0 everywhere: the lane has no column, so the dense answer is 0.
+    let sign = eq1(|x| x.sign() * 3.0);
+    assert_lanes("sign'", &sign, &[0.0], &[0.0]);
+    assert_lanes("sign'", &sign, &[7.0], &[0.0]);
+    assert_eq!(sign.jacobian_pattern().nonzeros(), 0);
+    assert_eq!(sign.evaluate(0.0).unwrap().to_bits(), 0.0f64.to_bits());
+    assert_eq!(sign.evaluate(-0.0).unwrap().to_bits(), 0.0f64.to_bits());
+    assert!(sign.evaluate(f64::NAN).unwrap().is_nan());
+}
+
+#[test]
+fn max_and_min_split_a_tie_and_follow_the_answered_operand() {
+    let max = eq2(|a, b| a.max(b));
+    let min = eq2(|a, b| a.min(b));
+    assert_lanes("max tie", &max, &[1.0, 1.0], &[0.5, 0.5]);
+    assert_lanes("min tie", &min, &[1.0, 1.0], &[0.5, 0.5]);
+    assert_lanes("max", &max, &[2.0, 1.0], &[1.0, 0.0]);
+    assert_lanes("min", &min, &[2.0, 1.0], &[0.0, 1.0]);
+    // A NaN operand: the other is answered, and the derivative flows to it.
+    assert_eq!(max.evaluate([f64::NAN, 3.0]).unwrap(), 3.0);
+    assert_lanes("max(NaN, b)", &max, &[f64::NAN, 3.0], &[0.0, 1.0]);
+    assert_lanes("max(a, NaN)", &max, &[3.0, f64::NAN], &[1.0, 0.0]);
+    assert_lanes("min(NaN, b)", &min, &[f64::NAN, 3.0], &[0.0, 1.0]);
+    // max(x, x) is x.
+    assert_lanes("max(x, x)", &eq1(|x| x.max(x)), &[2.0], &[1.0]);
+    // The operand not answered carries an infinite derivative that must not leak.
+    let relu_sqrt = eq1(|x| x.sqrt().max(1.0));
+    assert_lanes("max(sqrt(x), 1) at 0", &relu_sqrt, &[0.0], &[0.0]);
+}
+
+#[test]
+fn pow_at_zero_answers_its_constant_arms() {
+    let pow = eq2(|a, b| a.powf(b));
+    // 0^b: ∂/∂b = 0; ∂/∂a = b·0^(b−1).
+    assert_lanes("pow(0, 2)", &pow, &[0.0, 2.0], &[0.0, 0.0]);
+    assert_lanes("pow(0, 1)", &pow, &[0.0, 1.0], &[1.0, 0.0]);
+    assert_lanes("pow(0, 0.5)", &pow, &[0.0, 0.5], &[f64::INFINITY, 0.0]);
+    // J·v with that infinite cell: ∞·1 + 0·0 along a; ∞·0 + 0·1 = NaN along b (IEEE).
+    assert_eq!(pow.jvp([1.0, 0.0], [0.0, 0.5]).unwrap(), [f64::INFINITY]);
+    assert!(pow.jvp([0.0, 1.0], [0.0, 0.5]).unwrap()[0].is_nan());
+    // a^0 = 1: ∂/∂a = 0, even at a = 0; ∂/∂b = ln(a) away from 0.
+    assert_lanes("pow(0, 0)", &pow, &[0.0, 0.0], &[0.0, 0.0]);
+    assert_lanes(
+        "pow(2, 0)",
+        &pow,
+        &[2.0, 0.0],
+        &[0.0, std::f64::consts::LN_2],
+    );
+    // Constant exponents and bases follow the same arms.
+    assert_lanes(
+        "x**0.5 at 0",
+        &eq1(|x| x.powf(0.5)),
+        &[0.0],
+        &[f64::INFINITY],
+    );
+    assert_lanes("x**3 at 0", &eq1(|x| x.powf(3.0)), &[0.0], &[0.0]);
+    assert_lanes("0**x", &eq1(|x| ddx::pow(0.0, x)), &[2.0], &[0.0]);
+    assert_lanes(
+        "2**x",
+        &eq1(|x| ddx::pow(2.0, x)),
+        &[1.0],
+        &[2.0 * std::f64::consts::LN_2],
+    );
+}
+
+#[test]
+fn hypot_and_atan2_are_flat_at_the_origin() {
+    assert_lanes(
+        "hypot at origin",
+        &eq2(|a, b| a.hypot(b)),
+        &[0.0, 0.0],
+        &[0.0, 0.0],
+    );
+    assert_lanes(
+        "atan2 at origin",
+        &eq2(|a, b| a.atan2(b)),
+        &[0.0, 0.0],
+        &[0.0, 0.0],
+    );
+    assert_lanes("hypot(x, 0) at 0", &eq1(|x| x.hypot(0.0)), &[0.0], &[0.0]);
+    assert_lanes("hypot(x, 3)", &eq1(|x| x.hypot(3.0)), &[4.0], &[0.8]);
+    assert_lanes("atan2(x, 0) at 0", &eq1(|x| x.atan2(0.0)), &[0.0], &[0.0]);
+}
+
+#[test]
+fn elsewhere_the_chain_rule_is_plain_ieee() {
+    // sqrt'(0) = ∞ times (x²)' = 0 is NaN: documented, not smoothed.
+    let eq = eq1(|x| (x * x).sqrt());
+    let g = eq.jacobian(0.0).unwrap()[0];
+    assert!(g.is_nan(), "sqrt(x*x)' at 0 is {g}");
+    assert!(eq.jvp([1.0], 0.0).unwrap()[0].is_nan());
+}
+
+#[test]
+fn comparisons_with_nan_are_false() {
+    let x = f64::NAN;
+    for (name, f) in [
+        ("lt", Expr::lt as fn(Expr, Expr) -> Expr),
+        ("le", Expr::le),
+        ("gt", Expr::gt),
+        ("ge", Expr::ge),
+        ("eq", Expr::eq),
+        ("ne", Expr::ne),
+    ] {
+        let eq = eq2(f);
+        assert_eq!(eq.evaluate([x, 1.0]).unwrap(), 0.0, "{name}(NaN, 1)");
+        assert_eq!(eq.evaluate([1.0, x]).unwrap(), 0.0, "{name}(1, NaN)");
+        assert_eq!(
+            eq.jacobian([1.0, 2.0]).unwrap(),
+            [0.0, 0.0],
+            "{name} has no derivative"
+        );
+    }
+    assert_eq!(eq2(|a, b| a.ne(b)).evaluate([1.0, 2.0]).unwrap(), 1.0);
+    assert_eq!(eq2(|a, b| a.gt(b)).evaluate([3.0, 2.0]).unwrap(), 1.0);
+}
+
+#[test]
+fn select_takes_nonzero_and_nan_as_true() {
+    let eq = rt::equation(|| select(rt::var("c"), rt::var("t"), rt::var("f"))).unwrap();
+    assert_eq!(eq.symbols(), ["c", "f", "t"]);
+    assert_eq!(eq.evaluate([f64::NAN, 2.0, 1.0]).unwrap(), 1.0);
+    assert_eq!(eq.evaluate([-0.0, 2.0, 1.0]).unwrap(), 2.0);
+    assert_eq!(eq.evaluate([0.5, 2.0, 1.0]).unwrap(), 1.0);
+    // The condition is never differentiated; the taken arm gets it all.
+    assert_lanes("select taken t", &eq, &[1.0, 2.0, 3.0], &[0.0, 0.0, 1.0]);
+    assert_lanes("select taken f", &eq, &[0.0, 2.0, 3.0], &[0.0, 1.0, 0.0]);
+}
+
+#[test]
+fn the_untaken_arm_never_reaches_the_derivative() {
+    // Infinite local partial in the untaken arm: sqrt'(0).
+    let eq = eq1(|x| select(x.gt(0.0), x.sqrt(), 0.0));
+    assert_lanes("select(x>0, sqrt x, 0) at 0", &eq, &[0.0], &[0.0]);
+    assert_lanes("... at 4", &eq, &[4.0], &[0.25]);
+    // NaN value and NaN partial in the untaken arm: log(-1).
+    let eq = eq1(|x| select(x.gt(0.0), x.ln(), x * 2.0));
+    assert_lanes("select(x>0, log x, 2x) at -1", &eq, &[-1.0], &[2.0]);
+    // The guard must survive several operations below the arm: sqrt(sqrt(x))·3 + sin x.
+    let eq = eq1(|x| select(x.gt(0.0), x.sqrt().sqrt() * 3.0 + x.sin(), x.cos()));
+    assert_lanes("deep arm at 0", &eq, &[0.0], &[-0.0]);
+    // A subexpression shared by an arm and the rest of the function keeps its honest
+    // derivative from the rest; only the arm's share is cut.
+    let eq = eq1(|x| {
+        let s = x.sqrt();
+        select(x.lt(0.0), s, 1.0) + s * x + x
+    });
+    let g = eq.jacobian(0.0).unwrap()[0];
+    assert!(
+        g.is_nan(),
+        "(s·x)' = s + x·s' is IEEE's 0·∞ outside the select: {g}"
+    );
+    assert_lanes("shared at 1", &eq, &[1.0], &[2.5]);
+    // A literal-zero partial is structural: `s * 0.0` contributes nothing, not ∞·0.
+    let eq = eq1(|x| x.sqrt() * 0.0 + x);
+    assert_lanes("s·0 at 0", &eq, &[0.0], &[1.0]);
+    // Nested selects, the inner one untaken.
+    let eq = eq1(|x| {
+        select(
+            x.ge(0.0),
+            select(x.gt(0.0), x.ln(), x.sqrt() * 5.0 + 1.0),
+            -x,
+        )
+    });
+    assert_lanes("nested at 0", &eq, &[0.0], &[f64::INFINITY]);
+    assert_lanes("nested at -1", &eq, &[-1.0], &[-1.0]);
+    // Both arms depend on x through the same infinite partial and rejoin.
+    let eq = eq1(|x| {
+        let r = x.sqrt();
+        select(x.gt(1.0), r * 2.0, r * 3.0)
+    });
+    assert_lanes("rejoined arms at 4", &eq, &[4.0], &[0.5]);
+    assert_lanes("rejoined arms at 0.25", &eq, &[0.25], &[3.0]);
+    // A system: each output keeps its own arm.
+    let sys = rt::equation(|| {
+        let x = rt::var("x");
+        [
+            select(x.gt(0.0), x.sqrt(), x),
+            select(x.le(0.0), x.sqrt(), x),
+        ]
+    })
+    .unwrap();
+    assert_eq!(sys.jacobian(0.0).unwrap(), [1.0, f64::INFINITY]);
+    let jv = sys.jvp([1.0], 0.0).unwrap();
+    assert_eq!(jv, [1.0, f64::INFINITY]);
+    // wᵀJ is a sum over functions: a zero weight on the infinite row is IEEE's 0·∞.
+    assert!(sys.vjp(&[1.0, 0.0], 0.0).unwrap()[0].is_nan());
+    assert_eq!(sys.vjp(&[1.0, 1.0], 1.0).unwrap(), [1.5]);
+}
+
+#[test]
+fn huber_gradient_follows_each_residual_arm() {
+    // Two residuals on different arms: the gradient is the sum of the quadratic arm's
+    // 2r·∂r and the linear arm's 2δ·sign(r)·∂r.
+    let delta = 0.5;
+    let eq = eq2(|a, b| {
+        let mut loss = Expr::from(0.0);
+        for (t, y) in [(0.0, 1.0), (1.0, 3.0)] {
+            let r = y - (a + b * t);
+            loss += select(r.abs().lt(delta), r * r, delta * (2.0 * r.abs() - delta));
+        }
+        loss
+    });
+    let (a, b) = (0.9, 1.0); // r0 = 0.1 (inside), r1 = 1.1 (outside)
+    let g = eq.jacobian([a, b]).unwrap();
+    // ∂r/∂a = −1 for both residuals; ∂r/∂b = −t.
+    let want_a = -(2.0 * 0.1) - 2.0 * delta;
+    let want_b = -(2.0 * delta);
+    assert!(
+        (g[0] - want_a).abs() < 1e-15 && (g[1] - want_b).abs() < 1e-15,
+        "{g:?}"
+    );
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Print each criterion arm's median time as a ratio of the group's `native` arm.
+
+Usage: scripts/criterion_ratios.py [GROUP-PREFIX ...]
+Reads target/criterion/<group>/<arm>/<param>/new/estimates.json (criterion's own output).
+"""
+import json
+import pathlib
+import sys
+
+root = pathlib.Path(__file__).resolve().parent.parent / "target" / "criterion"
+prefixes = sys.argv[1:] or [""]
+groups = {}
+for est in sorted(root.glob("**/new/estimates.json")):
+    rel = est.relative_to(root).parts[:-2]
+    group = "/".join(rel[:-2]) if len(rel) >= 3 else rel[0]
+    if not any(group.startswith(p.replace("/", "_")) or group.startswith(p) for p in prefixes):
+        continue
+    arm = "/".join(rel[len(group.split("/")):])
+    median = json.loads(est.read_text())["median"]["point_estimate"]
+    groups.setdefault(group, {})[arm] = median
+for group, arms in sorted(groups.items()):
+    base = next((v for k, v in arms.items() if k.startswith("native")), None)
+    print(f"{group}")
+    for arm, ns in sorted(arms.items()):
+        ratio = f"{ns / base:6.2f}x" if base else "   -  "
+        print(f"  {arm:<28} {ns:12.1f} ns  {ratio}")
