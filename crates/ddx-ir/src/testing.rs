@@ -7,7 +7,7 @@
 //! - [`random_model`] makes a model from a seed: every operation of the table, symbols,
 //!   and constants including the awkward ones (`±0`, `±inf`, NaN, subnormals, `1e300`).
 //!   Nodes are made through [`Graph::add`], so the model is folded and hash-consed like any
-//!   other. The same seed and [`Shape`] always give the same model.
+//!   other. The same seed and [`ModelSize`] always give the same model.
 //! - [`canonical`] renumbers a model's reachable nodes in one fixed order (depth first from
 //!   the outputs, arguments left to right) and its reachable symbols alphabetically, so two
 //!   models are the same hash-consed graph exactly when their canonical forms are equal,
@@ -63,7 +63,7 @@ impl Rng {
 
 /// The size of a [`random_model`].
 #[derive(Clone, Debug)]
-pub struct Shape {
+pub struct ModelSize {
     /// How many nodes to attempt (folding and sharing make fewer).
     pub nodes: usize,
     /// How many symbols to draw names from (at most 10 get friendly names).
@@ -78,7 +78,7 @@ pub struct Shape {
     pub max_tree: usize,
 }
 
-impl Default for Shape {
+impl Default for ModelSize {
     fn default() -> Self {
         Self {
             nodes: 24,
@@ -168,10 +168,10 @@ fn measure(g: &Graph, depth: &mut Vec<usize>, tree: &mut Vec<usize>) {
 
 /// A model made from `seed` (see the module documentation). At least one output depends on
 /// a symbol, so the model is never all literals.
-pub fn random_model(seed: u64, shape: &Shape) -> Model {
+pub fn random_model(seed: u64, size: &ModelSize) -> Model {
     let mut rng = Rng::new(seed);
     let mut g = Graph::new();
-    let symbols = shape.symbols.max(1);
+    let symbols = size.symbols.max(1);
     let names: Vec<String> = (0..symbols)
         .map(|i| {
             NAMES
@@ -183,13 +183,13 @@ pub fn random_model(seed: u64, shape: &Shape) -> Model {
     let mut depth: Vec<usize> = Vec::new();
     let mut tree: Vec<usize> = Vec::new();
     let mut made: Vec<NodeId> = Vec::new();
-    for _ in 0..shape.nodes.max(1) {
+    for _ in 0..size.nodes.max(1) {
         let id = if made.is_empty() || rng.percent(25) {
             random_leaf(&mut g, &mut rng, symbols)
         } else {
             let op = random_op(&mut rng);
             let mut args = [NO_ARG; 3];
-            let mut size = 1usize;
+            let mut node_tree = 1usize;
             for a in args.iter_mut().take(op.arity()) {
                 let recent = made.len() - 1 - rng.below(made.len().min(6));
                 let pick = if rng.percent(60) {
@@ -197,8 +197,8 @@ pub fn random_model(seed: u64, shape: &Shape) -> Model {
                 } else {
                     made[rng.below(made.len())]
                 };
-                *a = if depth[pick.index()] + 1 > shape.max_depth
-                    || size.saturating_add(tree[pick.index()]) > shape.max_tree
+                *a = if depth[pick.index()] + 1 > size.max_depth
+                    || node_tree.saturating_add(tree[pick.index()]) > size.max_tree
                 {
                     let leaf = random_leaf(&mut g, &mut rng, symbols);
                     measure(&g, &mut depth, &mut tree);
@@ -206,7 +206,7 @@ pub fn random_model(seed: u64, shape: &Shape) -> Model {
                 } else {
                     pick
                 };
-                size = size.saturating_add(tree[a.index()]);
+                node_tree = node_tree.saturating_add(tree[a.index()]);
             }
             g.apply(op, &args[..op.arity()])
         };
@@ -214,7 +214,7 @@ pub fn random_model(seed: u64, shape: &Shape) -> Model {
         made.push(id);
     }
     let mut outputs = vec![made[made.len() - 1]];
-    for _ in 1..shape.outputs.max(1) {
+    for _ in 1..size.outputs.max(1) {
         outputs.push(made[rng.below(made.len())]);
     }
     if outputs.iter().all(|&o| g.constant_of(o).is_some()) {

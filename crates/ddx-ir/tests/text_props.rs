@@ -3,7 +3,7 @@
 //! - no string, arbitrary or nearly valid, makes the parser panic, and whatever parses
 //!   prints to text that parses back to the same graph.
 
-use ddx_ir::testing::{canonical, random_model, Shape};
+use ddx_ir::testing::{canonical, random_model, ModelSize};
 use ddx_ir::text::{infix, model, parse_model, Formula};
 use ddx_ir::Model;
 use proptest::prelude::*;
@@ -31,8 +31,8 @@ proptest! {
 
     #[test]
     fn random_models_round_trip(seed in any::<u64>(), nodes in 1usize..48, outputs in 1usize..4) {
-        let shape = Shape { nodes, outputs, ..Shape::default() };
-        round_trip(&random_model(seed, &shape))?;
+        let size = ModelSize { nodes, outputs, ..ModelSize::default() };
+        round_trip(&random_model(seed, &size))?;
     }
 }
 
