@@ -168,11 +168,19 @@ fn expressions_print_inside_their_closure() {
     let mut inside = String::new();
     let mut constant = String::new();
     let mut stale = None;
+    let mut across = String::new();
+    let mut nested = String::new();
     build(|| {
         let x = var("x");
         let e = (x + 1.0) * var("y").sin();
         inside = e.to_string();
         constant = (Expr::from(2.0) * 3.0).to_string();
+        across = std::thread::scope(|s| s.spawn(|| e.to_string()).join().unwrap());
+        build(|| {
+            nested = e.to_string();
+            vec![var("t")]
+        })
+        .unwrap();
         stale = Some(e);
         vec![e]
     })
@@ -180,8 +188,13 @@ fn expressions_print_inside_their_closure() {
     assert_eq!(inside, "(x + 1) * sin(y)");
     assert_eq!(constant, "6");
     assert_eq!(
+        across, "<expression outside its model closure>",
+        "another thread"
+    );
+    assert_eq!(nested, "(x + 1) * sin(y)", "inside a nested model closure");
+    assert_eq!(
         stale.unwrap().to_string(),
-        "<expression of a model that has finished building>"
+        "<expression outside its model closure>"
     );
     assert_eq!(
         var("x").to_string(),

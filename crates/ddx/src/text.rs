@@ -51,7 +51,9 @@ pub fn system_text<S: AsRef<str>>(texts: &[S]) -> Result<Equation<System>, Error
 /// symbol [`rt::var`](crate::rt::var) of that name.
 ///
 /// To instantiate one text many times (once per data point), parse it once with
-/// [`Formula::parse`] outside the closure and call [`Formula::bind`] inside it.
+/// [`Formula::parse`] outside the closure and call [`Formula::bind`] inside it. With no
+/// bindings the value type cannot be inferred: write `rt::parse_expr::<f64>(text, &[])`,
+/// or `Formula::parse(text)?.expr()`.
 ///
 /// # Errors
 /// The parse errors of [`equation_text`]. Outside a model closure the parse still succeeds

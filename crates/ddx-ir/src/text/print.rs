@@ -210,8 +210,9 @@ impl fmt::Display for Model {
 
 impl fmt::Display for Expr {
     /// Inside the model closure that made it (or one nested in it), the expression as
-    /// infix text; a constant as its number; a handle whose model has finished building,
-    /// or a poisoned one, as a bracketed note saying so. Never panics. A precision
+    /// infix text; a constant as its number; a handle outside its model closure (the model
+    /// has been built, or the handle was sent to another thread), or a poisoned one, as a
+    /// bracketed note saying so. Never panics. A precision
     /// (`{:.3}`) applies to every number.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
@@ -219,7 +220,7 @@ impl fmt::Display for Expr {
             Repr::Poison(p) => write!(f, "<poisoned expression: {}>", p.error().code()),
             Repr::Node { arena, id } => match snapshot(arena, id) {
                 Some((graph, root, names)) => fmt::Display::fmt(&infix(&graph, root, &names), f),
-                None => f.write_str("<expression of a model that has finished building>"),
+                None => f.write_str("<expression outside its model closure>"),
             },
         }
     }
