@@ -239,3 +239,42 @@ fn graphviz_and_node_counts() {
     assert!(h.nodes(LaneKind::Gradient) <= h.nodes(LaneKind::Jacobian));
     assert!(h.to_dot(true).starts_with("digraph ddx {"));
 }
+
+mod random {
+    use super::*;
+    use ddx::ir::testing::{random_model, ModelSize};
+    use ddx::ir::text::infix;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Random models, printed with their partials: every row parses back and prints
+        /// the same again, and drawing never panics.
+        #[test]
+        fn printed_partials_of_random_models_parse_back(seed in any::<u64>(), nodes in 1usize..48) {
+            let size = ModelSize { nodes, ..ModelSize::default() };
+            let m = random_model(seed, &size);
+            let rows: Vec<String> = m
+                .outputs()
+                .iter()
+                .map(|&o| infix(m.graph(), o, m.symbols()).to_string())
+                .collect();
+            let eq = rt::system_text(&rows).unwrap();
+            for line in eq.to_string().lines() {
+                let (_, text) = line.trim_start().split_once(": ").unwrap();
+                match rt::equation_text(text) {
+                    Ok(back) => {
+                        let again = back.to_string();
+                        prop_assert_eq!(again.lines().next().unwrap(), format!("f0: {text}"));
+                    }
+                    Err(Error::NoGraph) => {}
+                    Err(e) => return Err(TestCaseError::fail(format!("{line:?}:\n{e}"))),
+                }
+            }
+            let dot = eq.to_dot(true);
+            prop_assert!(dot.ends_with("}\n"), "{}", dot);
+            prop_assert!(eq.nodes(LaneKind::Gradient) <= eq.nodes(LaneKind::Jacobian));
+        }
+    }
+}
