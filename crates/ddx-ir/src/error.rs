@@ -27,6 +27,40 @@ impl fmt::Display for VectorRole {
     }
 }
 
+/// Which block of a batch call a column belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Block {
+    /// The point columns, one per symbol.
+    Points,
+    /// The direction columns of `jvp`/`hvp`, one per symbol.
+    Directions,
+    /// The weight columns of `vjp`, one per function.
+    Weights,
+    /// The value columns, one per function.
+    Values,
+    /// The partial-derivative columns: one per structurally nonzero Jacobian cell.
+    Partials,
+    /// The product columns of `jvp` (`m`), `vjp` (`n`) or `hvp` (`n`).
+    Products,
+    /// The compressed Hessian columns.
+    Hessians,
+}
+
+impl fmt::Display for Block {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Block::Points => "point",
+            Block::Directions => "direction",
+            Block::Weights => "weight",
+            Block::Values => "value",
+            Block::Partials => "partial",
+            Block::Products => "product",
+            Block::Hessians => "hessian",
+        })
+    }
+}
+
 /// An error from building or calling an equation.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -49,6 +83,16 @@ pub enum Error {
         /// The length given.
         got: usize,
     },
+    // -- issue 4 (second order) ------------------------------------------------------
+    /// A call defined for one output only (`hvp`) was made on a system.
+    #[error("not_scalar: `{call}` needs an equation of one output; this one has {outputs}")]
+    NotScalar {
+        /// The call refused.
+        call: &'static str,
+        /// The equation's output count.
+        outputs: usize,
+    },
+    // -- end issue 4 -----------------------------------------------------------------
     /// A positional point gives fewer values than there are symbols.
     #[error("short_point: the point gives {got} values, but the equation has {expected} symbols")]
     ShortPoint {
@@ -84,6 +128,32 @@ pub enum Error {
         index: usize,
         /// The symbol count.
         len: usize,
+    },
+    /// A batch block has the wrong number of columns.
+    #[error("wrong_column_count: {got} {block} columns given, {expected} expected")]
+    WrongColumnCount {
+        /// Which block.
+        block: Block,
+        /// The column count the equation needs (see the `*_columns()` accessors).
+        expected: usize,
+        /// Columns given.
+        got: usize,
+    },
+    /// A batch column's length differs from the point count (the first point column's
+    /// length).
+    #[error(
+        "column_length: {block} column {column} holds {got} values, but the batch has \
+         {expected} points (the length of the first point column)"
+    )]
+    ColumnLength {
+        /// Which block.
+        block: Block,
+        /// The column's index in its block.
+        column: usize,
+        /// The point count.
+        expected: usize,
+        /// Its length.
+        got: usize,
     },
     /// A symbol was named, or an expression combined, outside an equation's model closure.
     #[error("no_arena: a symbol was named outside an `rt::equation` model closure")]
@@ -149,8 +219,12 @@ pub enum Error {
         /// Output count.
         outputs: usize,
     },
-    /// Taylor arithmetic does not define an operation.
-    #[error("unsupported_scalar: truncated Taylor arithmetic has no rule for `{op}`")]
+    /// Taylor arithmetic cannot expand an operation at the point asked (a branch point or
+    /// pole of the operation, where no power series exists; see `ddx_ir::ad::taylor`).
+    #[error(
+        "unsupported_scalar: truncated Taylor arithmetic cannot expand `{op}` here \
+         (a branch point or pole of the operation)"
+    )]
     UnsupportedScalar {
         /// The operation's name.
         op: &'static str,
@@ -180,6 +254,8 @@ pub enum Errc {
     WrongArity,
     /// See [`Error::WrongDirection`].
     WrongDirection,
+    /// See [`Error::NotScalar`].
+    NotScalar,
     /// See [`Error::ShortPoint`] and [`Error::MissingSymbol`].
     ShortPoint,
     /// See [`Error::UnknownSymbol`].
@@ -188,6 +264,10 @@ pub enum Errc {
     DuplicateSymbol,
     /// See [`Error::IndexOutOfRange`].
     IndexOutOfRange,
+    /// See [`Error::WrongColumnCount`].
+    WrongColumnCount,
+    /// See [`Error::ColumnLength`].
+    ColumnLength,
     /// See [`Error::NoArena`].
     NoArena,
     /// See [`Error::SealedArena`].
@@ -214,10 +294,13 @@ impl Errc {
         match self {
             Errc::WrongArity => "wrong_arity",
             Errc::WrongDirection => "wrong_direction",
+            Errc::NotScalar => "not_scalar",
             Errc::ShortPoint => "short_point",
             Errc::UnknownSymbol => "unknown_symbol",
             Errc::DuplicateSymbol => "duplicate_symbol",
             Errc::IndexOutOfRange => "index_out_of_range",
+            Errc::WrongColumnCount => "wrong_column_count",
+            Errc::ColumnLength => "column_length",
             Errc::NoArena => "no_arena",
             Errc::SealedArena => "sealed_arena",
             Errc::ForeignExpression => "foreign_expression",
@@ -243,10 +326,13 @@ impl Error {
         match self {
             Error::WrongArity { .. } => Errc::WrongArity,
             Error::WrongDirection { .. } => Errc::WrongDirection,
+            Error::NotScalar { .. } => Errc::NotScalar,
             Error::ShortPoint { .. } | Error::MissingSymbol { .. } => Errc::ShortPoint,
             Error::UnknownSymbol { .. } => Errc::UnknownSymbol,
             Error::DuplicateSymbol { .. } => Errc::DuplicateSymbol,
             Error::IndexOutOfRange { .. } => Errc::IndexOutOfRange,
+            Error::WrongColumnCount { .. } => Errc::WrongColumnCount,
+            Error::ColumnLength { .. } => Errc::ColumnLength,
             Error::NoArena => Errc::NoArena,
             Error::SealedArena => Errc::SealedArena,
             Error::ForeignExpression => Errc::ForeignExpression,

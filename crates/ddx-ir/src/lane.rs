@@ -14,8 +14,18 @@
 //! | `Gradient` | – | one per structurally nonzero cell, row-major (no values) |
 //! | `Jvp` | `v₀ … v_{n−1}` | `f₀ … f_{m−1}`, then `(Jv)₀ … (Jv)_{m−1}` |
 //! | `Vjp` | `w₀ … w_{m−1}` | `f₀ … f_{m−1}`, then `(wᵀJ)₀ … (wᵀJ)_{n−1}` |
+//! | `Hessian` | – | `f₀ … f_{m−1}`, the Jacobian cells as `Jacobian` has them, then per output `r` its compressed block: `C·n` values, value `k·n + i` being `(Hᵣ·v_k)ᵢ` |
+//! | `Hvp` | `v₀ … v_{n−1}` | `f₀ … f_{m−1}`, the Jacobian cells as `Jacobian` has them, then per output `r`: `(Hᵣv)₀ … (Hᵣv)_{n−1}` |
+//!
+//! Second order (`Hessian`, `Hvp`) is forward mode over the reverse graph
+//! ([`crate::ad::hessian`]). In the `Hessian` lane `C` is the colour count of
+//! [`Lane::hessian`] and `v_k` is the indicator vector of colour group `k`, seeded as the
+//! constant `1` on that group's symbols: one forward sweep per colour serves every output,
+//! because the colouring is of the symmetric union of all outputs' patterns. A cell that
+//! is a structural zero for one output but not another reads an exact `0` for the first.
 
-use crate::ad::{forward::forward, reverse::reverse, Deriv};
+use crate::ad::{forward::forward, hessian, reverse::reverse, Deriv};
+use crate::colour::HessianLayout;
 use crate::{Graph, Model, NodeId, SeedId, Sparsity};
 
 /// Which kind of call a lane answers.
@@ -31,16 +41,22 @@ pub enum LaneKind {
     Jvp,
     /// Values and `wᵀ·J`.
     Vjp,
+    /// Values, the Jacobian cells, and each output's colour-compressed Hessian block.
+    Hessian,
+    /// Values, the Jacobian cells, and `H·v` for each output.
+    Hvp,
 }
 
 impl LaneKind {
     /// Every lane kind.
-    pub const ALL: [LaneKind; 5] = [
+    pub const ALL: [LaneKind; 7] = [
         LaneKind::Value,
         LaneKind::Jacobian,
         LaneKind::Gradient,
         LaneKind::Jvp,
         LaneKind::Vjp,
+        LaneKind::Hessian,
+        LaneKind::Hvp,
     ];
 
     /// The lane's name, as `want` spells it (`"value"`, `"jacobian"`, …).
@@ -51,6 +67,8 @@ impl LaneKind {
             LaneKind::Gradient => "gradient",
             LaneKind::Jvp => "jvp",
             LaneKind::Vjp => "vjp",
+            LaneKind::Hessian => "hessian",
+            LaneKind::Hvp => "hvp",
         }
     }
 }
@@ -70,8 +88,11 @@ pub struct Lane {
     pub seeds: usize,
     /// How many leading outputs are function values (`m`, or 0 for a gradient lane).
     pub values: usize,
-    /// For Jacobian and gradient lanes, which cell each partial output is.
+    /// For Jacobian, gradient, Hessian and `hvp` lanes, which cell each partial output is.
     pub pattern: Option<Sparsity>,
+    /// For Hessian lanes, the pattern, colouring and compressed-column layout of the
+    /// Hessian blocks (one layout shared by every output).
+    pub hessian: Option<HessianLayout>,
 }
 
 /// Builds the lane `kind` of `model`.
@@ -80,6 +101,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
     let m = model.outputs().len();
     let mut g = model.graph().clone();
     let values: Vec<NodeId> = model.outputs().to_vec();
+    let mut layout = None;
     let (outputs, seeds, value_count, pattern) = match kind {
         LaneKind::Value => (values, 0, m, None),
         LaneKind::Jacobian | LaneKind::Gradient => {
@@ -112,6 +134,27 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
             outs.extend(wj.into_iter().map(|t| or_zero(&mut g, t)));
             (outs, m, m, None)
         }
+        LaneKind::Hessian | LaneKind::Hvp => {
+            let grads = hessian::gradients(&mut g, &values, n);
+            let (cells, pattern) = cells_of(&grads, n);
+            let mut outs = values;
+            outs.extend(cells);
+            if kind == LaneKind::Hvp {
+                let tangents: Vec<Deriv> = (0..n)
+                    .map(|j| Some(g.seed(SeedId::from_index(j))))
+                    .collect();
+                for row in hessian::products(&mut g, &grads, &tangents) {
+                    outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
+                }
+                (outs, n, m, Some(pattern))
+            } else {
+                let per_output = hessian::pattern(&g, &grads, n);
+                let hl = HessianLayout::new(hessian::symmetric_union(&per_output, n));
+                outs.extend(compressed_blocks(&mut g, &grads, &hl, &per_output));
+                layout = Some(hl);
+                (outs, 0, m, Some(pattern))
+            }
+        }
     };
     let (graph, outputs) = g.extract(&outputs);
     let lane = Lane {
@@ -122,6 +165,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
         seeds,
         values: value_count,
         pattern,
+        hessian: layout,
     };
     debug_assert!(
         crate::verify(&lane.graph, lane.symbols, lane.seeds).is_empty(),
@@ -139,17 +183,61 @@ fn or_zero(g: &mut Graph, d: Deriv) -> NodeId {
 /// One reverse sweep per function; the structurally nonzero partials in row-major order and
 /// their pattern.
 fn jacobian_cells(g: &mut Graph, values: &[NodeId], n: usize) -> (Vec<NodeId>, Sparsity) {
-    let one = g.constant(1.0);
+    let grads = hessian::gradients(g, values, n);
+    cells_of(&grads, n)
+}
+
+/// The structurally nonzero entries of `grads` (one row per function) in row-major order,
+/// and their pattern.
+fn cells_of(grads: &[Vec<Deriv>], n: usize) -> (Vec<NodeId>, Sparsity) {
     let mut cells = Vec::new();
     let mut pairs = Vec::new();
-    for (i, &f) in values.iter().enumerate() {
-        let row = reverse(g, &[(f, one)], n);
-        for (j, d) in row.into_iter().enumerate() {
-            if let Some(d) = d {
+    for (i, row) in grads.iter().enumerate() {
+        for (j, d) in row.iter().enumerate() {
+            if let Some(d) = *d {
                 cells.push(d);
                 pairs.push((i, j));
             }
         }
     }
-    (cells, Sparsity::new(values.len(), n, pairs))
+    (cells, Sparsity::new(grads.len(), n, pairs))
+}
+
+/// One forward sweep over the gradients per colour group of `layout`, seeded with the
+/// constant `1` on the group's symbols; per output, the `colours × n` compressed block
+/// (value `k·n + i` is `(Hᵣ·v_k)ᵢ`, structural zeros as the constant `0`).
+///
+/// In debug builds, checks each product against `per_output`: a product read at row `i`
+/// may be nonzero only if its group meets the pattern of row `i` (the pattern's zeros are
+/// the forward pass's).
+fn compressed_blocks(
+    g: &mut Graph,
+    grads: &[Vec<Deriv>],
+    layout: &HessianLayout,
+    per_output: &[Sparsity],
+) -> Vec<NodeId> {
+    let n = layout.symbols();
+    let one = g.constant(1.0);
+    let columns: Vec<Vec<Vec<Deriv>>> = (0..layout.colours())
+        .map(|k| {
+            let tangents: Vec<Deriv> = (0..n)
+                .map(|j| (layout.colouring().colour(j) == Some(k)).then_some(one))
+                .collect();
+            hessian::products(g, grads, &tangents)
+        })
+        .collect();
+    let mut outs = Vec::with_capacity(grads.len() * layout.columns());
+    for (r, pattern) in per_output.iter().enumerate() {
+        for (k, column) in columns.iter().enumerate() {
+            for (i, d) in column[r].iter().enumerate() {
+                debug_assert!(
+                    d.is_none_or(|d| g.is_constant(d, 0.0))
+                        || layout.group(k).iter().any(|&j| pattern.at(i, j).is_some()),
+                    "output {r}: product of group {k} at row {i} is outside the pattern"
+                );
+                outs.push(or_zero(g, *d));
+            }
+        }
+    }
+    outs
 }

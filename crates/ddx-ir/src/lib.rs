@@ -12,6 +12,7 @@
 
 pub mod ad;
 mod builder;
+pub mod colour;
 pub mod error;
 mod expr;
 pub mod fold;
@@ -27,7 +28,8 @@ pub mod text;
 mod verify;
 
 pub use builder::{build, var};
-pub use error::{Errc, Error, Result, VectorRole};
+pub use colour::{Colouring, HessianLayout};
+pub use error::{Block, Errc, Error, Result, VectorRole};
 pub use expr::unary_fns::*;
 pub use expr::{atan2, hypot, log, max, min, pow, select, Expr};
 pub use graph::{Constant, Graph, Node, NO_ARG};

@@ -1,17 +1,20 @@
 //! [`Equation`]: a sealed model and the lanes prepared from it, answering per-point calls.
 //!
-//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`) is built and lowered the first time a
+//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`, Hessian, `hvp`) is built and lowered the first time a
 //! call needs it, under a [`OnceLock`], so a fresh equation may be shared by many threads
 //! from its first call: exactly one of them prepares a lane, the others wait for it and
 //! then read it. A caller who only evaluates never pays for a derivative.
 
-use crate::interp::Program;
+use crate::interp::{Program, Schedule};
 use crate::options::Options;
 use crate::point::{Point, Role};
 use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
+
+// Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
+pub(crate) mod second_order;
 
 mod private {
     pub trait Sealed {}
@@ -85,11 +88,22 @@ impl ModelOutput for Vec<Expr> {
     }
 }
 
-/// A lane and its lowered program.
+/// A lane and its lowered programs.
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub(crate) lane: Lane,
+    /// Scheduled for one point at a time.
     pub(crate) program: Program,
+    /// Scheduled for blocks of points, lowered on the first batch call.
+    batch: OnceLock<Program>,
+}
+
+impl Prepared {
+    /// The program for blocks of points.
+    pub(crate) fn batch(&self) -> &Program {
+        self.batch
+            .get_or_init(|| Program::lower(&self.lane, Schedule::Graph))
+    }
 }
 
 #[derive(Debug)]
@@ -110,8 +124,12 @@ impl Core {
     pub(crate) fn prepared(&self, kind: LaneKind) -> &Prepared {
         self.lanes[kind as usize].get_or_init(|| {
             let lane = ddx_ir::lane::build(&self.model, kind);
-            let program = Program::lower(&lane);
-            Prepared { lane, program }
+            let program = Program::lower(&lane, Schedule::Level);
+            Prepared {
+                lane,
+                program,
+                batch: OnceLock::new(),
+            }
         })
     }
 }
@@ -125,7 +143,7 @@ impl Core {
 /// Conventions: `n` = [`arity`](Equation::arity) symbols in canonical (alphabetical) order,
 /// `m` = [`outputs`](Equation::outputs) functions. Matrices are dense and row-major.
 pub struct Equation<S: Shape = Scalar> {
-    core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     options: Options,
     shape: PhantomData<fn() -> S>,
 }

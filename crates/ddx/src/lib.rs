@@ -1,8 +1,9 @@
 //! # ddx — automatic differentiation over a runtime expression graph
 //!
 //! Build a function over named symbols while the program runs — a closure that loops over
-//! a data file — and ask it for values, gradients, Jacobians and the products `J·v` and
-//! `wᵀ·J`, derivatives exact to the last bit of the graph they come from.
+//! a data file — and ask it for values, gradients, Jacobians, Hessians, the products `J·v`,
+//! `wᵀ·J` and `H·v`, and K-th derivatives of one-symbol functions, derivatives exact to the
+//! last bit of the graph they come from.
 //!
 //! ```
 //! use ddx::{rt, select, Expr};
@@ -42,6 +43,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod batch;
 mod equation;
 pub mod interp;
 mod options;
@@ -49,15 +51,20 @@ pub mod point;
 mod print;
 mod text;
 
-pub use ddx_ir::Formula;
+pub use batch::PARALLEL_WORK;
 pub use ddx_ir::{
     abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, hypot, ln, log,
-    log10, max, min, pow, select, sign, sin, sinh, sqrt, tan, tanh, Cell, Errc, Error, Expr,
+    log10, max, min, pow, select, sign, sin, sinh, sqrt, tan, tanh, Block, Cell, Errc, Error, Expr,
     LaneKind, Model, Sparsity, VectorRole,
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
 pub use options::{Backend, Codegen, Lanes, OptLevel, Options};
 pub use point::{Point, Role};
+// Issue 4: second order.
+pub use ddx_ir::{Colouring, HessianLayout};
+pub use equation::second_order::SymbolRef;
+// Issue 3: text.
+pub use ddx_ir::Formula;
 
 /// The intermediate representation, for tools that inspect or transform graphs.
 pub use ddx_ir as ir;

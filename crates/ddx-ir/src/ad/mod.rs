@@ -5,6 +5,10 @@
 //! - [`forward`] pushes tangents up the graph (`jvp`, and forward-over-reverse for the
 //!   Hessian lanes).
 //! - [`reverse`] pulls adjoints down the graph (gradients, Jacobian rows, `vjp`).
+//! - [`hessian`] runs forward mode over the reverse graph: `H·v`, the Hessian's structural
+//!   pattern, and the colour-compressed columns (with [`crate::colour`]).
+//! - [`taylor`] is not a graph pass but an evaluation: truncated Taylor arithmetic over
+//!   the value graph, for K-th derivatives along a line.
 //!
 //! Both passes *append* to the graph they are given, so value nodes keep their ids and the
 //! derivative nodes share them through hash-consing; a lane then [`extract`s](crate::Graph::extract)
@@ -19,8 +23,10 @@
 //! condition itself is never differentiated.
 
 pub mod forward;
+pub mod hessian;
 pub mod reverse;
 pub mod rules;
+pub mod taylor;
 
 /// What a derivative pass knows of one node's tangent or adjoint: `None` is a structural
 /// zero (no node is made for it).

@@ -13,7 +13,11 @@
 //! `[constants | symbols | seeds | temporaries]`; each thread keeps one scratch array and
 //! re-fills the constants only when it switches programs.
 
+mod block;
 mod lower;
+
+pub(crate) use block::Columns;
+pub use lower::Schedule;
 
 use ddx_ir::Op;
 use std::cell::RefCell;
@@ -46,6 +50,8 @@ pub struct Run {
 pub struct Program {
     id: u64,
     slots: usize,
+    block: usize,
+    schedule: Schedule,
     consts: Vec<f64>,
     inputs: usize,
     runs: Vec<Run>,
@@ -55,6 +61,7 @@ pub struct Program {
 
 static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
 
+/// A thread's slot array, and which program's constants it holds.
 struct Scratch {
     program: u64,
     slots: Vec<f64>,
@@ -62,6 +69,7 @@ struct Scratch {
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch { program: 0, slots: Vec::new() }) };
+    static BLOCK_SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch { program: 0, slots: Vec::new() }) };
 }
 
 impl Program {
@@ -93,6 +101,11 @@ impl Program {
     /// Number of slots (constants, inputs and temporaries).
     pub fn slot_count(&self) -> usize {
         self.slots
+    }
+
+    /// Points per block when running over columns.
+    pub fn block_size(&self) -> usize {
+        self.block
     }
 
     /// Evaluates at one point: `inputs` holds [`Program::inputs`] values (symbols in

@@ -1,0 +1,320 @@
+//! Batch calls: one column per symbol in, one column per value, Jacobian cell or product
+//! out; the point count is the columns' length.
+//!
+//! Every column is checked before anything runs, so an error writes nothing. The lane's
+//! block program then runs over the points in blocks (see `interp::block`); above
+//! [`PARALLEL_WORK`] instruction-points a batch is split into chunks across rayon's
+//! threads. Each point is computed by the same instructions whichever block, chunk or
+//! thread it lands in, so results are bit-identical to the per-point calls for any number
+//! of threads. A call allocates nothing but its column-pointer table when the lane has
+//! more than 64 input or output columns; per-thread scratch is reused across calls.
+
+use crate::equation::{Equation, Shape};
+use crate::interp::{Columns, Program};
+use ddx_ir::{Block, Error, LaneKind};
+use rayon::prelude::*;
+use smallvec::SmallVec;
+
+/// Instruction-points (instructions × points) below which a batch runs on the calling
+/// thread alone: splitting costs about as much as it saves there.
+pub const PARALLEL_WORK: usize = 1 << 20;
+
+type Pointers<T> = SmallVec<[T; 64]>;
+
+/// The columns of one call as raw base pointers, taken on the calling thread after each
+/// block is checked.
+#[derive(Default)]
+struct Table {
+    len: usize,
+    inputs: Pointers<*const f64>,
+    outputs: Pointers<*mut f64>,
+}
+
+// SAFETY: the pointers are only dereferenced by `Program::run_columns` for disjoint point
+// ranges, while the borrows they came from are held by the batch call.
+unsafe impl Sync for Table {}
+
+impl Columns for Table {
+    fn input(&self, k: usize) -> *const f64 {
+        self.inputs[k]
+    }
+    fn output(&self, k: usize) -> *mut f64 {
+        self.outputs[k]
+    }
+}
+
+impl Table {
+    /// A table whose point count is the length of the first point column.
+    fn new(xs: &[&[f64]]) -> Self {
+        Table {
+            len: xs.first().map_or(0, |c| c.len()),
+            ..Table::default()
+        }
+    }
+
+    /// Checks and appends an input block of `expected` columns.
+    fn read(
+        &mut self,
+        block: Block,
+        columns: &[&[f64]],
+        expected: usize,
+    ) -> Result<&mut Self, Error> {
+        check(block, columns, expected, self.len)?;
+        self.inputs.extend(columns.iter().map(|c| c.as_ptr()));
+        Ok(self)
+    }
+
+    /// Checks and appends an output block of `expected` columns.
+    fn write(
+        &mut self,
+        block: Block,
+        columns: &mut [&mut [f64]],
+        expected: usize,
+    ) -> Result<&mut Self, Error> {
+        check(block, columns, expected, self.len)?;
+        self.outputs
+            .extend(columns.iter_mut().map(|c| c.as_mut_ptr()));
+        Ok(self)
+    }
+}
+
+/// Checks that `block` has `expected` columns of `len` points.
+fn check<T: AsRef<[f64]>>(
+    block: Block,
+    columns: &[T],
+    expected: usize,
+    len: usize,
+) -> Result<(), Error> {
+    if columns.len() != expected {
+        return Err(Error::WrongColumnCount {
+            block,
+            expected,
+            got: columns.len(),
+        });
+    }
+    for (column, c) in columns.iter().enumerate() {
+        let got = c.as_ref().len();
+        if got != len {
+            return Err(Error::ColumnLength {
+                block,
+                column,
+                expected: len,
+                got,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl<S: Shape> Equation<S> {
+    /// Columns a batch `evaluate` fills: one per function (`m`).
+    pub fn value_columns(&self) -> usize {
+        self.outputs()
+    }
+
+    /// Columns a batch `jacobian` or `gradient` fills with partials: one per structurally
+    /// nonzero cell of the Jacobian, placed by [`Equation::jacobian_pattern`].
+    pub fn jacobian_columns(&self) -> usize {
+        self.jacobian_pattern().nonzeros()
+    }
+
+    /// Product columns a batch `jvp` fills: `m`.
+    pub fn jvp_columns(&self) -> usize {
+        self.outputs()
+    }
+
+    /// Product columns a batch `vjp` fills: `n`.
+    pub fn vjp_columns(&self) -> usize {
+        self.arity()
+    }
+
+    /// Product columns a batch `hvp` fills: `n`.
+    pub fn hvp_columns(&self) -> usize {
+        self.arity()
+    }
+
+    /// Runs lane `kind` over a checked table.
+    fn batch(&self, kind: LaneKind, table: &Table) {
+        let program = self.core.prepared(kind).batch();
+        debug_assert_eq!(table.inputs.len(), program.inputs());
+        debug_assert_eq!(table.outputs.len(), program.outputs());
+        run(program, table);
+    }
+
+    /// `f` at every point of a batch.
+    ///
+    /// `xs` holds one column per symbol (canonical order), all of one length `p` (the
+    /// point count); `values` receives one column per function (`m`, see
+    /// [`Equation::value_columns`]), each `p` long: `values[i][k] = fᵢ(x_k)`.
+    ///
+    /// # Errors
+    /// [`Error::WrongColumnCount`] when a block has the wrong number of columns,
+    /// [`Error::ColumnLength`] when a column is not `p` long. Nothing is written then.
+    pub fn evaluate_batch(&self, xs: &[&[f64]], values: &mut [&mut [f64]]) -> Result<(), Error> {
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, self.arity())?
+            .write(Block::Values, values, self.outputs())?;
+        self.batch(LaneKind::Value, &t);
+        Ok(())
+    }
+
+    /// Values and the Jacobian's structural nonzeros at every point of a batch.
+    ///
+    /// `partials[c][k]` is cell `c` of [`Equation::jacobian_pattern`] at point `k` (there
+    /// are [`Equation::jacobian_columns`] of them); otherwise as
+    /// [`Equation::evaluate_batch`].
+    ///
+    /// # Errors
+    /// As [`Equation::evaluate_batch`].
+    pub fn jacobian_batch(
+        &self,
+        xs: &[&[f64]],
+        values: &mut [&mut [f64]],
+        partials: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, self.arity())?
+            .write(Block::Values, values, self.outputs())?
+            .write(Block::Partials, partials, self.jacobian_columns())?;
+        self.batch(LaneKind::Jacobian, &t);
+        Ok(())
+    }
+
+    /// The Jacobian's structural nonzeros at every point, from a lane that does not
+    /// compute the values; `partials` as in [`Equation::jacobian_batch`].
+    ///
+    /// # Errors
+    /// As [`Equation::evaluate_batch`].
+    pub fn gradient_batch(&self, xs: &[&[f64]], partials: &mut [&mut [f64]]) -> Result<(), Error> {
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, self.arity())?.write(
+            Block::Partials,
+            partials,
+            self.jacobian_columns(),
+        )?;
+        self.batch(LaneKind::Gradient, &t);
+        Ok(())
+    }
+
+    /// Values and `J·v` at every point: `vs` holds one direction column per symbol;
+    /// `products` receives `m` columns, `products[i][k] = (J(x_k)·v_k)ᵢ`.
+    ///
+    /// # Errors
+    /// As [`Equation::evaluate_batch`].
+    pub fn jvp_batch(
+        &self,
+        xs: &[&[f64]],
+        vs: &[&[f64]],
+        values: &mut [&mut [f64]],
+        products: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        let (n, m) = (self.arity(), self.outputs());
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, n)?
+            .read(Block::Directions, vs, n)?
+            .write(Block::Values, values, m)?
+            .write(Block::Products, products, m)?;
+        self.batch(LaneKind::Jvp, &t);
+        Ok(())
+    }
+
+    /// Values and `wᵀ·J` at every point: `ws` holds one weight column per function;
+    /// `products` receives `n` columns, `products[j][k] = (w_kᵀ·J(x_k))ⱼ`.
+    ///
+    /// # Errors
+    /// As [`Equation::evaluate_batch`].
+    pub fn vjp_batch(
+        &self,
+        xs: &[&[f64]],
+        ws: &[&[f64]],
+        values: &mut [&mut [f64]],
+        products: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        let (n, m) = (self.arity(), self.outputs());
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, n)?
+            .read(Block::Weights, ws, m)?
+            .write(Block::Values, values, m)?
+            .write(Block::Products, products, n)?;
+        self.batch(LaneKind::Vjp, &t);
+        Ok(())
+    }
+}
+
+impl<S: Shape> Equation<S> {
+    /// Values, the Jacobian's structural nonzeros and the colour-compressed Hessian at
+    /// every point of a batch.
+    ///
+    /// `hessians` holds `m ×` [`Equation::hessian_columns`] columns: output `r`'s block
+    /// starts at column `r · hessian_columns()`, and within it column
+    /// [`Equation::hessian_cell`]`(i, j)` holds `H(i, j)` (cells off the pattern are
+    /// structurally zero and have no column). `values` and `partials` are as in
+    /// [`Equation::jacobian_batch`].
+    ///
+    /// # Errors
+    /// As [`Equation::evaluate_batch`].
+    pub fn hessian_batch(
+        &self,
+        xs: &[&[f64]],
+        values: &mut [&mut [f64]],
+        partials: &mut [&mut [f64]],
+        hessians: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        let m = self.outputs();
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, self.arity())?
+            .write(Block::Values, values, m)?
+            .write(Block::Partials, partials, self.jacobian_columns())?
+            .write(Block::Hessians, hessians, m * self.hessian_columns())?;
+        self.batch(LaneKind::Hessian, &t);
+        Ok(())
+    }
+
+    /// Values, the gradient's structural nonzeros and `H·v` at every point: `vs` holds one
+    /// direction column per symbol; `products` receives `n` columns,
+    /// `products[j][k] = (H(x_k)·v_k)ⱼ`. The gradient comes out of the same sweep the
+    /// product is built on, so `partials` (as in [`Equation::jacobian_batch`]) costs
+    /// nothing extra. One output only.
+    ///
+    /// # Errors
+    /// [`Error::NotScalar`] on a system of more than one output; otherwise as
+    /// [`Equation::evaluate_batch`].
+    pub fn hvp_batch(
+        &self,
+        xs: &[&[f64]],
+        vs: &[&[f64]],
+        values: &mut [&mut [f64]],
+        partials: &mut [&mut [f64]],
+        products: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        self.scalar_only("hvp_batch")?;
+        let n = self.arity();
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, n)?
+            .read(Block::Directions, vs, n)?
+            .write(Block::Values, values, 1)?
+            .write(Block::Partials, partials, self.jacobian_columns())?
+            .write(Block::Products, products, n)?;
+        self.batch(LaneKind::Hvp, &t);
+        Ok(())
+    }
+}
+
+/// Runs `program` over the points of `table`, split across threads when large.
+fn run(program: &Program, table: &Table) {
+    let len = table.len;
+    let threads = rayon::current_num_threads();
+    if threads <= 1 || len.saturating_mul(program.len().max(1)) < PARALLEL_WORK {
+        // SAFETY: `batch` checked every column holds `len` values; this thread alone
+        // touches them.
+        unsafe { program.run_columns(table, 0, len) };
+        return;
+    }
+    let block = program.block_size();
+    let chunk = len.div_ceil(threads * 4).div_ceil(block) * block;
+    (0..len.div_ceil(chunk)).into_par_iter().for_each(|c| {
+        let start = c * chunk;
+        // SAFETY: chunks are disjoint point ranges inside every column's `len` values.
+        unsafe { program.run_columns(table, start, chunk.min(len - start)) };
+    });
+}

@@ -1,0 +1,229 @@
+//! Second order and Taylor: `hessian`, `hvp`, `univariate_derivative`.
+//!
+//! The Hessian lane is forward mode over the reverse graph, seeded once per colour group
+//! of a star colouring of the Hessian's structural pattern (see `ddx_ir::colour`); the
+//! `hvp` lane is the same forward-over-reverse pass seeded with the direction. Both are
+//! prepared on first use, like every lane. `univariate_derivative` sweeps the value graph
+//! in truncated Taylor arithmetic (`ddx_ir::ad::taylor`); it builds no lane.
+//!
+//! **Systems.** A system's `hessian` answers one `n × n` Hessian per output, from one lane:
+//! the colouring is of the symmetric union of every output's pattern, so one forward sweep
+//! per colour serves all outputs, and one cell layout ([`Equation::hessian_cell`]) holds
+//! for every output's block. `hvp` is defined for one output only and refuses a system
+//! with [`Error::NotScalar`].
+
+use super::{Equation, Shape};
+use crate::point::{Point, Role};
+use ddx_ir::ad::taylor;
+use ddx_ir::{error::nearest_name, Error, HessianLayout, LaneKind, Sparsity};
+
+/// A way to name one symbol of an equation: its name (`"a"`, a `String`) or its position
+/// in canonical (alphabetical) order (a `usize`).
+pub trait SymbolRef {
+    /// The symbol's position among `symbols` (canonical order).
+    ///
+    /// # Errors
+    /// [`Error::UnknownSymbol`] for a name the equation lacks (with the nearest name it
+    /// has, when one is close); [`Error::IndexOutOfRange`] for a position `≥ n`.
+    fn position(&self, symbols: &[String]) -> Result<usize, Error>;
+}
+
+impl SymbolRef for str {
+    fn position(&self, symbols: &[String]) -> Result<usize, Error> {
+        symbols
+            .binary_search_by(|s| s.as_bytes().cmp(self.as_bytes()))
+            .map_err(|_| Error::UnknownSymbol {
+                name: self.to_string(),
+                nearest: nearest_name(self, symbols.iter().map(String::as_str)),
+            })
+    }
+}
+
+impl SymbolRef for String {
+    fn position(&self, symbols: &[String]) -> Result<usize, Error> {
+        self.as_str().position(symbols)
+    }
+}
+
+impl SymbolRef for usize {
+    fn position(&self, symbols: &[String]) -> Result<usize, Error> {
+        if *self < symbols.len() {
+            Ok(*self)
+        } else {
+            Err(Error::IndexOutOfRange {
+                index: *self,
+                len: symbols.len(),
+            })
+        }
+    }
+}
+
+impl<T: SymbolRef + ?Sized> SymbolRef for &T {
+    fn position(&self, symbols: &[String]) -> Result<usize, Error> {
+        (**self).position(symbols)
+    }
+}
+
+impl<S: Shape> Equation<S> {
+    fn hessian_layout(&self) -> &HessianLayout {
+        self.core
+            .prepared(LaneKind::Hessian)
+            .lane
+            .hessian
+            .as_ref()
+            .expect("a Hessian lane always carries its layout")
+    }
+
+    /// The Hessians `Hᵣ(x)`, `Hᵣ(i, j) = ∂²fᵣ/∂xᵢ∂xⱼ`, dense: `m × n × n`, row-major, so
+    /// `H[r·n·n + i·n + j]` (`n × n` for a scalar function). Cells outside the structural
+    /// pattern are `0`.
+    ///
+    /// Each cell is read from one product `Hᵣ·v_k` of the colour compression
+    /// ([`Equation::hessian_cell`]); `H(i, j)` and `H(j, i)` may come from different
+    /// products and then can differ in the last ULP — symmetrise before a solver that
+    /// checks. Where an expression's second derivative is not finite (IEEE arithmetic,
+    /// e.g. `sqrt` at 0), the cell says so; an untaken `select` arm's never reaches it.
+    ///
+    /// # Errors
+    /// Those of [`Equation::point`].
+    pub fn hessian(&self, point: impl Point) -> Result<Vec<f64>, Error> {
+        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense_hessian(x))
+    }
+
+    fn dense_hessian(&self, x: &[f64]) -> Vec<f64> {
+        let p = self.core.prepared(LaneKind::Hessian);
+        let layout = self.hessian_layout();
+        let (m, n) = (self.outputs(), self.arity());
+        let nnz = p.lane.pattern.as_ref().map_or(0, Sparsity::nonzeros);
+        let skip = p.lane.values + nnz;
+        let mut blocks = Vec::with_capacity(m * layout.columns());
+        p.program.run_with(x, |k, v| {
+            if k >= skip {
+                blocks.push(v);
+            }
+        });
+        let c = layout.columns();
+        let mut dense = vec![0.0; m * n * n];
+        for (block, h) in blocks
+            .chunks_exact(c.max(1))
+            .zip(dense.chunks_exact_mut(n * n))
+        {
+            layout.scatter(block, h);
+        }
+        dense
+    }
+
+    /// How many colour groups compress the Hessian: the number of products `H·v_k` one
+    /// Hessian costs (0 when every symbol enters at most linearly; `n` when every pair
+    /// interacts). Prepares the Hessian lane if it is not yet prepared.
+    pub fn hessian_colors(&self) -> usize {
+        self.hessian_layout().colours()
+    }
+
+    /// The compressed Hessian block's column count per output: `hessian_colors() × n`.
+    pub fn hessian_columns(&self) -> usize {
+        self.hessian_layout().columns()
+    }
+
+    /// Which column of the compressed Hessian block holds `H(i, j)`, or `None` when the
+    /// cell is a structural zero (or `i`, `j` are out of range).
+    ///
+    /// Layout: column `k·n + row` holds `(H·v_k)[row]`, where `v_k` is the indicator
+    /// vector of colour group `k` (`1` on the group's symbols). For a system the layout is
+    /// the same for every output (the colouring is of the union of their patterns); a
+    /// cell one output does not have reads as an exact `0` in that output's block.
+    pub fn hessian_cell(&self, i: usize, j: usize) -> Option<usize> {
+        self.hessian_layout().cell(i, j)
+    }
+
+    /// The Hessian's structural pattern, `n × n` and symmetric: the cells some output's
+    /// Hessian can make other than the literal zero.
+    pub fn hessian_pattern(&self) -> &Sparsity {
+        self.hessian_layout().pattern()
+    }
+
+    /// `H(x)·v`, `n` long: the directional derivative of `∇f` along `v`, from one
+    /// forward-over-reverse sweep (the Hessian is never formed). `v` is one value per
+    /// symbol, in any [`Point`] spelling. One output only.
+    ///
+    /// # Errors
+    /// [`Error::NotScalar`] on a system of more than one output; [`Error::WrongDirection`]
+    /// when `v` is not one value per symbol (or, named, leaves one out);
+    /// [`Error::UnknownSymbol`] or [`Error::DuplicateSymbol`] for a named `v`; those of
+    /// [`Equation::point`] for `point`.
+    pub fn hvp(&self, v: impl Point, point: impl Point) -> Result<Vec<f64>, Error> {
+        self.scalar_only("hvp")?;
+        let fill = |seeds: &mut [f64]| v.fill_as(self.symbols(), seeds, Role::Direction);
+        self.with_inputs(&point, self.arity(), fill, |x| self.run_hvp(x))
+    }
+
+    /// `H(x)·e_s`, the Hessian column of one symbol, `n` long: [`Equation::hvp`] along
+    /// the basis vector of `symbol`, named (`"a"`) or by position in canonical order
+    /// (`0usize`).
+    ///
+    /// # Errors
+    /// [`Error::NotScalar`] on a system; [`Error::UnknownSymbol`] for a name the equation
+    /// lacks; [`Error::IndexOutOfRange`] for a position `≥ n`; those of
+    /// [`Equation::point`].
+    pub fn hvp_along(&self, symbol: impl SymbolRef, point: impl Point) -> Result<Vec<f64>, Error> {
+        self.scalar_only("hvp")?;
+        let j = symbol.position(self.symbols())?;
+        let fill = |seeds: &mut [f64]| {
+            seeds[j] = 1.0;
+            Ok(())
+        };
+        self.with_inputs(&point, self.arity(), fill, |x| self.run_hvp(x))
+    }
+
+    pub(crate) fn scalar_only(&self, call: &'static str) -> Result<(), Error> {
+        match self.outputs() {
+            1 => Ok(()),
+            outputs => Err(Error::NotScalar { call, outputs }),
+        }
+    }
+
+    fn run_hvp(&self, x: &[f64]) -> Vec<f64> {
+        let p = self.core.prepared(LaneKind::Hvp);
+        let nnz = p.lane.pattern.as_ref().map_or(0, Sparsity::nonzeros);
+        let skip = p.lane.values + nnz;
+        let mut out = Vec::with_capacity(self.arity());
+        p.program.run_with(x, |k, v| {
+            if k >= skip {
+                out.push(v);
+            }
+        });
+        out
+    }
+
+    /// The `K`-th derivative `dᴷf/dxᴷ` at `x0` of a function of one symbol and one output,
+    /// by one sweep of truncated Taylor arithmetic over the value graph (`K!` times the
+    /// `K`-th Taylor coefficient). `K = 0` is the value.
+    ///
+    /// Every operation has a rule. Kinks follow the first-derivative conventions at every
+    /// order (`abs` at 0 and `sign` give 0; a `max`/`min` tie gives each side half;
+    /// `hypot`, `atan2` at the origin give 0; `select` takes the arm the point is on), so
+    /// these derivatives agree with nested first derivatives and the Hessian.
+    ///
+    /// # Errors
+    /// [`Error::NotUnivariate`] unless the equation has exactly one symbol and one output;
+    /// [`Error::UnsupportedScalar`] (for `K ≥ 1`) at a branch point or pole of an
+    /// operation whose argument moves with `x`: `sqrt`, `cbrt`, `log`, `log10` of 0, a
+    /// division by a moving 0, `pow` of a moving 0 base unless the exponent is a constant
+    /// natural number, `asin`, `acos`, `acosh`, `atanh` at ±1 — unless only an untaken
+    /// `select` arm (or an operand `max`/`min` does not answer) meets one. Other singular
+    /// values (NaN, infinities) propagate as IEEE arithmetic does; past `K = 170`, `K!`
+    /// overflows `f64` and the answer is infinite or NaN.
+    pub fn univariate_derivative<const K: usize>(&self, x0: f64) -> Result<f64, Error> {
+        let (n, m) = (self.arity(), self.outputs());
+        if n != 1 || m != 1 {
+            return Err(Error::NotUnivariate {
+                symbols: n,
+                outputs: m,
+            });
+        }
+        let model = self.model();
+        let series = taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], K)?;
+        let factorial: f64 = (1..=K).map(|k| k as f64).product();
+        Ok(factorial * series[0][K])
+    }
+}

@@ -1,0 +1,174 @@
+//! The block interpreter: each instruction runs over a block of points.
+//!
+//! Slot `s` of a block program holds `block` consecutive values, one per point; an
+//! instruction is a loop over the block that rustc vectorises. Where the CPU has AVX2 and
+//! FMA, an AVX2+FMA build of the same loops is chosen at run time. The loops perform the
+//! same operation on each point as the per-point interpreter, through the same math
+//! functions, so results are bit-identical to it: a fused multiply-add appears only where
+//! the graph has an `fma` node (Rust never contracts on its own), and transcendental
+//! functions are called point by point through `ddx_ir::math`.
+
+use super::{Instr, Program, Run, Scratch, BLOCK_SCRATCH};
+use ddx_ir::{math, Op};
+
+/// Where a block's inputs come from and its outputs go: base pointers of columns.
+pub(crate) trait Columns: Sync {
+    /// The first value of input column `k`.
+    fn input(&self, k: usize) -> *const f64;
+    /// The first value of output column `k`.
+    fn output(&self, k: usize) -> *mut f64;
+}
+
+impl Program {
+    /// Runs points `start..start + len` of `columns` in blocks.
+    ///
+    /// # Safety
+    /// Every input column must hold at least `start + len` readable values and every
+    /// output column `start + len` writable ones, and no other thread may write points
+    /// `start..start + len` of any output column, nor read them, during the call.
+    pub(crate) unsafe fn run_columns(&self, columns: &impl Columns, start: usize, len: usize) {
+        BLOCK_SCRATCH.with(|s| {
+            let mut s = s.borrow_mut();
+            let s: &mut Scratch = &mut s;
+            let b = self.block;
+            if s.program != self.id {
+                s.slots.clear();
+                s.slots.resize(self.slots * b, 0.0);
+                for (k, c) in self.consts.iter().enumerate() {
+                    s.slots[k * b..(k + 1) * b].fill(*c);
+                }
+                s.program = self.id;
+            }
+            let base = self.consts.len();
+            let mut at = start;
+            while at < start + len {
+                let n = b.min(start + len - at);
+                for k in 0..self.inputs {
+                    // SAFETY: the caller guarantees `at + n` readable values.
+                    let src = unsafe { std::slice::from_raw_parts(columns.input(k).add(at), n) };
+                    s.slots[(base + k) * b..(base + k) * b + n].copy_from_slice(src);
+                }
+                // SAFETY: `lower` checked every slot below `self.slots`, the scratch holds
+                // `self.slots * b` values, and `n <= b`.
+                unsafe { dispatch(&self.runs, &self.instrs, s.slots.as_mut_ptr(), b, n) };
+                for (k, &slot) in self.outputs.iter().enumerate() {
+                    let from = &s.slots[slot as usize * b..slot as usize * b + n];
+                    // SAFETY: the caller guarantees `at + n` writable values that no one
+                    // else touches.
+                    let dst =
+                        unsafe { std::slice::from_raw_parts_mut(columns.output(k).add(at), n) };
+                    dst.copy_from_slice(from);
+                }
+                at += n;
+            }
+        });
+    }
+}
+
+/// Runs the block loops with the widest instruction set the CPU has.
+///
+/// # Safety
+/// As [`execute`].
+unsafe fn dispatch(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            // SAFETY: the features are present; the slot contract is the caller's.
+            return unsafe { execute_avx2(runs, instrs, s, b, n) };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { execute(runs, instrs, s, b, n) }
+}
+
+/// [`execute`] compiled for AVX2 and FMA.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA; otherwise as [`execute`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn execute_avx2(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usize) {
+    // SAFETY: forwarded.
+    unsafe { execute(runs, instrs, s, b, n) }
+}
+
+/// Runs every instruction over the first `n` points of each slot's block of `b`.
+///
+/// # Safety
+/// Every slot index must be below the scratch's slot count (`s` holds `slots * b`
+/// values), `n <= b`, runs must lie inside `instrs`, and no destination may equal one of
+/// its operands.
+#[inline(always)]
+unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usize) {
+    // SAFETY (all three): the caller's contract makes every block in bounds, and the
+    // destination block disjoint from the operand blocks.
+    let block = |slot: u32| unsafe { std::slice::from_raw_parts(s.add(slot as usize * b), n) };
+    let out = |slot: u32| unsafe { std::slice::from_raw_parts_mut(s.add(slot as usize * b), n) };
+    macro_rules! run {
+        ($r:expr, 1, |$x:ident| $body:expr) => {
+            for i in &instrs[$r.start as usize..$r.end as usize] {
+                let a = block(i.args[0]);
+                for (d, &$x) in out(i.dst).iter_mut().zip(a) {
+                    *d = $body;
+                }
+            }
+        };
+        ($r:expr, 2, |$x:ident, $y:ident| $body:expr) => {
+            for i in &instrs[$r.start as usize..$r.end as usize] {
+                let (a, c) = (block(i.args[0]), block(i.args[1]));
+                for ((d, &$x), &$y) in out(i.dst).iter_mut().zip(a).zip(c) {
+                    *d = $body;
+                }
+            }
+        };
+        ($r:expr, 3, |$x:ident, $y:ident, $z:ident| $body:expr) => {
+            for i in &instrs[$r.start as usize..$r.end as usize] {
+                let (a, c, e) = (block(i.args[0]), block(i.args[1]), block(i.args[2]));
+                for (((d, &$x), &$y), &$z) in out(i.dst).iter_mut().zip(a).zip(c).zip(e) {
+                    *d = $body;
+                }
+            }
+        };
+    }
+    for r in runs {
+        match r.op {
+            Op::Neg => run!(r, 1, |a| -a),
+            Op::Add => run!(r, 2, |a, c| a + c),
+            Op::Sub => run!(r, 2, |a, c| a - c),
+            Op::Mul => run!(r, 2, |a, c| a * c),
+            Op::Div => run!(r, 2, |a, c| a / c),
+            Op::Sqrt => run!(r, 1, |a| a.sqrt()),
+            Op::Abs => run!(r, 1, |a| a.abs()),
+            Op::Sign => run!(r, 1, |a| math::sign(a)),
+            Op::Max => run!(r, 2, |a, c| math::max(a, c)),
+            Op::Min => run!(r, 2, |a, c| math::min(a, c)),
+            Op::Lt => run!(r, 2, |a, c| math::truth(a < c)),
+            Op::Le => run!(r, 2, |a, c| math::truth(a <= c)),
+            Op::Eq => run!(r, 2, |a, c| math::truth(a == c)),
+            Op::Ne => run!(r, 2, |a, c| math::ne(a, c)),
+            Op::Select => run!(r, 3, |c, t, f| math::select(c, t, f)),
+            Op::Fma => run!(r, 3, |a, c, e| a.mul_add(c, e)),
+            Op::Pow => run!(r, 2, |a, c| math::pow(a, c)),
+            Op::Atan2 => run!(r, 2, |a, c| math::atan2(a, c)),
+            Op::Hypot => run!(r, 2, |a, c| math::hypot(a, c)),
+            Op::Sin => run!(r, 1, |a| math::sin(a)),
+            Op::Cos => run!(r, 1, |a| math::cos(a)),
+            Op::Tan => run!(r, 1, |a| math::tan(a)),
+            Op::Exp => run!(r, 1, |a| math::exp(a)),
+            Op::Log => run!(r, 1, |a| math::log(a)),
+            Op::Log10 => run!(r, 1, |a| math::log10(a)),
+            Op::Cbrt => run!(r, 1, |a| math::cbrt(a)),
+            Op::Asin => run!(r, 1, |a| math::asin(a)),
+            Op::Acos => run!(r, 1, |a| math::acos(a)),
+            Op::Atan => run!(r, 1, |a| math::atan(a)),
+            Op::Sinh => run!(r, 1, |a| math::sinh(a)),
+            Op::Cosh => run!(r, 1, |a| math::cosh(a)),
+            Op::Tanh => run!(r, 1, |a| math::tanh(a)),
+            Op::Asinh => run!(r, 1, |a| math::asinh(a)),
+            Op::Acosh => run!(r, 1, |a| math::acosh(a)),
+            Op::Atanh => run!(r, 1, |a| math::atanh(a)),
+            Op::Erf => run!(r, 1, |a| math::erf(a)),
+        }
+    }
+}

@@ -1,0 +1,587 @@
+//! `univariate_derivative::<K>`: truncated Taylor arithmetic against independent truths.
+//!
+//! - Golden derivatives `K = 0 … 6` of every unary function (and a few binary
+//!   compositions), produced by mpmath at 60 digits: `tests/golden/taylor.py` prints each
+//!   row below.
+//! - Closed forms (the specification's `sin⁗(0.5) = sin(0.5)`).
+//! - The first- and second-order lanes (`jacobian`, `hessian`), which are nested first
+//!   derivatives through the rule table, independent of the Taylor recurrences.
+//! - The conventions at kinks and the `select` rule, and every refusal.
+
+// Golden numbers stay as mpmath printed them, 17 digits (each rounds to the nearest
+// f64), even where one happens to equal a named constant such as ln 2.
+#![allow(clippy::excessive_precision, clippy::approx_constant)]
+
+use ddx::{rt, select, Equation, Errc, Expr};
+
+/// A named one-symbol model and the point to differentiate it at.
+type Case = (&'static str, fn(Expr) -> Expr, f64);
+
+/// `f⁽ᴷ⁾(x0)` for `K = 0 … 6`.
+fn derivatives(eq: &Equation, x0: f64) -> [f64; 7] {
+    [
+        eq.univariate_derivative::<0>(x0).unwrap(),
+        eq.univariate_derivative::<1>(x0).unwrap(),
+        eq.univariate_derivative::<2>(x0).unwrap(),
+        eq.univariate_derivative::<3>(x0).unwrap(),
+        eq.univariate_derivative::<4>(x0).unwrap(),
+        eq.univariate_derivative::<5>(x0).unwrap(),
+        eq.univariate_derivative::<6>(x0).unwrap(),
+    ]
+}
+
+fn eq1(f: impl Fn(Expr) -> Expr) -> Equation {
+    rt::equation(|| f(rt::var("x"))).unwrap()
+}
+
+/// Relative error, against the larger of `|want|` and 1 (so a true zero is compared
+/// absolutely).
+fn rel(got: f64, want: f64) -> f64 {
+    (got - want).abs() / want.abs().max(1.0)
+}
+
+/// Golden rows: name, model, x0, d⁰…d⁶ (from `tests/golden/taylor.py`, mpmath 1.4.1).
+#[allow(clippy::type_complexity)]
+fn golden() -> Vec<(&'static str, fn(Expr) -> Expr, f64, [f64; 7])> {
+    vec![
+        ("neg", |x| -x, 0.5, [-0.5, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
+        (
+            "sin",
+            |x| x.sin(),
+            0.5,
+            [
+                0.479425538604203,
+                0.87758256189037272,
+                -0.479425538604203,
+                -0.87758256189037272,
+                0.479425538604203,
+                0.87758256189037272,
+                -0.479425538604203,
+            ],
+        ),
+        (
+            "cos",
+            |x| x.cos(),
+            0.5,
+            [
+                0.87758256189037272,
+                -0.479425538604203,
+                -0.87758256189037272,
+                0.479425538604203,
+                0.87758256189037272,
+                -0.479425538604203,
+                -0.87758256189037272,
+            ],
+        ),
+        (
+            "tan",
+            |x| x.tan(),
+            0.5,
+            [
+                0.54630248984379051,
+                1.2984464104095248,
+                1.4186890138709114,
+                4.9219928425941819,
+                16.430343835093716,
+                81.155498108892967,
+                441.66565455031201,
+            ],
+        ),
+        ("exp", |x| x.exp(), 0.5, [1.6487212707001281; 7]),
+        (
+            "ln",
+            |x| x.ln(),
+            0.5,
+            [-0.69314718055994531, 2.0, -4.0, 16.0, -96.0, 768.0, -7680.0],
+        ),
+        (
+            "log10",
+            |x| x.log10(),
+            0.5,
+            [
+                -0.3010299956639812,
+                0.86858896380650366,
+                -1.7371779276130073,
+                6.9487117104520292,
+                -41.692270262712175,
+                333.5381621016974,
+                -3335.381621016974,
+            ],
+        ),
+        (
+            "sqrt",
+            |x| x.sqrt(),
+            0.5,
+            [
+                0.70710678118654752,
+                0.70710678118654752,
+                -0.70710678118654752,
+                2.1213203435596426,
+                -10.606601717798213,
+                74.24621202458749,
+                -668.21590822128741,
+            ],
+        ),
+        (
+            "cbrt",
+            |x| x.cbrt(),
+            0.5,
+            [
+                0.79370052598409974,
+                0.52913368398939982,
+                -0.7055115786525331,
+                2.3517052621751103,
+                -12.542428064933922,
+                91.977805809515426,
+                -858.45952088881065,
+            ],
+        ),
+        (
+            "cbrt",
+            |x| x.cbrt(),
+            -0.5,
+            [
+                -0.79370052598409974,
+                0.52913368398939982,
+                0.7055115786525331,
+                2.3517052621751103,
+                12.542428064933922,
+                91.977805809515426,
+                858.45952088881065,
+            ],
+        ),
+        (
+            "abs",
+            |x| x.abs(),
+            -0.5,
+            [0.5, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ),
+        (
+            "sign",
+            |x| x.sign(),
+            -0.5,
+            [-1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ),
+        (
+            "asin",
+            |x| x.asin(),
+            0.5,
+            [
+                0.52359877559829887,
+                1.1547005383792515,
+                0.76980035891950102,
+                3.0792014356780041,
+                14.369606699830686,
+                104.00858182734592,
+                930.60310056046345,
+            ],
+        ),
+        (
+            "acos",
+            |x| x.acos(),
+            0.5,
+            [
+                1.0471975511965977,
+                -1.1547005383792515,
+                -0.76980035891950102,
+                -3.0792014356780041,
+                -14.369606699830686,
+                -104.00858182734592,
+                -930.60310056046345,
+            ],
+        ),
+        (
+            "atan",
+            |x| x.atan(),
+            0.5,
+            [
+                0.46364760900080612,
+                0.8,
+                -0.64,
+                -0.256,
+                3.6864,
+                -9.33888,
+                -21.62688,
+            ],
+        ),
+        (
+            "sinh",
+            |x| x.sinh(),
+            0.5,
+            [
+                0.52109530549374736,
+                1.1276259652063808,
+                0.52109530549374736,
+                1.1276259652063808,
+                0.52109530549374736,
+                1.1276259652063808,
+                0.52109530549374736,
+            ],
+        ),
+        (
+            "cosh",
+            |x| x.cosh(),
+            0.5,
+            [
+                1.1276259652063808,
+                0.52109530549374736,
+                1.1276259652063808,
+                0.52109530549374736,
+                1.1276259652063808,
+                0.52109530549374736,
+                1.1276259652063808,
+            ],
+        ),
+        (
+            "tanh",
+            |x| x.tanh(),
+            0.5,
+            [
+                0.46211715726000976,
+                0.78644773296592741,
+                -0.72686198138358728,
+                -0.56520928825977036,
+                3.9522195637245831,
+                -3.2666864719713927,
+                -36.279540291791625,
+            ],
+        ),
+        (
+            "asinh",
+            |x| x.asinh(),
+            0.5,
+            [
+                0.48121182505960345,
+                0.89442719099991588,
+                -0.35777087639996635,
+                -0.28621670111997308,
+                1.7173002067198385,
+                -2.7476803307517416,
+                -12.089793455307663,
+            ],
+        ),
+        (
+            "acosh",
+            |x| x.acosh(),
+            1.5,
+            [
+                0.96242365011920689,
+                0.89442719099991588,
+                -1.0733126291998991,
+                3.1483837123197039,
+                -15.455701860478546,
+                107.15953289931792,
+                -959.48997149850816,
+            ],
+        ),
+        (
+            "atanh",
+            |x| x.atanh(),
+            0.5,
+            [
+                0.54930614433405485,
+                1.3333333333333333,
+                1.7777777777777778,
+                8.2962962962962963,
+                47.407407407407407,
+                385.58024691358025,
+                3834.7325102880658,
+            ],
+        ),
+        (
+            "erf",
+            |x| x.erf(),
+            0.5,
+            [
+                0.52049987781304654,
+                0.87878257893544479,
+                -0.87878257893544479,
+                -0.87878257893544479,
+                4.393912894677224,
+                0.87878257893544479,
+                -36.030085736353237,
+            ],
+        ),
+        (
+            "x ** x",
+            |x| x.powf(x),
+            1.3,
+            [
+                1.4064566732378861,
+                1.7754606438173385,
+                3.3231678183679804,
+                6.094303328728555,
+                13.490717163551946,
+                27.494071883628616,
+                71.227858649969781,
+            ],
+        ),
+        (
+            "x ** 2.5",
+            |x| x.powf(2.5),
+            1.3,
+            [
+                1.9268964684175432,
+                3.7055701315721984,
+                4.2756578441217674,
+                1.6444837862006798,
+                -0.63249376392333838,
+                0.7298004968346212,
+                -1.4034624939127331,
+            ],
+        ),
+        (
+            "atan2(x, 1 + x*x)",
+            |x| x.atan2(1.0 + x * x),
+            0.7,
+            [
+                0.43919596150268932,
+                0.1881849378251725,
+                -0.90349672468243282,
+                2.1522934351123508,
+                -2.560282184834157,
+                -14.816193250569843,
+                171.12836330105556,
+            ],
+        ),
+        (
+            "hypot(x, 2*x + 1)",
+            |x| x.hypot(2.0 * x + 1.0),
+            0.7,
+            [
+                2.5,
+                2.2,
+                0.064,
+                -0.16896,
+                0.589824,
+                -2.55197184,
+                13.1337289728,
+            ],
+        ),
+        (
+            "sin(x) / (2 + cos(x))",
+            |x| x.sin() / (2.0 + x.cos()),
+            0.7,
+            [
+                0.23300342066554422,
+                0.33092200208458866,
+                -0.014335439409659877,
+                -0.066312363175220884,
+                -0.22547430405054243,
+                -0.53951527520621408,
+                -1.0272595055464827,
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn every_unary_function_matches_mpmath_to_the_sixth_derivative() {
+    let mut worst = 0.0f64;
+    for (name, f, x0, want) in golden() {
+        let eq = eq1(f);
+        let got = derivatives(&eq, x0);
+        // The value is the value lane's, bit for bit.
+        assert_eq!(
+            got[0].to_bits(),
+            eq.evaluate(x0).unwrap().to_bits(),
+            "{name}"
+        );
+        for k in 0..7 {
+            let e = rel(got[k], want[k]);
+            worst = worst.max(e);
+            // Recurrences of depth k lose a few ULP per order; 32 ULP of the larger of
+            // |f⁽ᵏ⁾| and 1 bounds every row here (the worst measured is about 20).
+            assert!(
+                e <= 32.0 * f64::EPSILON,
+                "{name} at {x0}, K = {k}: {} vs {}, rel {e:e}",
+                got[k],
+                want[k]
+            );
+        }
+    }
+    eprintln!("worst relative error: {worst:e}");
+}
+
+#[test]
+fn closed_forms() {
+    // The specification's example: sin⁗(0.5) = sin(0.5).
+    let eq = rt::equation(|| rt::var("b").sin()).unwrap();
+    let d4 = eq.univariate_derivative::<4>(0.5).unwrap();
+    assert!(rel(d4, 0.5f64.sin()) <= 2.0 * f64::EPSILON, "{d4}");
+    // erf⁗(x) = (2/√π)·e^(−x²)·(−8x³ + 12x), the derivative of the Hermite form.
+    let eq = eq1(|x| x.erf());
+    let x: f64 = 0.5;
+    let want = std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp() * (-8.0 * x.powi(3) + 12.0 * x);
+    let got = eq.univariate_derivative::<4>(x).unwrap();
+    assert!(rel(got, want) <= 8.0 * f64::EPSILON, "{got} vs {want}");
+    // atanh⁗(x) = 24x(1 + x²)/(1 − x²)⁴.
+    let eq = eq1(|x| x.atanh());
+    let want = 24.0 * x * (1.0 + x * x) / (1.0 - x * x).powi(4);
+    let got = eq.univariate_derivative::<4>(x).unwrap();
+    assert!(rel(got, want) <= 8.0 * f64::EPSILON, "{got} vs {want}");
+    // A polynomial: every derivative exact, and zero past its degree.
+    let eq = eq1(|x| 3.0 * x.powf(4.0) - 2.0 * x * x + x - 7.0);
+    let d = derivatives(&eq, 2.0);
+    assert_eq!(d, [35.0, 89.0, 140.0, 144.0, 72.0, 0.0, 0.0]);
+    // x⁵ at x = 0: expanded by multiplication, not by the aʳ recurrence (which divides by
+    // the base).
+    let eq = eq1(|x| x.powf(5.0));
+    assert_eq!(derivatives(&eq, 0.0), [0.0, 0.0, 0.0, 0.0, 0.0, 120.0, 0.0]);
+    let eq = eq1(|x| x.powf(9.0));
+    assert_eq!(derivatives(&eq, 0.0), [0.0; 7]);
+}
+
+/// The K = 1 and K = 2 derivatives against the Jacobian and Hessian lanes: nested first
+/// derivatives through `ad::rules`, sharing nothing with the Taylor recurrences.
+#[test]
+fn agrees_with_the_first_and_second_order_lanes() {
+    let models: Vec<Case> = vec![
+        (
+            "composite",
+            |x| (x.sin() * x.exp()).tanh() + x.atan() / (1.0 + x * x),
+            0.6,
+        ),
+        ("pow moving", |x| (1.0 + x * x).powf(x.cos()), 0.8),
+        ("log-cbrt", |x| (x.cbrt() + 2.0).ln() * x.log10(), 1.7),
+        (
+            "inverse trig",
+            |x| (0.5 * x).asin() + (0.3 * x).acos() * (x + 1.0).acosh(),
+            0.9,
+        ),
+        (
+            "hyperbolic",
+            |x| x.sinh().asinh() * x.cosh() + (0.5 * x).atanh(),
+            0.4,
+        ),
+        (
+            "atan2/hypot",
+            |x| (x * x - 1.0).atan2(x + 0.5) * x.hypot(x.sin()),
+            1.1,
+        ),
+        (
+            "max/min",
+            |x| x.sin().max(x.cos()) + (x * x).min(0.5 * x + 1.0),
+            0.3,
+        ),
+        (
+            "abs/sign/select",
+            |x| select(x.gt(0.2), (x - 1.0).abs() * x, x.sign()) + x.erf(),
+            0.5,
+        ),
+        ("product-sum", |x| x * x.exp() + x.sqrt(), 2.0),
+    ];
+    for (name, f, x0) in models {
+        let eq = eq1(f);
+        let d1 = eq.univariate_derivative::<1>(x0).unwrap();
+        let d2 = eq.univariate_derivative::<2>(x0).unwrap();
+        let j = eq.jacobian(x0).unwrap()[0];
+        let h = eq.hessian(x0).unwrap()[0];
+        assert!(rel(d1, j) <= 16.0 * f64::EPSILON, "{name}: {d1} vs {j}");
+        assert!(rel(d2, h) <= 64.0 * f64::EPSILON, "{name}: {d2} vs {h}");
+    }
+}
+
+#[test]
+fn kinks_follow_the_first_derivative_conventions_at_every_order() {
+    // max at a tie: each side gets half, at every order. x² and 2x − 1 touch at x = 1:
+    // f' = (2 + 2)/2, f'' = (2 + 0)/2; the Hessian lane says the same.
+    let eq = eq1(|x| (x * x).max(2.0 * x - 1.0));
+    let d = derivatives(&eq, 1.0);
+    assert_eq!(d, [1.0, 2.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(eq.hessian(1.0).unwrap(), [1.0]);
+    assert_eq!(eq.jacobian(1.0).unwrap(), [2.0]);
+    let eq = eq1(|x| (x * x).min(2.0 * x - 1.0));
+    assert_eq!(derivatives(&eq, 1.0), [1.0, 2.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
+    // Off the tie, the operand answered gives everything.
+    let eq = eq1(|x| x.exp().max(x));
+    assert_eq!(derivatives(&eq, 0.0), [1.0; 7]);
+    // abs at 0: 0 at every order, as abs'(0) = 0 and sign' = 0 (the Hessian agrees).
+    let eq = eq1(|x| (x * x * x + x).abs());
+    assert_eq!(derivatives(&eq, 0.0), [0.0; 7]);
+    assert_eq!(eq.hessian(0.0).unwrap(), [0.0]);
+    // hypot and atan2 at the origin: every derivative 0.
+    let eq = eq1(|x| x.hypot(2.0 * x));
+    assert_eq!(&derivatives(&eq, 0.0)[1..], &[0.0; 6]);
+    let eq = eq1(|x| x.atan2(x.sin()));
+    assert_eq!(&derivatives(&eq, 0.0)[1..], &[0.0; 6]);
+    // Comparisons and sign are steps: derivative 0, value as evaluated.
+    let eq = eq1(|x| x.lt(1.0) + x.le(1.0) + x.eq(1.0) + x.ne(1.0) + x.sign());
+    assert_eq!(derivatives(&eq, 1.0), [3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    // pow with a zero exponent is 1, whatever the base does (a⁰ = 1).
+    let eq = eq1(|x| x.powf(x - x));
+    assert_eq!(derivatives(&eq, 0.0), [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+}
+
+#[test]
+fn the_untaken_arm_never_reaches_a_taylor_derivative() {
+    // At x = −1 the arm sqrt(x)·ln(x) is NaN at every order; the arm taken is x³.
+    let eq = eq1(|x| select(x.gt(0.0), x.sqrt() * x.ln(), x * x * x));
+    assert_eq!(
+        derivatives(&eq, -1.0),
+        [-1.0, 3.0, -6.0, 6.0, 0.0, 0.0, 0.0]
+    );
+    // At x = 0 the untaken arm has no expansion at all (sqrt and log at a branch point):
+    // that does not reach the result either.
+    let eq = eq1(|x| select(x.le(0.0), x * x * x, x.sqrt() * x.ln()));
+    assert_eq!(derivatives(&eq, 0.0), [0.0, 0.0, 0.0, 6.0, 0.0, 0.0, 0.0]);
+    // Nor through max/min's unanswered operand, or a comparison's argument.
+    let eq = eq1(|x| (x.sqrt() - 5.0).max(x * x) + x.sqrt().lt(1.0) * x);
+    assert_eq!(derivatives(&eq, 0.0), [0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
+    // But the taken arm's refusal is the result's.
+    let eq = eq1(|x| select(x.ge(0.0), x.sqrt(), x));
+    let e = eq.univariate_derivative::<2>(0.0).unwrap_err();
+    assert_eq!(e.code(), Errc::UnsupportedScalar);
+    // A NaN condition takes the true arm.
+    let eq = eq1(|x| select((x - 2.0).sqrt(), x * x, x.exp()));
+    assert_eq!(eq.univariate_derivative::<2>(1.0).unwrap(), 2.0);
+}
+
+#[test]
+fn refusals() {
+    // not_univariate: two symbols, or two outputs.
+    let two = rt::equation(|| rt::var("x") * rt::var("y")).unwrap();
+    let e = two.univariate_derivative::<1>(1.0).unwrap_err();
+    assert_eq!(e.code(), Errc::NotUnivariate);
+    assert!(e.to_string().starts_with("not_univariate"), "{e}");
+    let sys = rt::equation(|| {
+        let x = rt::var("x");
+        [x.sin(), x.cos()]
+    })
+    .unwrap();
+    assert_eq!(
+        sys.univariate_derivative::<1>(1.0).unwrap_err().code(),
+        Errc::NotUnivariate
+    );
+    // A system of one output and one symbol is univariate.
+    let one = rt::equation(|| vec![rt::var("x").sin()]).unwrap();
+    assert_eq!(one.univariate_derivative::<0>(0.5).unwrap(), 0.5f64.sin());
+
+    // unsupported_scalar at each branch point and pole, never a silent number.
+    let cases: Vec<Case> = vec![
+        ("sqrt", |x| x.sqrt(), 0.0),
+        ("cbrt", |x| x.cbrt(), 0.0),
+        ("log", |x| x.ln(), 0.0),
+        ("log10", |x| x.log10(), 0.0),
+        ("div", |x| 1.0 / x, 0.0),
+        ("pow", |x| x.powf(1.5), 0.0),
+        ("pow", |x| x.powf(-2.0), 0.0),
+        ("pow", |x| x.powf(x), 0.0),
+        ("asin", |x| x.asin(), 1.0),
+        ("acos", |x| x.acos(), -1.0),
+        ("acosh", |x| x.acosh(), 1.0),
+        ("atanh", |x| x.atanh(), -1.0),
+    ];
+    for (op, f, x0) in cases {
+        let eq = eq1(f);
+        let e = eq.univariate_derivative::<1>(x0).unwrap_err();
+        assert_eq!(e.code(), Errc::UnsupportedScalar, "{op}");
+        assert!(e.to_string().contains(&format!("`{op}`")), "{e}");
+        // The value itself is still defined (K = 0 needs no expansion).
+        assert!(eq.univariate_derivative::<0>(x0).is_ok(), "{op}");
+    }
+    // Outside the domain the value is NaN, and so is every derivative (IEEE, as the
+    // other lanes answer), not a refusal.
+    let eq = eq1(|x| x.sqrt());
+    assert!(eq.univariate_derivative::<3>(-1.0).unwrap().is_nan());
+}
