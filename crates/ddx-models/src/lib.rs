@@ -1,6 +1,7 @@
 //! Reference models and datasets for ddx's tests, examples and benchmarks.
 //!
 //! - [`nist`]: NIST's StRD nonlinear-regression datasets and their models;
+//! - [`model_text`]: the same models read from NIST's model lines through ddx's parser;
 //! - [`thermo`]: four Gibbs-energy model families (regular solid solution, UNIQUAC,
 //!   Peng–Robinson, a mixed-solvent electrolyte) over the tables in `data/thermo/`;
 //! - [`coverage`]: a function using every operation of the expression table;
@@ -27,6 +28,7 @@
 
 pub mod coverage;
 mod model;
+pub mod model_text;
 pub mod nist;
 pub mod points;
 pub mod scalar;
