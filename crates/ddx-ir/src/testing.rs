@@ -8,6 +8,9 @@
 //!   and constants including the awkward ones (`±0`, `±inf`, NaN, subnormals, `1e300`).
 //!   Nodes are made through [`Graph::add`], so the model is folded and hash-consed like any
 //!   other. The same seed and [`ModelSize`] always give the same model.
+//! - [`smooth_model`] makes a scalar model from a seed whose every operation stays inside
+//!   its domain at every point, so values and derivatives are finite and finite differences
+//!   apply (optionally with kinks: `max`, `min`, `abs`, `select`).
 //! - [`canonical`] renumbers a model's reachable nodes in one fixed order (depth first from
 //!   the outputs, arguments left to right) and its reachable symbols alphabetically, so two
 //!   models are the same hash-consed graph exactly when their canonical forms are equal,
@@ -336,4 +339,57 @@ pub fn check_golden(path: impl AsRef<Path>, actual: &str) {
          run with DDX_BLESS=1 to accept the new output",
         path.display()
     );
+}
+
+/// A scalar model over `symbols` symbols named `s0 … s{n−1}`, built from `steps`
+/// operations on a growing pool of subexpressions through the model-closure API. Every
+/// operation keeps its arguments inside its domain (`log(1 + u²)`, `pow(1 + u², v/2)`,
+/// `u / (1 + v²)`, …) so values and derivatives are finite everywhere. With `kinks`, `max`,
+/// `min`, `abs` and `select` on a comparison join in (derivatives stay finite but not
+/// smooth: finite differences across a kink are wrong, so smooth-only tests leave them
+/// out). The same arguments always give the same model.
+pub fn smooth_model(seed: u64, symbols: usize, steps: usize, kinks: bool) -> Model {
+    use crate::{select, var, Expr};
+    let names: Vec<String> = (0..symbols.max(1)).map(|i| format!("s{i}")).collect();
+    let built = crate::build(|| {
+        let mut rng = Rng::new(seed);
+        let mut pool: Vec<Expr> = names.iter().map(|s| var(s)).collect();
+        let ops = if kinks { 24 } else { 20 };
+        for _ in 0..steps {
+            let u = pool[rng.below(pool.len())];
+            let v = pool[rng.below(pool.len())];
+            let c = 0.5 + rng.unit();
+            let e = match rng.below(ops) {
+                0 => u + v,
+                1 => u - c * v,
+                2 => u * v,
+                3 => u / (1.0 + v * v),
+                4 => u.sin(),
+                5 => (c * u).cos(),
+                6 => u.tanh().exp(),
+                7 => u.atan(),
+                8 => u.tanh(),
+                9 => u.hypot(1.0),
+                10 => (1.0 + u * u).ln(),
+                11 => u.erf(),
+                12 => u.asinh(),
+                13 => (u * u + 1.0).cbrt(),
+                14 => (1.0 + u * u).powf(0.5 * v.tanh()),
+                15 => u.atan2(1.5 + v * v),
+                16 => (u * u + v * v + 0.5).sqrt(),
+                17 => u * c + v,
+                18 => (0.5 * u.tanh()).atanh() * (u * v).sin(),
+                19 => (2.0 + u.sin()).log10() * v,
+                20 => u.max(v),
+                21 => u.min(c * v),
+                22 => (u - v).abs() * u,
+                _ => select(u.lt(v), u * v, u.sin() + v),
+            };
+            pool.push(e);
+        }
+        // Sum the last few so the output depends on much of the pool.
+        let k = pool.len().min(4);
+        vec![pool[pool.len() - k..].iter().copied().sum::<Expr>()]
+    });
+    built.unwrap_or_else(|e| panic!("smooth_model({seed}) failed to build: {e}"))
 }
