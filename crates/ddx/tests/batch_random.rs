@@ -2,6 +2,9 @@
 //! constants and inputs), bit for bit — NaN matching NaN — for every lane, batch lengths
 //! 0, 1, 2, 3, the block size ± 1 and a few thousand, on 1 and 2 threads.
 
+// Points and columns are indexed as the batch layout states them.
+#![allow(clippy::needless_range_loop)]
+
 use ddx::ir::testing::{random_model, ModelSize, Rng};
 use ddx::{Equation, System};
 use proptest::prelude::*;
