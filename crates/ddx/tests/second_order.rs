@@ -5,24 +5,8 @@
 
 mod common;
 
-use common::{point, random_model, ulps, Rng};
+use common::{huber, point, random_model, ulps, Rng};
 use ddx::{rt, select, Equation, Errc, Expr, LaneKind, System};
-
-fn huber() -> Equation {
-    let data = [(0.0, 2.00), (1.0, 1.21), (2.0, 0.74), (3.0, 0.45)];
-    let delta = 0.05;
-    rt::equation(|| {
-        let a = rt::var("a");
-        let b = rt::var("b");
-        let mut loss = Expr::from(0.0);
-        for &(t, y) in &data {
-            let r = y - a * (-b * t).exp();
-            loss += select(r.abs().lt(delta), r * r, delta * (2.0 * r.abs() - delta));
-        }
-        loss
-    })
-    .unwrap()
-}
 
 fn close(got: f64, want: f64, rel: f64) -> bool {
     (got - want).abs() <= rel * want.abs().max(f64::MIN_POSITIVE)

@@ -1,27 +1,15 @@
 //! Equations from text and as text: the public API, printed equations (golden files,
 //! `DDX_BLESS=1` rewrites them), derivative rows that parse back, Graphviz and node counts.
 
+mod common;
+
+use common::huber;
+
 use ddx::ir::testing::{canonical, check_golden};
 use ddx::{rt, select, Equation, Errc, Error, Expr, Formula, LaneKind, System};
 
 fn golden(name: &str) -> String {
     format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn huber() -> Equation {
-    let data = [(0.0, 2.00), (1.0, 1.21), (2.0, 0.74), (3.0, 0.45)];
-    let delta = 0.05;
-    rt::equation(|| {
-        let a = rt::var("a");
-        let b = rt::var("b");
-        let mut loss = Expr::from(0.0);
-        for &(t, y) in &data {
-            let r = y - a * (-b * t).exp();
-            loss += select(r.abs().lt(delta), r * r, delta * (2.0 * r.abs() - delta));
-        }
-        loss
-    })
-    .expect("the model builds")
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use ddx::Equation;
+use ddx::{rt, select, Equation, Expr};
 
 pub use ddx::ir::testing::Rng;
 
@@ -40,4 +40,22 @@ pub fn ulps(a: f64, b: f64) -> u64 {
 /// A random point with coordinates in `[-1.5, 1.5)`.
 pub fn point(rng: &mut Rng, n: usize) -> Vec<f64> {
     (0..n).map(|_| uniform(rng, -1.5, 1.5)).collect()
+}
+
+/// The reference specification's opening example: the Huber loss of the exponential fit
+/// `a·exp(−b·t)` over four samples, `δ = 0.05`.
+pub fn huber() -> Equation {
+    let data = [(0.0, 2.00), (1.0, 1.21), (2.0, 0.74), (3.0, 0.45)];
+    let delta = 0.05;
+    rt::equation(|| {
+        let a = rt::var("a");
+        let b = rt::var("b");
+        let mut loss = Expr::from(0.0);
+        for &(t, y) in &data {
+            let r = y - a * (-b * t).exp();
+            loss += select(r.abs().lt(delta), r * r, delta * (2.0 * r.abs() - delta));
+        }
+        loss
+    })
+    .expect("the Huber model builds")
 }
