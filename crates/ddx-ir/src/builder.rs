@@ -197,3 +197,18 @@ fn record(e: Error) {
         }
     });
 }
+
+/// For printing an [`Expr`]: a copy of what node `id` of the open arena `tag` reaches, the
+/// root's id in that copy, and the arena's symbol names (`names[i]` names `SymbolId(i)`).
+/// `None` when no arena `tag` is open on this thread, or the arena stack is being changed.
+pub(crate) fn snapshot(tag: u32, id: NodeId) -> Option<(Graph, NodeId, Vec<String>)> {
+    STACK.with(|s| {
+        let s = s.try_borrow().ok()?;
+        let a = s.iter().find(|a| a.tag == tag)?;
+        if id.index() >= a.graph.len() {
+            return None;
+        }
+        let (graph, roots) = a.graph.extract(&[id]);
+        Some((graph, *roots.first()?, a.names.clone()))
+    })
+}

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+pub use crate::text::{Expected, Location, Syntax};
+
 /// What a vector argument of a product call is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VectorRole {
@@ -171,6 +173,41 @@ pub enum Error {
     /// The model returned only literals, so there is no function of any symbol.
     #[error("no_graph: the expression is a bare literal and names no symbol")]
     NoGraph,
+    // ---- The text parser (`crate::text`). ----
+    /// A text does not follow the grammar.
+    #[error("bad_syntax: {problem}\n{at}")]
+    BadSyntax {
+        /// The text and the byte where the problem is.
+        at: Location,
+        /// What is wrong there.
+        problem: Syntax,
+    },
+    /// A text calls a function the grammar does not have.
+    #[error("unknown_function: there is no function `{name}`{}\n{at}", suggest(.nearest))]
+    UnknownFunction {
+        /// The text and the byte where the name starts.
+        at: Location,
+        /// The name called.
+        name: String,
+        /// The closest function name there is, if any is close.
+        nearest: Option<String>,
+    },
+    /// A text calls a function with the wrong number of arguments.
+    #[error(
+        "wrong_argument_count: `{function}` takes {expected} argument{}, {given} given\n{at}",
+        plural(*.expected)
+    )]
+    WrongArgumentCount {
+        /// The text and the byte of the first surplus argument, or of the `)` that came too
+        /// soon.
+        at: Location,
+        /// The function called.
+        function: crate::Op,
+        /// How many it takes.
+        expected: usize,
+        /// How many were given.
+        given: usize,
+    },
     /// `univariate_derivative` on a model that is not one symbol and one output.
     #[error(
         "not_univariate: univariate_derivative needs one symbol and one output, \
@@ -223,6 +260,14 @@ pub enum Error {
     },
 }
 
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 fn suggest(nearest: &Option<String>) -> String {
     match nearest {
         Some(n) => format!(" (did you mean `{n}`?)"),
@@ -260,6 +305,12 @@ pub enum Errc {
     ForeignExpression,
     /// See [`Error::NoGraph`].
     NoGraph,
+    /// See [`Error::BadSyntax`].
+    BadSyntax,
+    /// See [`Error::UnknownFunction`].
+    UnknownFunction,
+    /// See [`Error::WrongArgumentCount`].
+    WrongArgumentCount,
     /// See [`Error::NotUnivariate`].
     NotUnivariate,
     /// See [`Error::UnsupportedScalar`].
@@ -291,6 +342,9 @@ impl Errc {
             Errc::SealedArena => "sealed_arena",
             Errc::ForeignExpression => "foreign_expression",
             Errc::NoGraph => "no_graph",
+            Errc::BadSyntax => "bad_syntax",
+            Errc::UnknownFunction => "unknown_function",
+            Errc::WrongArgumentCount => "wrong_argument_count",
             Errc::NotUnivariate => "not_univariate",
             Errc::UnsupportedScalar => "unsupported_scalar",
             Errc::JitTarget => "jit_target",
@@ -324,6 +378,9 @@ impl Error {
             Error::SealedArena => Errc::SealedArena,
             Error::ForeignExpression => Errc::ForeignExpression,
             Error::NoGraph => Errc::NoGraph,
+            Error::BadSyntax { .. } => Errc::BadSyntax,
+            Error::UnknownFunction { .. } => Errc::UnknownFunction,
+            Error::WrongArgumentCount { .. } => Errc::WrongArgumentCount,
             Error::NotUnivariate { .. } => Errc::NotUnivariate,
             Error::UnsupportedScalar { .. } => Errc::UnsupportedScalar,
             Error::JitTarget { .. } => Errc::JitTarget,

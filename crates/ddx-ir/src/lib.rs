@@ -23,6 +23,8 @@ pub mod math;
 mod model;
 mod op;
 mod sparsity;
+pub mod testing;
+pub mod text;
 mod verify;
 
 pub use builder::{build, var};
@@ -34,6 +36,7 @@ pub use graph::{Constant, Graph, Node, NO_ARG};
 pub use ids::{NodeId, SeedId, SymbolId};
 pub use lane::{Lane, LaneKind};
 pub use model::Model;
-pub use op::{Notation, Op, PREFIX_POWER};
+pub use op::{Assoc, Notation, Op, MIRRORED, PREFIX_POWER};
 pub use sparsity::{Cell, Sparsity};
+pub use text::Formula;
 pub use verify::{verify, Violation};

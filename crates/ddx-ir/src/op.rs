@@ -271,6 +271,69 @@ impl Op {
     }
 }
 
+// ---- The text grammar's view of the table (used by `crate::text`). ----
+
+/// How a chain of one infix operator groups when written without parentheses.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Assoc {
+    /// `a - b - c` is `(a - b) - c`.
+    Left,
+    /// `a ** b ** c` is `a ** (b ** c)`.
+    Right,
+    /// Does not chain: `a < b < c` is refused.
+    None,
+}
+
+/// Infix spellings that are a comparison of the table read the other way round: `a > b` is
+/// built as `b < a`, `a >= b` as `b <= a`.
+pub const MIRRORED: [(&str, Op); 2] = [(">", Op::Lt), (">=", Op::Le)];
+
+impl Op {
+    /// How a chain of this infix operation groups: `**` to the right, comparisons not at
+    /// all, the rest to the left. Meaningful only for [`Notation::Infix`] operations.
+    pub fn assoc(self) -> Assoc {
+        match self {
+            Op::Pow => Assoc::Right,
+            op if op.is_comparison() => Assoc::None,
+            _ => Assoc::Left,
+        }
+    }
+
+    /// The operation written `token` between its operands (`"+"`, `"**"`, `"<="`), and
+    /// whether its operands are swapped (`">"` is `<` with the operands swapped).
+    pub fn from_infix_token(token: &str) -> Option<(Op, bool)> {
+        Op::ALL
+            .into_iter()
+            .find(|op| matches!(op.notation(), Notation::Infix { token: t, .. } if t == token))
+            .map(|op| (op, false))
+            .or_else(|| {
+                MIRRORED
+                    .iter()
+                    .find(|(t, _)| *t == token)
+                    .map(|&(_, op)| (op, true))
+            })
+    }
+
+    /// Every infix spelling the grammar reads: the table's tokens and [`MIRRORED`].
+    pub fn infix_tokens() -> impl Iterator<Item = &'static str> {
+        Op::ALL
+            .into_iter()
+            .filter_map(|op| match op.notation() {
+                Notation::Infix { token, .. } => Some(token),
+                _ => None,
+            })
+            .chain(MIRRORED.iter().map(|&(t, _)| t))
+    }
+
+    /// Every name the grammar accepts in a call (`sin`, `pow`, `select`, …).
+    pub fn call_names() -> impl Iterator<Item = &'static str> {
+        Op::ALL
+            .into_iter()
+            .filter(|op| op.notation() == Notation::Call || *op == Op::Pow)
+            .map(Op::name)
+    }
+}
+
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -299,5 +362,21 @@ mod tests {
         }
         assert_eq!(Op::from_call_name("add"), None);
         assert_eq!(Op::from_call_name("neg"), None);
+        for name in Op::call_names() {
+            assert!(Op::from_call_name(name).is_some(), "{name}");
+        }
+    }
+
+    #[test]
+    fn infix_tokens_resolve() {
+        for t in Op::infix_tokens() {
+            assert!(Op::from_infix_token(t).is_some(), "{t}");
+        }
+        assert_eq!(Op::from_infix_token(">"), Some((Op::Lt, true)));
+        assert_eq!(Op::from_infix_token("**"), Some((Op::Pow, false)));
+        assert_eq!(Op::from_infix_token("^"), None);
+        assert_eq!(Op::Pow.assoc(), Assoc::Right);
+        assert_eq!(Op::Le.assoc(), Assoc::None);
+        assert_eq!(Op::Sub.assoc(), Assoc::Left);
     }
 }

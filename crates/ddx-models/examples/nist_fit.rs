@@ -1,7 +1,9 @@
 //! Fits all NIST StRD nonlinear-regression datasets in `data/nist-strd/` with MINPACK's
 //! Levenberg–Marquardt algorithm (the `levenberg-marquardt` crate) driven by ddx's
 //! Jacobian of the residual system, from NIST's Start 1 and Start 2, with the solver's
-//! default tolerances for every dataset (no per-dataset tuning).
+//! default tolerances for every dataset (no per-dataset tuning). Each residual system is
+//! built from the dataset's own model line, read through ddx's text parser after the
+//! notation translation of `ddx_models::model_text` — no model is written by hand here.
 //!
 //! Run: `cargo run --release --example nist_fit [DIR]`.
 //!
@@ -73,7 +75,7 @@ fn main() -> ExitCode {
     let mut good = 0;
     let mut total = 0;
     for ds in &datasets {
-        let eq = match ds.residual_system() {
+        let eq = match ds.residual_system_text() {
             Ok(eq) => eq,
             Err(e) => {
                 eprintln!("{}: {e}", ds.name);

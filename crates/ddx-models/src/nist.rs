@@ -163,8 +163,10 @@ fn parse(text: &str) -> Result<Dataset, String> {
     let model_text = lines[model_at + 1..starts_at]
         .iter()
         .map(|l| l.trim())
-        .filter(|l| l.contains('='))
-        .skip_while(|l| l.starts_with("pi ="))
+        // The equation starts at the first `=` (past Roszman1's `pi = …` line) and runs on
+        // over its continuation lines (ENSO, Gauss, Hahn1, Kirby2) up to a blank line.
+        .skip_while(|l| !l.contains('=') || l.starts_with("pi ="))
+        .take_while(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
     if model_text.is_empty() {

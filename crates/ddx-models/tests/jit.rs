@@ -80,3 +80,40 @@ fn every_nist_model_compiles_to_the_interpreters_bits() {
         }
     }
 }
+
+/// `model`'s equation compiled for per-point calls and for batches agrees with the
+/// interpreter at its sample points.
+fn check_family<M: ddx_models::BenchModel>(model: &M) {
+    let name = format!("{} n={}", model.family(), model.arity());
+    let interp = ddx_models::equation(model).expect("builds");
+    let n = model.arity();
+    let pts: Vec<Vec<f64>> = ddx_models::sample_points(model, 7, 7)
+        .chunks_exact(n)
+        .map(<[f64]>::to_vec)
+        .collect();
+    for points_hint in [1, 4096] {
+        let mut jit = ddx_models::equation(model).expect("builds");
+        let mut o = Options::with_backend(Backend::Compile);
+        o.points = points_hint;
+        jit.set_options(o);
+        for kind in [LaneKind::Gradient, LaneKind::Jacobian] {
+            assert!(jit.wait_for_kernel(kind), "{name}: {:?}", jit.jit_status());
+        }
+        check(&name, &interp, &jit, &pts);
+    }
+}
+
+#[test]
+fn the_benchmark_families_compile_to_the_interpreters_bits() {
+    use ddx_models::coverage::Coverage;
+    use ddx_models::thermo::{Electrolyte, PengRobinson, RegularSolution, ThermoData, Uniquac};
+    use ddx_models::trend::{Chain, Quadratic};
+    let data = ThermoData::bundled().expect("thermo tables load");
+    check_family(&RegularSolution::new(16));
+    check_family(&Uniquac::new(&data, 16).expect("size exists"));
+    check_family(&PengRobinson::new(&data, 17).expect("size exists"));
+    check_family(&Electrolyte::new(16).expect("size exists"));
+    check_family(&Coverage::new(16).expect("size exists"));
+    check_family(&Chain::new(16).expect("size exists"));
+    check_family(&Quadratic::new(16).expect("size exists"));
+}

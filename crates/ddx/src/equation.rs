@@ -467,6 +467,32 @@ pub(crate) fn zeros(len: usize) -> Vec<f64> {
     v
 }
 
+impl From<Model> for Equation<System> {
+    /// The equation of a sealed model (from [`ddx_ir::text`], a graph tool, or
+    /// [`ddx_ir::testing`]), as a system of its outputs.
+    fn from(model: Model) -> Self {
+        Equation::from_model(model)
+    }
+}
+
+impl TryFrom<Model> for Equation<Scalar> {
+    type Error = Error;
+
+    /// The equation of a one-output model.
+    ///
+    /// # Errors
+    /// [`Error::NotScalar`] when the model has more than one output.
+    fn try_from(model: Model) -> Result<Self, Error> {
+        match model.outputs().len() {
+            1 => Ok(Equation::from_model(model)),
+            outputs => Err(Error::NotScalar {
+                call: "Equation::<Scalar>::try_from",
+                outputs,
+            }),
+        }
+    }
+}
+
 /// Builds an equation from a model closure; see [`crate::rt::equation`].
 pub(crate) fn build<R: ModelOutput>(
     model: impl FnOnce() -> R,

@@ -53,6 +53,8 @@ mod jit;
 mod jit;
 mod options;
 pub mod point;
+mod print;
+mod text;
 
 pub use batch::PARALLEL_WORK;
 pub use ddx_ir::{
@@ -66,6 +68,8 @@ pub use point::{Point, Role};
 // Issue 4: second order.
 pub use ddx_ir::{Colouring, HessianLayout};
 pub use equation::second_order::SymbolRef;
+// Issue 3: text.
+pub use ddx_ir::Formula;
 
 /// The intermediate representation, for tools that inspect or transform graphs.
 pub use ddx_ir as ir;
@@ -78,6 +82,8 @@ pub mod rt {
     use super::{Equation, Error, ModelOutput};
 
     pub use ddx_ir::var;
+
+    pub use crate::text::{equation_text, parse_expr, system_text};
 
     /// Runs `model` — a closure that names symbols with [`var`] and returns one [`Expr`]
     /// (a scalar function) or an array or `Vec` of them (a system) — and answers the

@@ -1,23 +1,9 @@
 //! The reference specification's opening example: the Huber loss of an exponential fit.
 //! Expected numbers are the specification's own (printed to 11 significant digits).
 
-use ddx::{rt, select, Equation, Expr};
+mod common;
 
-fn huber() -> Equation {
-    let data = [(0.0, 2.00), (1.0, 1.21), (2.0, 0.74), (3.0, 0.45)];
-    let delta = 0.05;
-    rt::equation(|| {
-        let a = rt::var("a");
-        let b = rt::var("b");
-        let mut loss = Expr::from(0.0);
-        for &(t, y) in &data {
-            let r = y - a * (-b * t).exp();
-            loss += select(r.abs().lt(delta), r * r, delta * (2.0 * r.abs() - delta));
-        }
-        loss
-    })
-    .expect("model builds")
-}
+use common::huber;
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()

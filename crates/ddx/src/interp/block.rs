@@ -8,7 +8,7 @@
 //! the graph has an `fma` node (Rust never contracts on its own), and transcendental
 //! functions are called point by point through `ddx_ir::math`.
 
-use super::{Instr, Program, Run, Scratch, BLOCK_SCRATCH};
+use super::{Code, Instr, Program, Run, Scratch, BLOCK_SCRATCH};
 use ddx_ir::{math, Op};
 
 /// Where a block's inputs come from and its outputs go: base pointers of columns.
@@ -132,43 +132,46 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usiz
         };
     }
     for r in runs {
-        match r.op {
-            Op::Neg => run!(r, 1, |a| -a),
-            Op::Add => run!(r, 2, |a, c| a + c),
-            Op::Sub => run!(r, 2, |a, c| a - c),
-            Op::Mul => run!(r, 2, |a, c| a * c),
-            Op::Div => run!(r, 2, |a, c| a / c),
-            Op::Sqrt => run!(r, 1, |a| a.sqrt()),
-            Op::Abs => run!(r, 1, |a| a.abs()),
-            Op::Sign => run!(r, 1, |a| math::sign(a)),
-            Op::Max => run!(r, 2, |a, c| math::max(a, c)),
-            Op::Min => run!(r, 2, |a, c| math::min(a, c)),
-            Op::Lt => run!(r, 2, |a, c| math::truth(a < c)),
-            Op::Le => run!(r, 2, |a, c| math::truth(a <= c)),
-            Op::Eq => run!(r, 2, |a, c| math::truth(a == c)),
-            Op::Ne => run!(r, 2, |a, c| math::ne(a, c)),
-            Op::Select => run!(r, 3, |c, t, f| math::select(c, t, f)),
-            Op::Fma => run!(r, 3, |a, c, e| a.mul_add(c, e)),
-            Op::Pow => run!(r, 2, |a, c| math::pow(a, c)),
-            Op::Atan2 => run!(r, 2, |a, c| math::atan2(a, c)),
-            Op::Hypot => run!(r, 2, |a, c| math::hypot(a, c)),
-            Op::Sin => run!(r, 1, |a| math::sin(a)),
-            Op::Cos => run!(r, 1, |a| math::cos(a)),
-            Op::Tan => run!(r, 1, |a| math::tan(a)),
-            Op::Exp => run!(r, 1, |a| math::exp(a)),
-            Op::Log => run!(r, 1, |a| math::log(a)),
-            Op::Log10 => run!(r, 1, |a| math::log10(a)),
-            Op::Cbrt => run!(r, 1, |a| math::cbrt(a)),
-            Op::Asin => run!(r, 1, |a| math::asin(a)),
-            Op::Acos => run!(r, 1, |a| math::acos(a)),
-            Op::Atan => run!(r, 1, |a| math::atan(a)),
-            Op::Sinh => run!(r, 1, |a| math::sinh(a)),
-            Op::Cosh => run!(r, 1, |a| math::cosh(a)),
-            Op::Tanh => run!(r, 1, |a| math::tanh(a)),
-            Op::Asinh => run!(r, 1, |a| math::asinh(a)),
-            Op::Acosh => run!(r, 1, |a| math::acosh(a)),
-            Op::Atanh => run!(r, 1, |a| math::atanh(a)),
-            Op::Erf => run!(r, 1, |a| math::erf(a)),
+        match r.code {
+            Code::Op(Op::Neg) => run!(r, 1, |a| -a),
+            Code::Op(Op::Add) => run!(r, 2, |a, c| a + c),
+            Code::Op(Op::Sub) => run!(r, 2, |a, c| a - c),
+            Code::Op(Op::Mul) => run!(r, 2, |a, c| a * c),
+            Code::Op(Op::Div) => run!(r, 2, |a, c| a / c),
+            Code::Op(Op::Sqrt) => run!(r, 1, |a| a.sqrt()),
+            Code::Op(Op::Abs) => run!(r, 1, |a| a.abs()),
+            Code::Op(Op::Sign) => run!(r, 1, |a| math::sign(a)),
+            Code::Op(Op::Max) => run!(r, 2, |a, c| math::max(a, c)),
+            Code::Op(Op::Min) => run!(r, 2, |a, c| math::min(a, c)),
+            Code::Op(Op::Lt) => run!(r, 2, |a, c| math::truth(a < c)),
+            Code::Op(Op::Le) => run!(r, 2, |a, c| math::truth(a <= c)),
+            Code::Op(Op::Eq) => run!(r, 2, |a, c| math::truth(a == c)),
+            Code::Op(Op::Ne) => run!(r, 2, |a, c| math::ne(a, c)),
+            Code::Op(Op::Select) => run!(r, 3, |c, t, f| math::select(c, t, f)),
+            Code::Op(Op::Fma) => run!(r, 3, |a, c, e| a.mul_add(c, e)),
+            Code::Op(Op::Pow) => run!(r, 2, |a, c| math::pow(a, c)),
+            Code::Op(Op::Atan2) => run!(r, 2, |a, c| math::atan2(a, c)),
+            Code::Op(Op::Hypot) => run!(r, 2, |a, c| math::hypot(a, c)),
+            Code::Op(Op::Sin) => run!(r, 1, |a| math::sin(a)),
+            Code::Op(Op::Cos) => run!(r, 1, |a| math::cos(a)),
+            Code::Op(Op::Tan) => run!(r, 1, |a| math::tan(a)),
+            Code::Op(Op::Exp) => run!(r, 1, |a| math::exp(a)),
+            Code::Op(Op::Log) => run!(r, 1, |a| math::log(a)),
+            Code::Op(Op::Log10) => run!(r, 1, |a| math::log10(a)),
+            Code::Op(Op::Cbrt) => run!(r, 1, |a| math::cbrt(a)),
+            Code::Op(Op::Asin) => run!(r, 1, |a| math::asin(a)),
+            Code::Op(Op::Acos) => run!(r, 1, |a| math::acos(a)),
+            Code::Op(Op::Atan) => run!(r, 1, |a| math::atan(a)),
+            Code::Op(Op::Sinh) => run!(r, 1, |a| math::sinh(a)),
+            Code::Op(Op::Cosh) => run!(r, 1, |a| math::cosh(a)),
+            Code::Op(Op::Tanh) => run!(r, 1, |a| math::tanh(a)),
+            Code::Op(Op::Asinh) => run!(r, 1, |a| math::asinh(a)),
+            Code::Op(Op::Acosh) => run!(r, 1, |a| math::acosh(a)),
+            Code::Op(Op::Atanh) => run!(r, 1, |a| math::atanh(a)),
+            Code::Op(Op::Erf) => run!(r, 1, |a| math::erf(a)),
+            Code::MulAdd => run!(r, 3, |a, b, c| a * b + c),
+            Code::MulSub => run!(r, 3, |a, b, c| a * b - c),
+            Code::SubMul => run!(r, 3, |a, b, c| c - a * b),
         }
     }
 }

@@ -13,7 +13,7 @@
 //! free list, and a value's slot returns to the list after its last use in schedule order.
 //! Output slots are never freed.
 
-use super::{next_id, Instr, Program, Run};
+use super::{next_id, Code, Instr, Program, Run};
 use ddx_ir::{Lane, Node, Op};
 
 /// Sentinel for "this node has no slot yet".
@@ -28,6 +28,16 @@ pub enum Schedule {
     Graph,
 }
 
+/// One instruction before slots are assigned: what it computes and from which nodes.
+struct Emit {
+    /// Schedule key (the dependency level, or 0 for the graph's order).
+    key: u32,
+    code: Code,
+    /// The node whose value it produces.
+    node: usize,
+    operands: [usize; 3],
+}
+
 impl Program {
     /// Lowers `lane` (a graph extracted to its outputs, so every node is live).
     pub fn lower(lane: &Lane, schedule: Schedule) -> Program {
@@ -37,33 +47,13 @@ impl Program {
         let consts: Vec<f64> = nodes.iter().filter_map(Node::constant).collect();
         let input_base = consts.len();
 
-        // Dependency levels and the schedule: (level, op, id).
-        let mut level = vec![0u32; nodes.len()];
-        let mut order: Vec<(u32, Op, usize)> = Vec::new();
-        for (i, n) in nodes.iter().enumerate() {
-            if let Node::Apply(op, _) = *n {
-                level[i] = 1 + n.args().iter().map(|a| level[a.index()]).max().unwrap_or(0);
-                let key = match schedule {
-                    Schedule::Level => level[i],
-                    Schedule::Graph => 0,
-                };
-                order.push((key, lowered_op(g, op, n), i));
-            }
-        }
-        match schedule {
-            Schedule::Level => order.sort_unstable(),
-            Schedule::Graph => {}
-        }
+        let emits = select(lane, schedule);
 
         // Last use of every node in schedule order; outputs live to the end.
-        let mut position = vec![usize::MAX; nodes.len()];
-        for (k, &(_, _, i)) in order.iter().enumerate() {
-            position[i] = k;
-        }
         let mut last_use = vec![0usize; nodes.len()];
-        for &(_, _, i) in &order {
-            for a in nodes[i].args() {
-                last_use[a.index()] = last_use[a.index()].max(position[i]);
+        for (k, e) in emits.iter().enumerate() {
+            for &a in &e.operands[..e.code.arity()] {
+                last_use[a] = last_use[a].max(k);
             }
         }
         for o in &lane.outputs {
@@ -85,27 +75,21 @@ impl Program {
         }
         let mut next_free = (input_base + inputs) as u32;
         let mut free: Vec<u32> = Vec::new();
-        let mut instrs = Vec::with_capacity(order.len());
+        let mut instrs = Vec::with_capacity(emits.len());
         let mut runs: Vec<Run> = Vec::new();
-        for (k, &(_, op, i)) in order.iter().enumerate() {
-            let node = &nodes[i];
+        for (k, e) in emits.iter().enumerate() {
+            let used = &e.operands[..e.code.arity()];
             let mut args = [0u32; 3];
-            for (a, arg) in args.iter_mut().zip(node.args()) {
-                *a = slot[arg.index()];
-            }
-            if op != node.op().unwrap_or(op) {
-                // `pow(a, 2)` lowered to `a * a`.
-                args[1] = args[0];
+            for (a, &node) in args.iter_mut().zip(used) {
+                *a = slot[node];
             }
             // Temporaries used for the last time here (once each) go back to the free list:
             // one point at a time, before the result takes a slot, so it may reuse one;
             // for blocks, after, so a block's destination never overlaps its operands.
             let release = |free: &mut Vec<u32>| {
-                for (j, arg) in node.args().iter().enumerate() {
-                    let a = arg.index();
+                for (j, &a) in used.iter().enumerate() {
                     let temp = matches!(nodes[a], Node::Apply(..));
-                    let first = node.args()[..j].iter().all(|p| p != arg);
-                    if temp && first && last_use[a] == k {
+                    if temp && !used[..j].contains(&a) && last_use[a] == k {
                         free.push(slot[a]);
                     }
                 }
@@ -120,11 +104,11 @@ impl Program {
             if schedule == Schedule::Graph {
                 release(&mut free);
             }
-            slot[i] = dst;
+            slot[e.node] = dst;
             match runs.last_mut() {
-                Some(r) if r.op == op => r.end += 1,
+                Some(r) if r.code == e.code => r.end += 1,
                 _ => runs.push(Run {
-                    op,
+                    code: e.code,
                     start: instrs.len() as u32,
                     end: instrs.len() as u32 + 1,
                 }),
@@ -162,7 +146,7 @@ impl Program {
         if self.schedule == Schedule::Graph {
             for r in &self.runs {
                 for i in &self.instrs[r.start as usize..r.end as usize] {
-                    let used = &i.args[..r.op.arity()];
+                    let used = &i.args[..r.code.arity()];
                     assert!(
                         !used.contains(&i.dst),
                         "block destination overlaps an operand"
@@ -187,13 +171,90 @@ impl Program {
     }
 }
 
-/// The operation an engine executes for `node`: `pow(a, 2)` is `a * a` by definition
-/// (see `ddx_ir::math::pow`).
-fn lowered_op(g: &ddx_ir::Graph, op: Op, node: &Node) -> Op {
-    match op {
-        Op::Pow if g.constant_of(node.args()[1]) == Some(2.0) => Op::Mul,
-        other => other,
+/// The instructions for `lane`'s operations, in schedule order.
+///
+/// `pow(a, 2)` is `a * a` by definition (see `ddx_ir::math::pow`). A product used only by
+/// one sum or difference is fused into it (`c + a*b`, `c - a*b`, `a*b - c`): one
+/// instruction that still rounds the product and then the sum, so the result is the
+/// graph's to the bit.
+fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
+    let g = &lane.graph;
+    let nodes = g.nodes();
+    let mut uses = vec![0u32; nodes.len()];
+    for n in nodes {
+        for a in n.args() {
+            uses[a.index()] += 1;
+        }
     }
+    for o in &lane.outputs {
+        uses[o.index()] += 1;
+    }
+    // The product `(a, b)` a node is, when it is one a single consumer may absorb.
+    let product = |id: usize| -> Option<[usize; 2]> {
+        match nodes[id] {
+            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 => Some([a.index(), b.index()]),
+            Node::Apply(Op::Pow, [a, b, _]) if uses[id] == 1 && g.constant_of(b) == Some(2.0) => {
+                Some([a.index(), a.index()])
+            }
+            _ => None,
+        }
+    };
+    let mut fused = vec![false; nodes.len()];
+    let mut level = vec![0u32; nodes.len()];
+    let mut emits: Vec<Emit> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let Node::Apply(op, args) = *n else { continue };
+        level[i] = 1 + n.args().iter().map(|a| level[a.index()]).max().unwrap_or(0);
+        let (x, y) = (args[0].index(), args[1].index());
+        let (code, operands) = match op {
+            Op::Add if x != y && product(y).is_some() => {
+                let [a, b] = product(y).unwrap_or_default();
+                fused[y] = true;
+                (Code::MulAdd, [a, b, x])
+            }
+            Op::Add if x != y && product(x).is_some() => {
+                let [a, b] = product(x).unwrap_or_default();
+                fused[x] = true;
+                (Code::MulAdd, [a, b, y])
+            }
+            Op::Sub if x != y && product(y).is_some() => {
+                let [a, b] = product(y).unwrap_or_default();
+                fused[y] = true;
+                (Code::SubMul, [a, b, x])
+            }
+            Op::Sub if x != y && product(x).is_some() => {
+                let [a, b] = product(x).unwrap_or_default();
+                fused[x] = true;
+                (Code::MulSub, [a, b, y])
+            }
+            Op::Pow if g.constant_of(args[1]) == Some(2.0) => (Code::Op(Op::Mul), [x, x, 0]),
+            _ => (
+                Code::Op(op),
+                [x, args[1].index(), args[2].index()].map(|a| a.min(nodes.len())),
+            ),
+        };
+        let key = match schedule {
+            Schedule::Level => level[i],
+            Schedule::Graph => 0,
+        };
+        emits.push(Emit {
+            key,
+            code,
+            node: i,
+            operands,
+        });
+    }
+    // A fused product is computed inside its consumer (which comes later in node order).
+    emits.retain(|e| !fused[e.node]);
+    for e in &mut emits {
+        for k in e.code.arity()..3 {
+            e.operands[k] = 0;
+        }
+    }
+    if schedule == Schedule::Level {
+        emits.sort_by_key(|e| (e.key, e.code, e.node));
+    }
+    emits
 }
 
 /// Points per block: as many as keep every slot's block within about 1 MiB (half a

@@ -34,11 +34,35 @@ pub struct Instr {
     pub args: [u32; 3],
 }
 
-/// A run of instructions `start..end` that all perform `op`: one dispatch, one loop.
+/// What an instruction computes: a graph operation, or a product fused into the sum or
+/// difference that is its only use (rounding the product, then the sum, as the graph does).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Code {
+    /// The graph operation.
+    Op(Op),
+    /// `a*b + c`.
+    MulAdd,
+    /// `a*b - c`.
+    MulSub,
+    /// `c - a*b`.
+    SubMul,
+}
+
+impl Code {
+    /// How many operand slots the instruction reads.
+    pub fn arity(self) -> usize {
+        match self {
+            Code::Op(op) => op.arity(),
+            Code::MulAdd | Code::MulSub | Code::SubMul => 3,
+        }
+    }
+}
+
+/// A run of instructions `start..end` that all perform `code`: one dispatch, one loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
     /// The operation.
-    pub op: Op,
+    pub code: Code,
     /// First instruction.
     pub start: u32,
     /// One past the last instruction.
@@ -166,43 +190,46 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
         };
     }
     for r in runs {
-        match r.op {
-            Op::Neg => each!(r, |a| -a(0)),
-            Op::Add => each!(r, |a| a(0) + a(1)),
-            Op::Sub => each!(r, |a| a(0) - a(1)),
-            Op::Mul => each!(r, |a| a(0) * a(1)),
-            Op::Div => each!(r, |a| a(0) / a(1)),
-            Op::Sqrt => each!(r, |a| a(0).sqrt()),
-            Op::Abs => each!(r, |a| a(0).abs()),
-            Op::Sign => each!(r, |a| math::sign(a(0))),
-            Op::Max => each!(r, |a| math::max(a(0), a(1))),
-            Op::Min => each!(r, |a| math::min(a(0), a(1))),
-            Op::Lt => each!(r, |a| math::truth(a(0) < a(1))),
-            Op::Le => each!(r, |a| math::truth(a(0) <= a(1))),
-            Op::Eq => each!(r, |a| math::truth(a(0) == a(1))),
-            Op::Ne => each!(r, |a| math::ne(a(0), a(1))),
-            Op::Select => each!(r, |a| math::select(a(0), a(1), a(2))),
-            Op::Fma => each!(r, |a| a(0).mul_add(a(1), a(2))),
-            Op::Sin => each!(r, |a| math::sin(a(0))),
-            Op::Cos => each!(r, |a| math::cos(a(0))),
-            Op::Tan => each!(r, |a| math::tan(a(0))),
-            Op::Exp => each!(r, |a| math::exp(a(0))),
-            Op::Log => each!(r, |a| math::log(a(0))),
-            Op::Log10 => each!(r, |a| math::log10(a(0))),
-            Op::Cbrt => each!(r, |a| math::cbrt(a(0))),
-            Op::Asin => each!(r, |a| math::asin(a(0))),
-            Op::Acos => each!(r, |a| math::acos(a(0))),
-            Op::Atan => each!(r, |a| math::atan(a(0))),
-            Op::Sinh => each!(r, |a| math::sinh(a(0))),
-            Op::Cosh => each!(r, |a| math::cosh(a(0))),
-            Op::Tanh => each!(r, |a| math::tanh(a(0))),
-            Op::Asinh => each!(r, |a| math::asinh(a(0))),
-            Op::Acosh => each!(r, |a| math::acosh(a(0))),
-            Op::Atanh => each!(r, |a| math::atanh(a(0))),
-            Op::Erf => each!(r, |a| math::erf(a(0))),
-            Op::Pow => each!(r, |a| math::pow(a(0), a(1))),
-            Op::Atan2 => each!(r, |a| math::atan2(a(0), a(1))),
-            Op::Hypot => each!(r, |a| math::hypot(a(0), a(1))),
+        match r.code {
+            Code::Op(Op::Neg) => each!(r, |a| -a(0)),
+            Code::Op(Op::Add) => each!(r, |a| a(0) + a(1)),
+            Code::Op(Op::Sub) => each!(r, |a| a(0) - a(1)),
+            Code::Op(Op::Mul) => each!(r, |a| a(0) * a(1)),
+            Code::Op(Op::Div) => each!(r, |a| a(0) / a(1)),
+            Code::Op(Op::Sqrt) => each!(r, |a| a(0).sqrt()),
+            Code::Op(Op::Abs) => each!(r, |a| a(0).abs()),
+            Code::Op(Op::Sign) => each!(r, |a| math::sign(a(0))),
+            Code::Op(Op::Max) => each!(r, |a| math::max(a(0), a(1))),
+            Code::Op(Op::Min) => each!(r, |a| math::min(a(0), a(1))),
+            Code::Op(Op::Lt) => each!(r, |a| math::truth(a(0) < a(1))),
+            Code::Op(Op::Le) => each!(r, |a| math::truth(a(0) <= a(1))),
+            Code::Op(Op::Eq) => each!(r, |a| math::truth(a(0) == a(1))),
+            Code::Op(Op::Ne) => each!(r, |a| math::ne(a(0), a(1))),
+            Code::Op(Op::Select) => each!(r, |a| math::select(a(0), a(1), a(2))),
+            Code::Op(Op::Fma) => each!(r, |a| a(0).mul_add(a(1), a(2))),
+            Code::Op(Op::Sin) => each!(r, |a| math::sin(a(0))),
+            Code::Op(Op::Cos) => each!(r, |a| math::cos(a(0))),
+            Code::Op(Op::Tan) => each!(r, |a| math::tan(a(0))),
+            Code::Op(Op::Exp) => each!(r, |a| math::exp(a(0))),
+            Code::Op(Op::Log) => each!(r, |a| math::log(a(0))),
+            Code::Op(Op::Log10) => each!(r, |a| math::log10(a(0))),
+            Code::Op(Op::Cbrt) => each!(r, |a| math::cbrt(a(0))),
+            Code::Op(Op::Asin) => each!(r, |a| math::asin(a(0))),
+            Code::Op(Op::Acos) => each!(r, |a| math::acos(a(0))),
+            Code::Op(Op::Atan) => each!(r, |a| math::atan(a(0))),
+            Code::Op(Op::Sinh) => each!(r, |a| math::sinh(a(0))),
+            Code::Op(Op::Cosh) => each!(r, |a| math::cosh(a(0))),
+            Code::Op(Op::Tanh) => each!(r, |a| math::tanh(a(0))),
+            Code::Op(Op::Asinh) => each!(r, |a| math::asinh(a(0))),
+            Code::Op(Op::Acosh) => each!(r, |a| math::acosh(a(0))),
+            Code::Op(Op::Atanh) => each!(r, |a| math::atanh(a(0))),
+            Code::Op(Op::Erf) => each!(r, |a| math::erf(a(0))),
+            Code::Op(Op::Pow) => each!(r, |a| math::pow(a(0), a(1))),
+            Code::Op(Op::Atan2) => each!(r, |a| math::atan2(a(0), a(1))),
+            Code::Op(Op::Hypot) => each!(r, |a| math::hypot(a(0), a(1))),
+            Code::MulAdd => each!(r, |a| a(0) * a(1) + a(2)),
+            Code::MulSub => each!(r, |a| a(0) * a(1) - a(2)),
+            Code::SubMul => each!(r, |a| a(2) - a(0) * a(1)),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Every compiled kernel against the interpreter, bit for bit.
 //!
-//! Random graphs over every operation (fused multiply-adds included, which only graph
+//! Random graphs (the shared generator, `ddx_ir::testing::random_model`, and a local one
+//! that favours the inline `pow` exponents) over every operation (fused multiply-adds included, which only graph
 //! passes make), every lane kind in `LaneKind::ALL`, every kernel shape (point, column of
 //! width 1 and 2) at both optimisation levels; per point and in batches of odd lengths, at
 //! awkward inputs: ±0, ±inf, NaN, subnormals, the largest and smallest normals. The oracle
@@ -63,7 +64,9 @@ impl Rng {
 }
 
 /// A model over `symbols` symbols with about `nodes` operations drawn from every operation
-/// in `Op::ALL`, and `outputs` outputs.
+/// in `Op::ALL`, and `outputs` outputs; unlike the shared generator
+/// (`ddx_ir::testing::random_model`), half its powers have one of the constant exponents
+/// engines answer inline (`2`, `-1`, `0.5`) or a neighbour of them.
 pub(crate) fn random_model(seed: u64, nodes: usize, symbols: usize, outputs: usize) -> Model {
     let mut rng = Rng(seed);
     let mut g = Graph::new();
@@ -201,9 +204,10 @@ proptest! {
         symbols in 1usize..4,
         outputs in 1usize..3,
     ) {
-        let model = random_model(seed, nodes, symbols, outputs);
         let mut rng = Rng(seed ^ 0x5555);
-        check_model(&model, &mut rng, &[1, 2, 3, 7, 33])?;
+        let size = ddx_ir::testing::ModelSize { nodes, symbols, outputs, ..Default::default() };
+        check_model(&ddx_ir::testing::random_model(seed, &size), &mut rng, &[1, 2, 3, 7, 33])?;
+        check_model(&random_model(seed, nodes, symbols, outputs), &mut rng, &[1, 2, 3, 7, 33])?;
     }
 }
 

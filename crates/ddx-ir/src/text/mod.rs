@@ -1,0 +1,265 @@
+//! Text: equations written as strings, and graphs written back as text.
+//!
+//! **Reading.** [`Formula::parse`] reads one expression in Python's arithmetic:
+//!
+//! | form | meaning |
+//! |---|---|
+//! | `2`, `2.`, `.5`, `1.5e-3`, `1e999` | numbers (`f64`; `1e999` is infinity, as in Python) |
+//! | `x`, `b1`, `_t` | symbols: ASCII names, ordered alphabetically in the equation |
+//! | `sin(x)`, `pow(a, b)`, `select(c, t, f)` | every function of the operator table, by name |
+//! | `a ** b` | power; right-associative, binds tighter than a sign on its left |
+//! | `-a`, `+a` | signs, binding tighter than `*` and `/` |
+//! | `* /`, then `+ -` | left-associative |
+//! | `< <= > >= == !=` | one comparison per level, loosest of all (`a > b` is `b < a`) |
+//!
+//! `^` is refused (write `**`). A comparison chain `a < b < c` is refused: Python reads it
+//! as a conjunction and C as `(a < b) < c`, so the text must say which; parentheses do:
+//! `(a < b) < c`. Nesting (parentheses, calls, signs, `**`) is limited to [`MAX_DEPTH`]
+//! levels, so no input can exhaust the stack.
+//!
+//! Decisions on names: a **function name is reserved** — written without a call (`sin + 1`)
+//! it is `bad_syntax`, never a symbol. **`pi`, `e`, `inf` and `nan` are not keywords**:
+//! they are symbol names like any other, so a text wanting π writes the number.
+//!
+//! A parsed [`Formula`] is independent of any model: [`model`] seals formulas into a
+//! [`Model`] (one output each), and [`Formula::bind`] instantiates one inside a model
+//! closure, as an [`Expr`] of the running arena, with some names bound to values.
+//!
+//! **Writing.** [`infix`] prints a node of a graph as the shortest text that parses back to
+//! the same graph (see `print`); [`fn@dot`] draws a lane in Graphviz form.
+
+mod diagnostic;
+mod dot;
+mod lexer;
+mod parser;
+mod print;
+
+pub use diagnostic::{Expected, Location, Syntax};
+pub use dot::dot;
+pub use parser::MAX_DEPTH;
+pub use print::{infix, write_number, Infix};
+
+use crate::builder::{apply, var};
+use crate::{Error, Expr, Graph, Model, NodeId, Op, SymbolId};
+use rustc_hash::FxHashMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// The sign that negates, in operand position; the same spelling prints [`Op::Neg`].
+pub(crate) const NEG_TOKEN: &str = "-";
+/// The sign that does nothing, in operand position.
+pub(crate) const PLUS_TOKEN: &str = "+";
+
+/// One step of a formula's postfix code.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Item {
+    /// A literal.
+    Number(f64),
+    /// The formula's name at this index.
+    Name(u32),
+    /// An operation on the last `op.arity()` values; `flip` swaps the two of a comparison
+    /// written `>` or `>=`.
+    Apply { op: Op, flip: bool },
+}
+
+/// A parsed expression, not yet part of any model: postfix code over its free names.
+///
+/// Parse once, then seal into a model with [`model`], or instantiate as often as needed
+/// inside a model closure with [`Formula::bind`] — the NIST fits instantiate one model
+/// line per data point this way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Formula {
+    text: String,
+    code: Vec<Item>,
+    names: Vec<String>,
+}
+
+impl Formula {
+    /// Parses `text` (the grammar of the [module documentation](self)).
+    ///
+    /// # Errors
+    /// - [`Error::BadSyntax`] where the text leaves the grammar (with what was expected and
+    ///   what was found, or the particular refusal: `^`, a comparison chain, nesting past
+    ///   [`MAX_DEPTH`], a function name without a call, …);
+    /// - [`Error::UnknownFunction`] for a call of a name the operator table lacks, with the
+    ///   nearest function name when one is close;
+    /// - [`Error::WrongArgumentCount`] for a call with too few or too many arguments.
+    ///
+    /// Each carries the text and the byte offset of the problem.
+    pub fn parse(text: &str) -> Result<Formula, Error> {
+        parser::Parser::parse(text)
+    }
+
+    /// The text the formula was parsed from.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The free names (the symbols it would have), in order of first appearance.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Runs the code into `sink`.
+    fn run<S: Sink>(&self, sink: &mut S) -> Option<S::Value> {
+        let mut stack: Vec<S::Value> = Vec::new();
+        for item in &self.code {
+            let v = match *item {
+                Item::Number(v) => sink.number(v),
+                Item::Name(i) => sink.name(i as usize),
+                Item::Apply { op, flip } => {
+                    let at = stack.len().checked_sub(op.arity())?;
+                    if flip && op.arity() == 2 {
+                        stack.swap(at, at + 1);
+                    }
+                    let v = sink.apply(op, &stack[at..]);
+                    stack.truncate(at);
+                    v
+                }
+            };
+            stack.push(v);
+        }
+        debug_assert_eq!(stack.len(), 1, "postfix code leaves one value");
+        stack.pop()
+    }
+
+    /// The formula as an [`Expr`] of the model closure running now, every name a symbol
+    /// ([`crate::var`]). Outside a model closure the result is poisoned with
+    /// [`Error::NoArena`], exactly as `var` is (unless the formula names nothing).
+    pub fn expr(&self) -> Expr {
+        self.bind::<f64>(&[])
+    }
+
+    /// The formula as an [`Expr`] of the model closure running now, each name listed in
+    /// `bindings` replaced by its value (an `f64` or an `Expr`), every other name a symbol
+    /// ([`crate::var`]). A binding for a name the formula does not use is ignored; a name
+    /// bound twice takes the first value.
+    ///
+    /// Constants fold as they do in closure arithmetic, so a formula whose names are all
+    /// bound to numbers is a constant.
+    pub fn bind<V: Into<Expr> + Copy>(&self, bindings: &[(&str, V)]) -> Expr {
+        let bound: Vec<Option<Expr>> = self
+            .names
+            .iter()
+            .map(|n| {
+                bindings
+                    .iter()
+                    .find(|(b, _)| *b == n)
+                    .map(|&(_, v)| v.into())
+            })
+            .collect();
+        let mut sink = ExprSink {
+            names: &self.names,
+            bound,
+        };
+        self.run(&mut sink).unwrap_or_default()
+    }
+}
+
+impl FromStr for Formula {
+    type Err = Error;
+    /// [`Formula::parse`].
+    fn from_str(text: &str) -> Result<Self, Error> {
+        Formula::parse(text)
+    }
+}
+
+impl fmt::Display for Formula {
+    /// The text it was parsed from.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Where a formula's code is run.
+trait Sink {
+    type Value: Copy;
+    fn number(&mut self, v: f64) -> Self::Value;
+    fn name(&mut self, i: usize) -> Self::Value;
+    fn apply(&mut self, op: Op, args: &[Self::Value]) -> Self::Value;
+}
+
+/// Runs into a graph; names map to symbols through `symbols`.
+struct GraphSink<'a> {
+    graph: &'a mut Graph,
+    symbols: Vec<SymbolId>,
+}
+
+impl Sink for GraphSink<'_> {
+    type Value = NodeId;
+    fn number(&mut self, v: f64) -> NodeId {
+        self.graph.constant(v)
+    }
+    fn name(&mut self, i: usize) -> NodeId {
+        self.graph.symbol(self.symbols[i])
+    }
+    fn apply(&mut self, op: Op, args: &[NodeId]) -> NodeId {
+        self.graph.apply(op, args)
+    }
+}
+
+/// Runs into the model closure's arena, through the same path as `Expr` arithmetic.
+struct ExprSink<'a> {
+    names: &'a [String],
+    bound: Vec<Option<Expr>>,
+}
+
+impl Sink for ExprSink<'_> {
+    type Value = Expr;
+    fn number(&mut self, v: f64) -> Expr {
+        Expr::from(v)
+    }
+    fn name(&mut self, i: usize) -> Expr {
+        self.bound[i].unwrap_or_else(|| var(&self.names[i]))
+    }
+    fn apply(&mut self, op: Op, args: &[Expr]) -> Expr {
+        apply(op, args)
+    }
+}
+
+/// Seals `formulas` into one model, output `i` being `formulas[i]`; a name shared by
+/// several formulas is one symbol.
+///
+/// # Errors
+/// [`Error::NoGraph`] when there are no formulas or none names a symbol (every output is a
+/// literal).
+pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
+    let mut graph = Graph::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut index: FxHashMap<&str, SymbolId> = FxHashMap::default();
+    let mut outputs = Vec::with_capacity(formulas.len());
+    for f in formulas {
+        let symbols = f
+            .names
+            .iter()
+            .map(|n| {
+                *index.entry(n).or_insert_with(|| {
+                    names.push(n.clone());
+                    SymbolId::from_index(names.len() - 1)
+                })
+            })
+            .collect();
+        let mut sink = GraphSink {
+            graph: &mut graph,
+            symbols,
+        };
+        let out = f.run(&mut sink).ok_or(Error::NoGraph)?;
+        outputs.push(out);
+    }
+    if outputs.iter().all(|&o| graph.constant_of(o).is_some()) {
+        return Err(Error::NoGraph);
+    }
+    Ok(Model::seal(&graph, &outputs, names))
+}
+
+/// Parses each text and seals them into one model: [`Formula::parse`], then [`model`].
+///
+/// # Errors
+/// The first text's parse error, else those of [`model`].
+pub fn parse_model<S: AsRef<str>>(texts: &[S]) -> Result<Model, Error> {
+    let formulas = texts
+        .iter()
+        .map(|t| Formula::parse(t.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    model(&formulas)
+}

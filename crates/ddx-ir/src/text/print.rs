@@ -1,0 +1,227 @@
+//! The printer: a graph node as the shortest infix text that parses back to it.
+//!
+//! Input: a graph, a node, and the names of its symbols. Output: text in the grammar of
+//! [`crate::text`] that [`Formula::parse`](super::Formula::parse) reads back to the same
+//! hash-consed graph — provided every symbol name is a name of the grammar (ASCII, not a
+//! function name) and the nesting stays within [`MAX_DEPTH`](super::MAX_DEPTH).
+//!
+//! Parentheses are written only where the operator table's binding powers and
+//! associativity need them: `a - (b - c)`, `a / (b * c)`, `(a ** b) ** c`, `(-x) ** 2`,
+//! but `a - b - c`, `a ** b ** c`, `-x ** 2` (which is `-(x ** 2)`), `2 ** -1`,
+//! `x * -2`, `x - -2`. A signed operand may stand to the right of any infix operator
+//! unparenthesised, as in Python. Function arguments are never parenthesised, so a
+//! comparison inside `select(…)` needs none.
+//!
+//! Numbers: without a precision, the shortest text that reads back to the same `f64`
+//! (Rust's `{}`, or `{:e}` below `1e-5` and from `1e16` on, so `1e300` is not 301
+//! digits); with one (`{:.3}`) every number is written with that many decimals. The
+//! values without a literal have fixed spellings that the grammar (and Python) reads
+//! back: `inf` is `1e999`, `-inf` is `-1e999`, NaN is `0 / 0` (which folds to NaN), `-0`
+//! is `-0`. A negative number prints as a signed operand (`-2`), so it is parenthesised
+//! where a sign would be: `(-2) ** x`.
+//!
+//! The printer walks the expression as a tree with an explicit stack, so deep graphs do
+//! not exhaust the stack; a node shared by several parents is printed at each use, so a
+//! graph with much sharing prints much longer than it is.
+
+use super::NEG_TOKEN;
+use crate::builder::snapshot;
+use crate::expr::Repr;
+use crate::{Assoc, Expr, Graph, Model, Node, NodeId, Notation, Op, PREFIX_POWER};
+use std::fmt;
+
+/// The level of something that never needs parentheses.
+const ATOM: u8 = u8::MAX;
+
+/// A node of a graph, displayed as infix text (see the module documentation). A format
+/// precision (`{:.3}`) applies to every number.
+#[derive(Clone, Copy, Debug)]
+pub struct Infix<'a> {
+    graph: &'a Graph,
+    root: NodeId,
+    names: &'a [String],
+}
+
+/// Displays `root` of `graph` as infix text; `names[i]` is the name of `SymbolId(i)`. A
+/// symbol without a name prints as its id (`s3`), a seed as its id (`v0`), an id outside
+/// the graph as `<n12?>`: printing never panics.
+pub fn infix<'a>(graph: &'a Graph, root: NodeId, names: &'a [String]) -> Infix<'a> {
+    Infix { graph, root, names }
+}
+
+/// Writes `v` as the printer does (see the module documentation), with `precision`
+/// decimals if given.
+///
+/// # Errors
+/// Those of the formatter.
+pub fn write_number(f: &mut impl fmt::Write, v: f64, precision: Option<usize>) -> fmt::Result {
+    if v.is_nan() {
+        return write!(f, "0 {} 0", infix_token(Op::Div));
+    }
+    if v.is_infinite() {
+        let sign = if v < 0.0 { NEG_TOKEN } else { "" };
+        return write!(f, "{sign}1e999");
+    }
+    let a = v.abs();
+    let exponent = a != 0.0 && !(1e-5..1e16).contains(&a);
+    match (precision, exponent) {
+        (None, false) => write!(f, "{v}"),
+        (None, true) => write!(f, "{v:e}"),
+        (Some(p), false) => write!(f, "{v:.p$}"),
+        (Some(p), true) => write!(f, "{v:.p$e}"),
+    }
+}
+
+fn infix_token(op: Op) -> &'static str {
+    match op.notation() {
+        Notation::Infix { token, .. } => token,
+        _ => op.name(),
+    }
+}
+
+/// How tightly a number's text holds together.
+fn number_level(v: f64) -> u8 {
+    if v.is_nan() {
+        level_of(Op::Div)
+    } else if v.is_sign_negative() {
+        PREFIX_POWER
+    } else {
+        ATOM
+    }
+}
+
+/// How tightly an operation's text holds together.
+fn level_of(op: Op) -> u8 {
+    match op.notation() {
+        Notation::Call => ATOM,
+        Notation::Prefix => PREFIX_POWER,
+        Notation::Infix { power, .. } => power,
+    }
+}
+
+fn level(graph: &Graph, id: NodeId) -> u8 {
+    match graph.nodes().get(id.index()) {
+        Some(Node::Const(c)) => number_level(c.value()),
+        Some(Node::Apply(op, _)) => level_of(*op),
+        _ => ATOM,
+    }
+}
+
+/// Whether argument `i` of `op`, of level `child`, needs parentheses.
+fn needs_parens(op: Op, i: usize, child: u8) -> bool {
+    match op.notation() {
+        Notation::Call => false,
+        Notation::Prefix => child < PREFIX_POWER,
+        Notation::Infix { power, .. } if i == 0 => {
+            child < power || (child == power && op.assoc() != Assoc::Left)
+        }
+        Notation::Infix { .. } if child == PREFIX_POWER => false,
+        Notation::Infix { power, .. } => {
+            child < power || (child == power && op.assoc() != Assoc::Right)
+        }
+    }
+}
+
+enum Task {
+    Node(NodeId, bool),
+    Text(&'static str),
+    Infix(&'static str),
+}
+
+impl fmt::Display for Infix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let precision = f.precision();
+        let mut stack = vec![Task::Node(self.root, false)];
+        while let Some(task) = stack.pop() {
+            let (id, parens) = match task {
+                Task::Text(s) => {
+                    f.write_str(s)?;
+                    continue;
+                }
+                Task::Infix(s) => {
+                    write!(f, " {s} ")?;
+                    continue;
+                }
+                Task::Node(id, parens) => (id, parens),
+            };
+            if parens {
+                f.write_str("(")?;
+                stack.push(Task::Text(")"));
+            }
+            let Some(node) = self.graph.nodes().get(id.index()) else {
+                write!(f, "<{id}?>")?;
+                continue;
+            };
+            match *node {
+                Node::Const(c) => write_number(f, c.value(), precision)?,
+                Node::Symbol(s) => match self.names.get(s.index()) {
+                    Some(name) => f.write_str(name)?,
+                    None => write!(f, "{s}")?,
+                },
+                Node::Seed(s) => write!(f, "{s}")?,
+                Node::Apply(op, args) => {
+                    let args = &args[..op.arity()];
+                    let child = |i: usize| {
+                        let a = args[i];
+                        Task::Node(a, needs_parens(op, i, level(self.graph, a)))
+                    };
+                    match op.notation() {
+                        Notation::Call => {
+                            write!(f, "{}(", op.name())?;
+                            stack.push(Task::Text(")"));
+                            for i in (0..args.len()).rev() {
+                                stack.push(child(i));
+                                if i > 0 {
+                                    stack.push(Task::Text(", "));
+                                }
+                            }
+                        }
+                        Notation::Prefix => {
+                            f.write_str(NEG_TOKEN)?;
+                            stack.push(child(0));
+                        }
+                        Notation::Infix { token, .. } => {
+                            stack.push(child(1));
+                            stack.push(Task::Infix(token));
+                            stack.push(child(0));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Model {
+    /// One line per output, `f0: x * y`, in the model's output order; a precision
+    /// (`{:.3}`) applies to every number.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, &out) in self.outputs().iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "f{i}: ")?;
+            fmt::Display::fmt(&infix(self.graph(), out, self.symbols()), f)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Expr {
+    /// Inside the model closure that made it (or one nested in it), the expression as
+    /// infix text; a constant as its number; a handle outside its model closure (the model
+    /// has been built, or the handle was sent to another thread), or a poisoned one, as a
+    /// bracketed note saying so. Never panics. A precision
+    /// (`{:.3}`) applies to every number.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Repr::Const(v) => write_number(f, v, f.precision()),
+            Repr::Poison(p) => write!(f, "<poisoned expression: {}>", p.error().code()),
+            Repr::Node { arena, id } => match snapshot(arena, id) {
+                Some((graph, root, names)) => fmt::Display::fmt(&infix(&graph, root, &names), f),
+                None => f.write_str("<expression outside its model closure>"),
+            },
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! The text grammar and the printer: structure, printing, errors, and inputs that must not
+//! crash. Golden files live in `tests/golden/`; `DDX_BLESS=1` rewrites them.
+
+use ddx_ir::testing::{canonical, check_golden};
+use ddx_ir::text::{infix, parse_model, Formula, MAX_DEPTH};
+use ddx_ir::{build, select, var, Errc, Error, Expr, Model};
+
+fn golden(name: &str) -> String {
+    format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn model(text: &str) -> Model {
+    parse_model(&[text]).unwrap_or_else(|e| panic!("{text:?} does not parse:\n{e}"))
+}
+
+/// The text an expression prints as after a parse.
+fn reprint(text: &str) -> String {
+    let m = model(text);
+    infix(m.graph(), m.outputs()[0], m.symbols()).to_string()
+}
+
+#[test]
+fn parses_as_python_groups() {
+    let x = || var("x");
+    let y = || var("y");
+    let z = || var("z");
+    let same = |text: &str, closure: &dyn Fn() -> Expr| {
+        let built = build(|| vec![closure()]).unwrap();
+        assert_eq!(
+            canonical(&model(text)),
+            canonical(&built),
+            "{text:?} parses to another graph than intended"
+        );
+    };
+    same("-x**2", &|| -(x().powf(2.0)));
+    same("(-x)**2", &|| (-x()).powf(2.0));
+    same("x**y**z", &|| x().powf(y().powf(z())));
+    same("(x**y)**z", &|| x().powf(y()).powf(z()));
+    same("x**-y**2", &|| x().powf(-(y().powf(2.0))));
+    same("2**-x", &|| Expr::from(2.0).powf(-x()));
+    same("x - y - z", &|| x() - y() - z());
+    same("x - (y - z)", &|| x() - (y() - z()));
+    same("x / y * z", &|| x() / y() * z());
+    same("x / (y * z)", &|| x() / (y() * z()));
+    same("-x * y", &|| -x() * y());
+    same("x + y * z ** 2", &|| x() + y() * z().powf(2.0));
+    same("x + y < z * 2", &|| (x() + y()).lt(z() * 2.0));
+    same("x > y", &|| x().gt(y()));
+    same("x >= y + 1", &|| x().ge(y() + 1.0));
+    same("x == y", &|| x().eq(y()));
+    same("x != -y", &|| x().ne(-y()));
+    same("(x < y) < z", &|| x().lt(y()).lt(z()));
+    same("select(x*x < y + 1, x, y)", &|| {
+        select((x() * x()).lt(y() + 1.0), x(), y())
+    });
+    same("+x - +y", &|| x() - y());
+    same("--x", &|| x());
+    same("1.5e-3 * x + .5 - 5. + 2E2", &|| {
+        Expr::from(1.5e-3) * x() + 0.5 - 5.0 + 200.0
+    });
+    same("atan2(y, x) + hypot(x, y) + pow(x, y)", &|| {
+        y().atan2(x()) + x().hypot(y()) + x().powf(y())
+    });
+    same("max(x, y) - min(x, y,)", &|| x().max(y()) - x().min(y()));
+    same("fma(x, y, z)", &|| {
+        // Only a contraction pass makes fma in a closure model; the text names it.
+        let m = Formula::parse("fma(x, y, z)").unwrap();
+        m.expr()
+    });
+    same("sin(x)*y + 3", &|| x().sin() * y() + 3.0);
+}
+
+#[test]
+fn prints_the_shortest_text() {
+    let cases = [
+        ("a - (b - c)", "a - (b - c)"),
+        ("a - b - c", "a - b - c"),
+        ("a + (b + c)", "a + (b + c)"),
+        ("a / (b * c)", "a / (b * c)"),
+        ("a / b * c", "a / b * c"),
+        ("(a ** b) ** c", "(a ** b) ** c"),
+        ("a ** b ** c", "a ** b ** c"),
+        ("-(x ** 2)", "-x ** 2"),
+        ("(-x) ** 2", "(-x) ** 2"),
+        ("x ** -1", "x ** -1"),
+        ("2 ** -x", "2 ** -x"),
+        ("x ** -y ** 2", "x ** -y ** 2"),
+        ("x * -2", "x * -2"),
+        ("x - -2", "x - -2"),
+        ("x * -y", "x * -y"),
+        ("x + -y", "x - y"), // folded: `a + (-b)` is `a - b`
+        ("x / -2", "x / -2"),
+        ("(-2) ** x", "(-2) ** x"),
+        ("-2 ** x", "-2 ** x"),
+        ("-(x * y)", "-(x * y)"),
+        ("(-x) * y", "-x * y"),
+        ("((x))", "x"),
+        ("+x", "x"),
+        ("x - 0", "x"),
+        ("x*1", "x"),
+        ("sin(x)*y + 3", "sin(x) * y + 3"),
+        ("select(x<y, x, y)", "select(x < y, x, y)"),
+        (
+            "select((x<y)*(y<2), x, -y)",
+            "select((x < y) * (y < 2), x, -y)",
+        ),
+        ("x > y", "y < x"),
+        ("x >= y", "y <= x"),
+        ("(x < y) + 1", "(x < y) + 1"),
+        ("x < (y < 1)", "x < (y < 1)"),
+        ("(x < y) < 1", "(x < y) < 1"),
+        ("x + 1 < y * 2", "x + 1 < y * 2"),
+        ("-(x + y) ** 2", "-(x + y) ** 2"),
+        ("(x + y) * (x - y)", "(x + y) * (x - y)"),
+        ("1e300 * x", "1e300 * x"),
+        ("1e16 + x", "1e16 + x"),
+        ("9999999999999998 + x", "9999999999999998 + x"),
+        ("1.5e-7 + x", "1.5e-7 + x"),
+        ("0.00001 + x", "0.00001 + x"),
+        (".5 * x", "0.5 * x"),
+        ("1e999 * x", "1e999 * x"),
+        ("-1e999 * x", "-1e999 * x"),
+        ("x * -1e999", "x * -1e999"),
+        ("0/0 * x", "0 / 0 * x"),
+        ("x * (0/0)", "x * (0 / 0)"),
+        ("x ** (0/0)", "x ** (0 / 0)"),
+        ("(0/0) ** x", "(0 / 0) ** x"),
+        ("-0.0 * x", "-0 * x"),
+        ("(-0.0) ** x", "(-0) ** x"),
+        ("0.1 + x", "0.1 + x"),
+        ("pi * e", "pi * e"),
+        ("nan + inf", "nan + inf"),
+    ];
+    let mut wrong = Vec::new();
+    for (text, want) in cases {
+        let got = reprint(text);
+        if got != want {
+            wrong.push(format!("{text:?} printed {got:?}, want {want:?}"));
+        }
+        assert_eq!(reprint(&got), got, "printing {text:?} is not a fixed point");
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn precision_applies_to_every_number() {
+    let m = model("2*x + 0.12345 - y / 3 + 1e300*z");
+    assert_eq!(
+        format!("{:.3}", infix(m.graph(), m.outputs()[0], m.symbols())),
+        "2.000 * x + 0.123 - y / 3.000 + 1.000e300 * z"
+    );
+    assert_eq!(format!("{:.2}", Expr::from(-1.0 / 3.0)), "-0.33");
+    assert_eq!(
+        format!("{m:.1}"),
+        "f0: 2.0 * x + 0.1 - y / 3.0 + 1.0e300 * z"
+    );
+}
+
+#[test]
+fn models_print_one_line_per_output() {
+    let m = parse_model(&["x*y", "x - 1", "2"]).unwrap();
+    assert_eq!(m.to_string(), "f0: x * y\nf1: x - 1\nf2: 2");
+    assert_eq!(m.symbols(), ["x", "y"]);
+}
+
+#[test]
+fn expressions_print_inside_their_closure() {
+    let mut inside = String::new();
+    let mut constant = String::new();
+    let mut stale = None;
+    let mut across = String::new();
+    let mut nested = String::new();
+    build(|| {
+        let x = var("x");
+        let e = (x + 1.0) * var("y").sin();
+        inside = e.to_string();
+        constant = (Expr::from(2.0) * 3.0).to_string();
+        across = std::thread::scope(|s| s.spawn(|| e.to_string()).join().unwrap());
+        build(|| {
+            nested = e.to_string();
+            vec![var("t")]
+        })
+        .unwrap();
+        stale = Some(e);
+        vec![e]
+    })
+    .unwrap();
+    assert_eq!(inside, "(x + 1) * sin(y)");
+    assert_eq!(constant, "6");
+    assert_eq!(
+        across, "<expression outside its model closure>",
+        "another thread"
+    );
+    assert_eq!(nested, "(x + 1) * sin(y)", "inside a nested model closure");
+    assert_eq!(
+        stale.unwrap().to_string(),
+        "<expression outside its model closure>"
+    );
+    assert_eq!(
+        var("x").to_string(),
+        "<poisoned expression: no_arena>",
+        "outside a closure"
+    );
+}
+
+#[test]
+fn formulas_bind_inside_a_closure() {
+    let f: Formula = "b1 * (1 - exp(-b2 * x))".parse().unwrap();
+    assert_eq!(f.names(), ["b1", "b2", "x"]);
+    assert_eq!(f.to_string(), "b1 * (1 - exp(-b2 * x))");
+    let data = [(1.0, 2.0), (2.0, 3.0)];
+    let m = build(|| {
+        let sum: Expr = data
+            .iter()
+            .map(|&(x, y)| {
+                let r = y - f.bind(&[("x", x)]);
+                r * r
+            })
+            .sum();
+        vec![sum]
+    })
+    .unwrap();
+    assert_eq!(m.symbols(), ["b1", "b2"]);
+    let r1 = "(2 - b1 * (1 - exp(-b2)))";
+    let r2 = "(3 - b1 * (1 - exp(-b2 * 2)))";
+    assert_eq!(m.to_string(), format!("f0: {r1} * {r1} + {r2} * {r2}"));
+    // Bound to expressions, and with everything bound: a constant.
+    let m = build(|| {
+        let t = var("t");
+        vec![f.bind(&[("x", t * 2.0), ("b2", Expr::from(0.5))])]
+    })
+    .unwrap();
+    assert_eq!(m.to_string(), "f0: b1 * (1 - exp(-0.5 * (t * 2)))");
+    let all = build(|| vec![f.bind(&[("x", 1.0), ("b1", 1.0), ("b2", 0.0)])]);
+    assert_eq!(all.unwrap_err(), Error::NoGraph);
+}
+
+#[test]
+fn literal_only_text_is_no_graph() {
+    for text in ["2 + 3", "sin(1)", "x - x + 1"] {
+        let r = parse_model(&[text]);
+        if text.contains('x') {
+            assert!(r.is_ok(), "x - x is not folded (NaN at infinity)");
+        } else {
+            assert_eq!(r.unwrap_err(), Error::NoGraph, "{text}");
+        }
+    }
+    assert_eq!(parse_model::<&str>(&[]).unwrap_err(), Error::NoGraph);
+    assert!(
+        parse_model(&["1", "x"]).is_ok(),
+        "one symbolic output is enough"
+    );
+}
+
+/// Every refusal, with its caret, as a golden file.
+#[test]
+fn errors_say_where_and_what() {
+    let cases = [
+        ("x ^ 2", Errc::BadSyntax),
+        ("x = 2", Errc::BadSyntax),
+        ("a < b < c", Errc::BadSyntax),
+        ("a < b + 1 >= c", Errc::BadSyntax),
+        ("2x + 1", Errc::BadSyntax),
+        ("1e + x", Errc::BadSyntax),
+        ("x * 010", Errc::BadSyntax),
+        ("x + ", Errc::BadSyntax),
+        ("", Errc::BadSyntax),
+        ("x y", Errc::BadSyntax),
+        ("(x + y", Errc::BadSyntax),
+        ("x + y)", Errc::BadSyntax),
+        ("sin(x y)", Errc::BadSyntax),
+        ("sin + 1", Errc::BadSyntax),
+        ("x $ y", Errc::BadSyntax),
+        ("x + é", Errc::BadSyntax),
+        ("x * . ", Errc::BadSyntax),
+        ("x\n  + * y", Errc::BadSyntax),
+        ("sine(x)", Errc::UnknownFunction),
+        ("arctan(x)", Errc::UnknownFunction),
+        ("frobnicate(x)", Errc::UnknownFunction),
+        ("atan2(x)", Errc::WrongArgumentCount),
+        ("sin(x, y, z)", Errc::WrongArgumentCount),
+        ("select(x < 1, x)", Errc::WrongArgumentCount),
+        ("exp()", Errc::WrongArgumentCount),
+        ("pow(x, 2, 3,)", Errc::WrongArgumentCount),
+    ];
+    let mut out = String::new();
+    for (text, code) in cases {
+        let e = Formula::parse(text).expect_err(text);
+        assert_eq!(e.code(), code, "{text:?}: {e}");
+        out.push_str(&format!("==== {text:?}\n{e}\n"));
+    }
+    let deep = format!(
+        "{}x{}",
+        "(".repeat(MAX_DEPTH + 1),
+        ")".repeat(MAX_DEPTH + 1)
+    );
+    let e = Formula::parse(&deep).unwrap_err();
+    assert!(matches!(
+        e,
+        Error::BadSyntax {
+            problem: ddx_ir::text::Syntax::TooDeep { limit: MAX_DEPTH },
+            ..
+        }
+    ));
+    out.push_str(&format!(
+        "==== {} levels of parentheses\n{}\n",
+        MAX_DEPTH + 1,
+        {
+            let s = e.to_string();
+            s.lines().next().unwrap_or_default().to_string()
+        }
+    ));
+    check_golden(golden("text_errors.txt"), &out);
+}
+
+#[test]
+fn typos_are_told_the_nearest_name() {
+    let near = |text: &str| match Formula::parse(text) {
+        Err(Error::UnknownFunction { nearest, .. }) => nearest,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(near("sine(x)").as_deref(), Some("sin"));
+    assert_eq!(near("sqr(x)").as_deref(), Some("sqrt"));
+    assert_eq!(near("exp10(x)").as_deref(), Some("exp"));
+    assert_eq!(near("atn2(x, y)").as_deref(), Some("atan2"));
+    assert_eq!(near("frobnicate(x)"), None);
+}
+
+#[test]
+fn deep_inputs_are_refused_not_overflowed() {
+    let n = 200_000;
+    for text in [
+        format!("{}x{}", "(".repeat(n), ")".repeat(n)),
+        format!("{}x", "-".repeat(n)),
+        format!("x{}", "**x".repeat(n)),
+        format!("{}x{}", "sin(".repeat(n), ")".repeat(n)),
+        "(".repeat(n),
+    ] {
+        let e = Formula::parse(&text).unwrap_err();
+        assert_eq!(e.code(), Errc::BadSyntax);
+    }
+    // Just inside the limit parses.
+    let ok = format!(
+        "{}x{}",
+        "(".repeat(MAX_DEPTH - 1),
+        ")".repeat(MAX_DEPTH - 1)
+    );
+    assert!(Formula::parse(&ok).is_ok());
+    // A long left-associative chain is a loop, not a recursion: no limit.
+    let chain = vec!["x"; n].join(" + ");
+    let m = model(&chain);
+    let printed = infix(m.graph(), m.outputs()[0], m.symbols()).to_string();
+    assert_eq!(printed, chain);
+}
