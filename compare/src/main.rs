@@ -382,11 +382,8 @@ fn measure<M: BenchModel>(
         }
     }
     let eq_ref = &eq;
-    let interp: Call<'_> = Box::new(move |x, g| {
-        let r = eq_ref.gradient(x).map_err(|e| e.to_string())?;
-        g.copy_from_slice(&r);
-        Ok(())
-    });
+    let interp: Call<'_> =
+        Box::new(move |x, g| eq_ref.gradient_into(x, g).map_err(|e| e.to_string()));
     arms.push(Box::new(RustArm::new(
         "ddx-interp",
         interp,
@@ -396,11 +393,8 @@ fn measure<M: BenchModel>(
 
     match &jit {
         Some(eq) => {
-            let call: Call<'_> = Box::new(move |x, g| {
-                let r = eq.gradient(x).map_err(|e| e.to_string())?;
-                g.copy_from_slice(&r);
-                Ok(())
-            });
+            let call: Call<'_> =
+                Box::new(move |x, g| eq.gradient_into(x, g).map_err(|e| e.to_string()));
             arms.push(Box::new(RustArm::new("ddx-jit", call, Rc::clone(&pool), n)));
         }
         None => skipped.push(("ddx-jit".into(), JIT_SKIP.into())),
@@ -581,7 +575,7 @@ const ARMS_DOC: &str = "\
 | arm | what it is, and how overhead is kept out |
 |---|---|
 | `native` | one `f64` evaluation of the model's native Rust function (the denominator of every ratio) |
-| `ddx-interp` | `Equation::gradient`: the gradient lane interpreted; the API's answer `Vec` is part of the call |
+| `ddx-interp` | `Equation::gradient_into`: the gradient lane interpreted, written into the arm's buffer (as the CasADi arms write into theirs) |
 | `ddx-jit` | the same equation under `Backend::Compile`, `points = 1`, after `wait_for_kernel(Gradient)`; present only where `uses_kernel(Gradient)` is then true |
 | `num-dual` | the same generic Rust function on num-dual's dual numbers, the faster (measured per model, listed below) of one forward pass on `DualSVec64<n>` (`num_dual::gradient`, all `n` tangents at once) and `n` forward passes on `Dual64` |
 | `casadi/r` | CasADi's SX gradient `Function` (reverse mode, `casadi.gradient`), serialized, loaded into `libcasadi.so` through its C API and evaluated by CasADi's virtual machine from Rust: no Python in the loop |

@@ -73,6 +73,16 @@ pub enum Error {
         /// Values given.
         got: usize,
     },
+    /// An output buffer passed to a per-point `*_into` call has the wrong length.
+    #[error(
+        "wrong_output_length: the output buffer holds {got} values, the call writes {expected}"
+    )]
+    WrongOutputLength {
+        /// The length the call writes (`m`, `m·n` or `m·n·n`).
+        expected: usize,
+        /// The buffer's length.
+        got: usize,
+    },
     /// A direction or covector has the wrong length.
     #[error("wrong_direction: the {role} has {got} values, {expected} expected")]
     WrongDirection {
@@ -283,6 +293,8 @@ pub enum Errc {
     WrongArity,
     /// See [`Error::WrongDirection`].
     WrongDirection,
+    /// See [`Error::WrongOutputLength`].
+    WrongOutputLength,
     /// See [`Error::NotScalar`].
     NotScalar,
     /// See [`Error::ShortPoint`] and [`Error::MissingSymbol`].
@@ -331,6 +343,7 @@ impl Errc {
         match self {
             Errc::WrongArity => "wrong_arity",
             Errc::WrongDirection => "wrong_direction",
+            Errc::WrongOutputLength => "wrong_output_length",
             Errc::NotScalar => "not_scalar",
             Errc::ShortPoint => "short_point",
             Errc::UnknownSymbol => "unknown_symbol",
@@ -367,6 +380,7 @@ impl Error {
         match self {
             Error::WrongArity { .. } => Errc::WrongArity,
             Error::WrongDirection { .. } => Errc::WrongDirection,
+            Error::WrongOutputLength { .. } => Errc::WrongOutputLength,
             Error::NotScalar { .. } => Errc::NotScalar,
             Error::ShortPoint { .. } | Error::MissingSymbol { .. } => Errc::ShortPoint,
             Error::UnknownSymbol { .. } => Errc::UnknownSymbol,

@@ -13,6 +13,7 @@
 pub mod ad;
 mod builder;
 pub mod colour;
+pub mod contract;
 pub mod error;
 mod expr;
 pub mod fold;

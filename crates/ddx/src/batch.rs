@@ -140,7 +140,7 @@ impl<S: Shape> Equation<S> {
     /// Runs lane `kind` over a checked table: through the lane's kernel when one answers
     /// it, else the block interpreter.
     fn batch(&self, kind: LaneKind, table: &Table) {
-        let p = self.core.prepared(kind);
+        let p = self.prepared(kind);
         if let Some(kernel) = self.jit.batch(&self.core, kind, table.len) {
             let work = table.len.saturating_mul(p.lane.graph.len().max(1));
             split(table.len, work, KERNEL_CHUNK, |start, len| {
@@ -267,7 +267,7 @@ impl<S: Shape> Equation<S> {
         inputs: &[&[f64]],
         outputs: &mut [&mut [f64]],
     ) -> Result<(), Error> {
-        let lane = &self.core.prepared(kind).lane;
+        let lane = &self.prepared(kind).lane;
         let mut t = Table::new(inputs);
         t.read(Block::Points, inputs, lane.symbols + lane.seeds)?
             .write(Block::Values, outputs, lane.outputs.len())?;

@@ -110,7 +110,8 @@ impl Prepared {
 #[derive(Debug)]
 pub(crate) struct Core {
     pub(crate) model: Model,
-    lanes: [OnceLock<Prepared>; LaneKind::ALL.len()],
+    /// The lanes as the passes build them, and contracted (`Codegen::contract`).
+    lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
 }
 
 impl Core {
@@ -121,18 +122,27 @@ impl Core {
         }
     }
 
-    /// The lanes already prepared.
-    pub(crate) fn prepared_kinds(&self) -> Vec<LaneKind> {
+    /// The lanes already prepared, of the variant `contract` selects.
+    pub(crate) fn prepared_kinds(&self, contract: bool) -> Vec<LaneKind> {
         LaneKind::ALL
             .into_iter()
-            .filter(|&k| self.lanes[k as usize].get().is_some())
+            .filter(|&k| {
+                self.lanes[usize::from(contract)][k as usize]
+                    .get()
+                    .is_some()
+            })
             .collect()
     }
 
-    /// The lane `kind`, built and lowered on first use.
-    pub(crate) fn prepared(&self, kind: LaneKind) -> &Prepared {
-        self.lanes[kind as usize].get_or_init(|| {
-            let lane = ddx_ir::lane::build(&self.model, kind);
+    /// The lane `kind`, built and lowered on first use; contracted (see
+    /// [`ddx_ir::contract`]) when `contract` is set.
+    pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {
+        self.lanes[usize::from(contract)][kind as usize].get_or_init(|| {
+            let lane = if contract {
+                ddx_ir::contract::contract(&self.prepared(kind, false).lane)
+            } else {
+                ddx_ir::lane::build(&self.model, kind)
+            };
             let program = Program::lower(&lane, Schedule::Level);
             Prepared {
                 lane,
@@ -206,7 +216,8 @@ impl<S: Shape> Equation<S> {
         if self.options != options {
             self.options = options;
             self.jit = Jit::default();
-            self.jit = Jit::new(&self.options, &self.core, &self.core.prepared_kinds());
+            let prepared = self.core.prepared_kinds(self.options.codegen.contract);
+            self.jit = Jit::new(&self.options, &self.core, &prepared);
         }
         self
     }
@@ -250,6 +261,11 @@ impl<S: Shape> Equation<S> {
         self.jit.status()
     }
 
+    /// The lane `kind` of the variant the options select (contracted or not).
+    pub(crate) fn prepared(&self, kind: LaneKind) -> &Prepared {
+        self.core.prepared(kind, self.options.codegen.contract)
+    }
+
     /// The sealed value graph.
     pub fn model(&self) -> &Model {
         &self.core.model
@@ -257,7 +273,7 @@ impl<S: Shape> Equation<S> {
 
     /// The lane graph a call of kind `kind` runs (built on first use).
     pub fn lane(&self, kind: LaneKind) -> &Lane {
-        &self.core.prepared(kind).lane
+        &self.prepared(kind).lane
     }
 
     /// The symbol names in canonical order: alphabetical by the bytes of the name. This is
@@ -314,7 +330,7 @@ impl<S: Shape> Equation<S> {
     /// order: from the kernel when one answers the lane, else from the interpreter (the
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
-        let p = self.core.prepared(kind);
+        let p = self.prepared(kind);
         if let Some(k) = self.jit.point(&self.core, kind) {
             let n = p.program.outputs();
             let mut stack = [0.0; STACK_OUTPUTS];
@@ -336,7 +352,7 @@ impl<S: Shape> Equation<S> {
 
     /// Runs lane `kind` at one point into `out` (one value per output).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
-        let p = self.core.prepared(kind);
+        let p = self.prepared(kind);
         match self.jit.point(&self.core, kind) {
             Some(k) => k.run_point(inputs, out),
             None => p.program.run(inputs, out),
@@ -345,7 +361,7 @@ impl<S: Shape> Equation<S> {
 
     /// The outputs of lane `kind` after its values (the products of `jvp`, `vjp`).
     fn tail(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
-        let p = self.core.prepared(kind);
+        let p = self.prepared(kind);
         let values = p.lane.values;
         let mut out = Vec::with_capacity(p.program.outputs() - values);
         self.eval(kind, inputs, |k, v| {
@@ -357,7 +373,7 @@ impl<S: Shape> Equation<S> {
     }
 
     fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
-        let p = self.core.prepared(kind);
+        let p = self.prepared(kind);
         let mut out = zeros(p.program.outputs());
         self.eval_into(kind, inputs, &mut out);
         out
@@ -394,18 +410,73 @@ impl<S: Shape> Equation<S> {
         self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense(LaneKind::Gradient, x))
     }
 
+    /// `f(x)` written into `out` (`m` values): [`Equation::evaluate`] without allocating,
+    /// for calls in a loop.
+    ///
+    /// # Errors
+    /// [`Error::WrongOutputLength`] unless `out` is `m` long (nothing is written); those of
+    /// [`Equation::point`].
+    pub fn evaluate_into(&self, point: impl Point, out: &mut [f64]) -> Result<(), Error> {
+        check_output(out, self.outputs())?;
+        self.with_inputs(
+            &point,
+            0,
+            |_| Ok(()),
+            |x| self.eval_into(LaneKind::Value, x, out),
+        )
+    }
+
+    /// The Jacobian written into `out` (dense, row-major `m × n`): [`Equation::jacobian`]
+    /// without allocating, for calls in a loop.
+    ///
+    /// # Errors
+    /// [`Error::WrongOutputLength`] unless `out` is `m·n` long (nothing is written); those
+    /// of [`Equation::point`].
+    pub fn jacobian_into(&self, point: impl Point, out: &mut [f64]) -> Result<(), Error> {
+        check_output(out, self.outputs() * self.arity())?;
+        self.with_inputs(
+            &point,
+            0,
+            |_| Ok(()),
+            |x| self.dense_into(LaneKind::Jacobian, x, out),
+        )
+    }
+
+    /// The gradient block written into `out` (dense, row-major `m × n`):
+    /// [`Equation::gradient`] without allocating, for calls in a loop.
+    ///
+    /// # Errors
+    /// [`Error::WrongOutputLength`] unless `out` is `m·n` long (nothing is written); those
+    /// of [`Equation::point`].
+    pub fn gradient_into(&self, point: impl Point, out: &mut [f64]) -> Result<(), Error> {
+        check_output(out, self.outputs() * self.arity())?;
+        self.with_inputs(
+            &point,
+            0,
+            |_| Ok(()),
+            |x| self.dense_into(LaneKind::Gradient, x, out),
+        )
+    }
+
     /// Runs a Jacobian-shaped lane and writes its cells into a dense row-major `m × n`.
     fn dense(&self, kind: LaneKind, x: &[f64]) -> Vec<f64> {
+        let mut dense = zeros(self.outputs() * self.arity());
+        self.dense_into(kind, x, &mut dense);
+        dense
+    }
+
+    /// [`Equation::dense`] into `dense` (`m·n` long).
+    fn dense_into(&self, kind: LaneKind, x: &[f64], dense: &mut [f64]) {
         let n = self.arity();
-        let mut dense = zeros(self.outputs() * n);
-        let p = self.core.prepared(kind);
+        let p = self.prepared(kind);
         let values = p.lane.values;
         if let Some(pattern) = &p.lane.pattern {
             if values == 0 && pattern.nonzeros() == dense.len() {
                 // Every cell, row-major: the lane's outputs are the dense matrix.
-                self.eval_into(kind, x, &mut dense);
-                return dense;
+                self.eval_into(kind, x, dense);
+                return;
             }
+            dense.fill(0.0);
             let cells = pattern.entries();
             self.eval(kind, x, |k, v| {
                 if let Some(c) = k.checked_sub(values).and_then(|k| cells.get(k)) {
@@ -413,13 +484,11 @@ impl<S: Shape> Equation<S> {
                 }
             });
         }
-        dense
     }
 
     /// The Jacobian's sparsity pattern: which `(function, symbol)` cells structurally exist.
     pub fn jacobian_pattern(&self) -> &Sparsity {
-        self.core
-            .prepared(LaneKind::Gradient)
+        self.prepared(LaneKind::Gradient)
             .lane
             .pattern
             .as_ref()
@@ -455,6 +524,18 @@ impl<S: Shape> Equation<S> {
             Ok(())
         };
         self.with_inputs(&point, m, fill, |x| self.tail(LaneKind::Vjp, x))
+    }
+}
+
+/// Checks an output buffer's length.
+fn check_output(out: &[f64], expected: usize) -> Result<(), Error> {
+    if out.len() == expected {
+        Ok(())
+    } else {
+        Err(Error::WrongOutputLength {
+            expected,
+            got: out.len(),
+        })
     }
 }
 

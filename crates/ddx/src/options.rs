@@ -53,8 +53,12 @@ pub struct Codegen {
     pub lanes: Lanes,
     /// Optimisation level of the top tier.
     pub opt_level: OptLevel,
-    /// Contract `a*b + c` into one fused multiply-add (a graph pass, so every engine sees
-    /// the same graph).
+    /// Contract each product whose only use is a sum or difference into one fused
+    /// multiply-add ([`ddx_ir::contract`]). Off by default: results are then those of
+    /// plain `f64` arithmetic on the graph. On, each fused pair rounds once instead of
+    /// twice (usually more accurate) and the lanes are shorter; since it is a graph pass,
+    /// the interpreter, the batch interpreter and the JIT all run the contracted graph
+    /// and still agree to the bit. It applies to every engine, `Interpret` included.
     pub contract: bool,
 }
 

@@ -316,3 +316,47 @@ fn equations_are_send_and_sync() {
     check::<ddx::Equation>();
     check::<ddx::Equation<ddx::System>>();
 }
+
+#[test]
+fn into_calls_equal_the_allocating_calls_and_check_their_buffer() {
+    let sys = rt::equation(|| {
+        let (x, y) = (rt::var("x"), rt::var("y"));
+        [x * y + x.sin(), x.exp() - y * y, y.sqrt()]
+    })
+    .unwrap();
+    let p = [1.3, 0.7];
+    let mut f = [f64::NAN; 3];
+    sys.evaluate_into(p, &mut f).unwrap();
+    assert_eq!(f.to_vec(), sys.evaluate(p).unwrap());
+    let mut j = [f64::NAN; 6];
+    sys.jacobian_into(p, &mut j).unwrap();
+    assert_eq!(j.to_vec(), sys.jacobian(p).unwrap());
+    // The gradient lane writes only structural nonzeros; the rest must be zeroed.
+    let mut g = [f64::NAN; 6];
+    sys.gradient_into(p, &mut g).unwrap();
+    assert_eq!(g.to_vec(), sys.gradient(p).unwrap());
+    assert_eq!(g[4], 0.0, "∂sqrt(y)/∂x is a structural zero");
+    let mut short = [f64::NAN; 5];
+    let e = sys.jacobian_into(p, &mut short).unwrap_err();
+    assert_eq!(
+        e,
+        Error::WrongOutputLength {
+            expected: 6,
+            got: 5
+        }
+    );
+    assert_eq!(e.code(), Errc::WrongOutputLength);
+    assert_eq!(
+        sys.gradient_into(p, &mut short).unwrap_err().code(),
+        Errc::WrongOutputLength
+    );
+    assert_eq!(
+        sys.evaluate_into(p, &mut short).unwrap_err().code(),
+        Errc::WrongOutputLength
+    );
+    assert!(short.iter().all(|v| v.is_nan()), "nothing written on error");
+    assert_eq!(
+        sys.jacobian_into([1.0], &mut j).unwrap_err().code(),
+        Errc::ShortPoint
+    );
+}

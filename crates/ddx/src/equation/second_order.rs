@@ -66,8 +66,7 @@ impl<T: SymbolRef + ?Sized> SymbolRef for &T {
 
 impl<S: Shape> Equation<S> {
     fn hessian_layout(&self) -> &HessianLayout {
-        self.core
-            .prepared(LaneKind::Hessian)
+        self.prepared(LaneKind::Hessian)
             .lane
             .hessian
             .as_ref()
@@ -91,7 +90,7 @@ impl<S: Shape> Equation<S> {
     }
 
     fn dense_hessian(&self, x: &[f64]) -> Vec<f64> {
-        let p = self.core.prepared(LaneKind::Hessian);
+        let p = self.prepared(LaneKind::Hessian);
         let layout = self.hessian_layout();
         let (m, n) = (self.outputs(), self.arity());
         let nnz = p.lane.pattern.as_ref().map_or(0, Sparsity::nonzeros);
@@ -183,7 +182,7 @@ impl<S: Shape> Equation<S> {
     }
 
     fn run_hvp(&self, x: &[f64]) -> Vec<f64> {
-        let p = self.core.prepared(LaneKind::Hvp);
+        let p = self.prepared(LaneKind::Hvp);
         let nnz = p.lane.pattern.as_ref().map_or(0, Sparsity::nonzeros);
         let skip = p.lane.values + nnz;
         let mut out = Vec::with_capacity(self.arity());

@@ -161,7 +161,7 @@ impl Program {
             s.slots[base..base + self.inputs].copy_from_slice(inputs);
             // SAFETY: `lower` checked every slot index in `instrs` against `self.slots`,
             // and the scratch array holds exactly `self.slots` values.
-            unsafe { execute(&self.runs, &self.instrs, s.slots.as_mut_ptr()) };
+            unsafe { dispatch(&self.runs, &self.instrs, s.slots.as_mut_ptr()) };
             for (k, &slot) in self.outputs.iter().enumerate() {
                 sink(k, s.slots[slot as usize]);
             }
@@ -169,12 +169,40 @@ impl Program {
     }
 }
 
+/// Runs `runs` of `instrs` with a build that has the CPU's fused multiply-add where it has
+/// one (`f64::mul_add` is otherwise a library call).
+///
+/// # Safety
+/// As [`execute`].
+unsafe fn dispatch(runs: &[Run], instrs: &[Instr], s: *mut f64) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the feature is present; the slot contract is the caller's.
+            return unsafe { execute_fma(runs, instrs, s) };
+        }
+    }
+    // SAFETY: as above.
+    unsafe { execute(runs, instrs, s) }
+}
+
+/// [`execute`] compiled with FMA.
+///
+/// # Safety
+/// The CPU must have FMA; otherwise as [`execute`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], s: *mut f64) {
+    // SAFETY: forwarded.
+    unsafe { execute(runs, instrs, s) }
+}
+
 /// Runs `runs` of `instrs` over the slot array at `s`.
 ///
 /// # Safety
 /// Every slot index in `instrs` must be in bounds of the array `s` points to, and every
 /// run must lie inside `instrs`.
-#[inline(never)]
+#[inline(always)]
 unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
     use ddx_ir::math;
     macro_rules! each {

@@ -177,7 +177,7 @@ fn run(job: Job) {
     } = job;
     if !state.abandoned() {
         let climbed = catch_unwind(AssertUnwindSafe(|| {
-            let lane = &core.prepared(kind).lane;
+            let lane = &core.prepared(kind, state.config.contract).lane;
             climb(&state, lane, from, upto)
         }));
         match climbed {

@@ -53,6 +53,8 @@ pub(crate) enum Tier {
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
     pub(crate) backend: Backend,
+    /// Whether the lanes are the contracted ones (`Codegen::contract`).
+    pub(crate) contract: bool,
     pub(crate) shape: Shape,
     pub(crate) top: OptLevel,
     pub(crate) warm: u64,
@@ -81,6 +83,7 @@ impl Config {
         };
         Ok(Config {
             backend: o.backend,
+            contract: o.codegen.contract,
             shape,
             top: o.codegen.opt_level,
             warm: o.warm_points,
