@@ -3,8 +3,8 @@
 //!
 //! A native model is written once as `fn eval<D: Real>(&self, x: &[D]) -> D`; at `f64` it is
 //! the baseline every benchmark ratio divides by, and on `num-dual`'s dual numbers it is the
-//! `num-dual` arm. The helpers here follow ddx's conventions (`DESIGN.md`, "Semantics that
-//! must hold"): comparisons answer `1.0`/`0.0`, `select` takes its true arm where the
+//! `num-dual` arm. The helpers here follow ddx's conventions (`ARCHITECTURE.md`, "Semantics"):
+//! comparisons answer `1.0`/`0.0`, `select` takes its true arm where the
 //! condition is nonzero, `max`/`min` answer the other operand when one is NaN, and `sign(±0)`
 //! is `0`.
 //!

@@ -42,6 +42,9 @@ pub enum System {}
 
 impl private::Sealed for Scalar {}
 impl private::Sealed for System {}
+impl private::Sealed for Expr {}
+impl<const M: usize> private::Sealed for [Expr; M] {}
+impl private::Sealed for Vec<Expr> {}
 
 impl Shape for Scalar {
     type Value = f64;
@@ -60,8 +63,8 @@ impl Shape for System {
 }
 
 /// What a model closure may return: one [`Expr`] (a scalar function), or an array or `Vec`
-/// of them (a system).
-pub trait ModelOutput {
+/// of them (a system). Sealed: a [`Scalar`] equation always has exactly one output.
+pub trait ModelOutput: private::Sealed {
     /// The equation's shape.
     type Shape: Shape;
     /// The outputs, in order.

@@ -30,7 +30,7 @@
 //! # Ok::<(), ddx::Error>(())
 //! ```
 //!
-//! Semantics every call honours (see the repository's `DESIGN.md`):
+//! Semantics every call honours (`ARCHITECTURE.md`, "Semantics", has them all):
 //! - symbols order alphabetically (byte order); naming one twice gives the same symbol;
 //! - `abs'(0) = 0`, `sign' = 0`, `max`/`min` split a tie in half, `pow(a, b)` at `a == 0`
 //!   answers the zeros of its constant arms, `hypot`/`atan2` have zero partials at the

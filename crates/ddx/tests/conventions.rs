@@ -1,4 +1,4 @@
-//! Every derivative convention of DESIGN.md at its special point, in every lane the core
+//! Every derivative convention (`ARCHITECTURE.md`, "Semantics") at its special point, in every lane the core
 //! has (Jacobian, gradient, jvp, vjp), and the `select` rule where the untaken arm's
 //! derivative is NaN or infinite.
 
@@ -266,4 +266,29 @@ fn huber_gradient_follows_each_residual_arm() {
         (g[0] - want_a).abs() < 1e-15 && (g[1] - want_b).abs() < 1e-15,
         "{g:?}"
     );
+}
+
+#[test]
+fn forward_and_reverse_exclude_the_same_paths() {
+    // The untaken arm is the constant 0: below the select nothing of x flows in that arm,
+    // so the derivative is 0 in every lane, not the ∞·0 a tangent masked early would meet
+    // at sqrt'(0) or at 1/0's partial.
+    let eq = eq1(|x| select(x.gt(0.0), x, 0.0).sqrt());
+    assert_lanes("sqrt(select(x>0, x, 0)) at 0", &eq, &[0.0], &[0.0]);
+    assert_lanes("... at 4", &eq, &[4.0], &[0.25]);
+    let eq = eq1(|x| 1.0 / select(x.gt(0.0), x, 0.0));
+    assert_lanes("1/select(x>0, x, 0) at 0", &eq, &[0.0], &[0.0]);
+    assert_eq!(eq.hessian([0.0]).unwrap(), [0.0]);
+    assert_eq!(eq.hvp([1.0], [0.0]).unwrap(), [0.0]);
+    // Through max's answered operand too.
+    let eq = eq1(|x| x.max(0.0).sqrt());
+    assert_lanes("sqrt(max(x, 0)) at -1", &eq, &[-1.0], &[0.0]);
+    // A guarded path that rejoins an unguarded one keeps the unguarded share.
+    let eq = eq1(|x| (select(x.gt(0.0), x, 0.0) + x * 2.0).sqrt());
+    let g = eq.jacobian(0.0).unwrap()[0];
+    assert!(
+        g.is_infinite(),
+        "d sqrt(u)/du = ∞ at u = 0 times u' = 2: {g}"
+    );
+    assert_eq!(eq.jvp([1.0], 0.0).unwrap()[0], g);
 }

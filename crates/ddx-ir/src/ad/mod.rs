@@ -23,6 +23,7 @@
 //! condition itself is never differentiated.
 
 pub mod forward;
+mod guard;
 pub mod hessian;
 pub mod reverse;
 pub mod rules;

@@ -21,7 +21,7 @@
 //! arithmetic (coupled, for `exp`, `sin`/`cos`, `sinh`/`cosh`, `tan`, `tanh`, whose
 //! derivative is a function of the result).
 //!
-//! **Conventions** (DESIGN.md), carried to every order so that these derivatives agree
+//! **Conventions** (`ARCHITECTURE.md`, "Semantics"), carried to every order so that these derivatives agree
 //! with nested first derivatives and the Hessian lane:
 //! - an argument whose series is constant (`a_k = 0` for `k ≥ 1`) contributes nothing:
 //!   the result is the constant `[f(a₀), 0, …]` (no `0·∞`);

@@ -79,8 +79,10 @@ impl<S: Shape> Equation<S> {
     ///
     /// Each cell is read from one product `Hᵣ·v_k` of the colour compression
     /// ([`Equation::hessian_cell`]); `H(i, j)` and `H(j, i)` may come from different
-    /// products and then can differ in the last ULP — symmetrise before a solver that
-    /// checks. Where an expression's second derivative is not finite (IEEE arithmetic,
+    /// products and then differ by rounding (in the last ULP where nothing cancels) —
+    /// symmetrise before a solver that checks. Where the function is not twice
+    /// differentiable (a kink, or a singular point of `pow`, `hypot`, `atan2`) the two can
+    /// differ outright: `pow(x, y)` at `(0, 1)` has `H(x, y) = 1` and `H(y, x) = 0`. Where an expression's second derivative is not finite (IEEE arithmetic,
     /// e.g. `sqrt` at 0), the cell says so; an untaken `select` arm's never reaches it.
     ///
     /// # Errors
