@@ -245,7 +245,7 @@ fn literal_only_text_is_no_graph() {
             assert_eq!(r.unwrap_err(), Error::NoGraph, "{text}");
         }
     }
-    assert_eq!(parse_model::<&str>(&[]).unwrap_err(), Error::NoGraph);
+    assert_eq!(parse_model::<&str>(&[]).unwrap_err(), Error::NoOutputs);
     assert!(
         parse_model(&["1", "x"]).is_ok(),
         "one symbolic output is enough"
