@@ -49,8 +49,8 @@ impl Drop for PopGuard {
 /// # Errors
 /// - the first error recorded while the closure ran ([`Error::NoArena`],
 ///   [`Error::SealedArena`], [`Error::ForeignExpression`]), or one carried by an output;
-/// - [`Error::NoGraph`] when no output depends on a symbol (all are literals), or there
-///   are no outputs.
+/// - [`Error::NoOutputs`] when the closure returns no outputs;
+/// - [`Error::NoGraph`] when no output depends on a symbol (all are literals).
 pub fn build(model: impl FnOnce() -> Vec<Expr>) -> Result<Model, Error> {
     let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
     let depth = STACK.with(|s| {
@@ -79,6 +79,9 @@ pub fn build(model: impl FnOnce() -> Vec<Expr>) -> Result<Model, Error> {
     if let Some(e) = arena.error.take() {
         return Err(e);
     }
+    if outputs.is_empty() {
+        return Err(Error::NoOutputs);
+    }
     let mut ids = Vec::with_capacity(outputs.len());
     let mut any_symbolic = false;
     for e in &outputs {
@@ -98,7 +101,9 @@ pub fn build(model: impl FnOnce() -> Vec<Expr>) -> Result<Model, Error> {
     Ok(Model::seal(&arena.graph, &ids, arena.names))
 }
 
-/// The error for a handle from arena `tag`, seen outside it.
+/// The error for a handle from arena `tag`, seen outside it: [`Error::ForeignExpression`]
+/// when that arena is open on this thread (an enclosing model), else
+/// [`Error::SealedArena`] (it has been sealed, or belongs to another thread's closure).
 fn stale(tag: u32) -> Error {
     let open = STACK.with(|s| s.borrow().iter().any(|a| a.tag == tag));
     if open {

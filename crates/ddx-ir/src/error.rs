@@ -1,8 +1,10 @@
 //! Errors: every failure ddx reports, as data.
 //!
 //! [`Error`] carries what went wrong with the names and numbers involved; [`Errc`] is the
-//! bare code (the reference specification's `errc` spelling, used by the Python bindings
-//! and the command line). Nothing in ddx panics on user input: every refusal is one of
+//! bare code, spelled as the reference specification's `errc` (`"wrong_arity"`, …), for
+//! callers that branch on the kind of failure or report it across a language boundary.
+//! Several variants may share one code ([`Error::ShortPoint`] and [`Error::MissingSymbol`]
+//! are both `short_point`). Nothing in ddx panics on user input: every refusal is one of
 //! these.
 
 use std::fmt;
@@ -16,6 +18,26 @@ pub enum VectorRole {
     Direction,
     /// A covector (weights) `w`, one value per function (`vjp`).
     Covector,
+}
+
+/// What a named vector (a collection of `(name, value)` pairs) stands for; decides the
+/// wording of [`Error::DuplicateSymbol`], and, in `ddx`, which error a positional mismatch
+/// is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointRole {
+    /// A point: the values of the symbols.
+    Point,
+    /// A direction over the symbols (`jvp`, `hvp`).
+    Direction,
+}
+
+impl fmt::Display for PointRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PointRole::Point => "point",
+            PointRole::Direction => "direction",
+        })
+    }
 }
 
 impl fmt::Display for VectorRole {
@@ -66,7 +88,11 @@ impl fmt::Display for Block {
 #[non_exhaustive]
 pub enum Error {
     /// A positional point gives more values than there are symbols.
-    #[error("wrong_arity: the point gives {got} values, but the equation has {expected} symbols")]
+    #[error(
+        "wrong_arity: the point gives {}, but the equation has {}",
+        count(*.got, "value"),
+        count(*.expected, "symbol")
+    )]
     WrongArity {
         /// The symbol count.
         expected: usize,
@@ -75,7 +101,8 @@ pub enum Error {
     },
     /// An output buffer passed to a per-point `*_into` call has the wrong length.
     #[error(
-        "wrong_output_length: the output buffer holds {got} values, the call writes {expected}"
+        "wrong_output_length: the output buffer holds {}, the call writes {expected}",
+        count(*.got, "value")
     )]
     WrongOutputLength {
         /// The length the call writes (`m`, `m·n` or `m·n·n`).
@@ -84,7 +111,10 @@ pub enum Error {
         got: usize,
     },
     /// A direction or covector has the wrong length.
-    #[error("wrong_direction: the {role} has {got} values, {expected} expected")]
+    #[error(
+        "wrong_direction: the {role} has {}, {expected} expected",
+        count(*.got, "value")
+    )]
     WrongDirection {
         /// Which vector.
         role: VectorRole,
@@ -104,7 +134,11 @@ pub enum Error {
     },
     // -- end issue 4 -----------------------------------------------------------------
     /// A positional point gives fewer values than there are symbols.
-    #[error("short_point: the point gives {got} values, but the equation has {expected} symbols")]
+    #[error(
+        "short_point: the point gives {}, but the equation has {}",
+        count(*.got, "value"),
+        count(*.expected, "symbol")
+    )]
     ShortPoint {
         /// The symbol count.
         expected: usize,
@@ -125,14 +159,19 @@ pub enum Error {
         /// The closest symbol name the equation does have, if any is close.
         nearest: Option<String>,
     },
-    /// A named point gives two values for one symbol.
-    #[error("duplicate_symbol: the named point gives symbol `{name}` more than once")]
+    /// A named point or direction gives two values for one symbol.
+    #[error("duplicate_symbol: the named {role} gives symbol `{name}` more than once")]
     DuplicateSymbol {
         /// The repeated name.
         name: String,
+        /// Whether the pairs were a point or a direction (`jvp`, `hvp`).
+        role: PointRole,
     },
     /// An index does not name a symbol of the equation.
-    #[error("index_out_of_range: index {index} does not name one of the {len} symbols")]
+    #[error(
+        "index_out_of_range: index {index} names no symbol; the equation has {}",
+        count(*.len, "symbol")
+    )]
     IndexOutOfRange {
         /// The index given.
         index: usize,
@@ -140,7 +179,10 @@ pub enum Error {
         len: usize,
     },
     /// A batch block has the wrong number of columns.
-    #[error("wrong_column_count: {got} {block} columns given, {expected} expected")]
+    #[error(
+        "wrong_column_count: {} given, {expected} expected",
+        count(*.got, &format!("{block} column"))
+    )]
     WrongColumnCount {
         /// Which block.
         block: Block,
@@ -152,8 +194,10 @@ pub enum Error {
     /// A batch column's length differs from the point count (the first point column's
     /// length).
     #[error(
-        "column_length: {block} column {column} holds {got} values, but the batch has \
-         {expected} points (the length of the first point column)"
+        "column_length: {block} column {column} holds {}, but the batch has {} (the length \
+         of the first point column)",
+        count(*.got, "value"),
+        count(*.expected, "point")
     )]
     ColumnLength {
         /// Which block.
@@ -168,10 +212,13 @@ pub enum Error {
     /// A symbol was named, or an expression combined, outside an equation's model closure.
     #[error("no_arena: a symbol was named outside an `rt::equation` model closure")]
     NoArena,
-    /// An expression handle from an equation that has already been built was used again.
+    /// An expression handle was used outside the model closure that made it, and that
+    /// closure is not open on this thread: it has returned (its equation is built), or it
+    /// runs on another thread.
     #[error(
-        "sealed_arena: an expression from a model that already built its equation was used; \
-         build every expression inside the closure that returns it"
+        "sealed_arena: an expression was used outside the model closure that made it, which \
+         has already returned or is running on another thread; build every expression \
+         inside the closure that returns it, on that closure's thread"
     )]
     SealedArena,
     /// An expression from an enclosing, still-running model was used inside a nested one.
@@ -180,9 +227,13 @@ pub enum Error {
          nested `rt::equation`; each model's expressions stay in its own closure"
     )]
     ForeignExpression,
-    /// The model returned only literals, so there is no function of any symbol.
-    #[error("no_graph: the expression is a bare literal and names no symbol")]
+    /// Every output of the model is a literal, so there is no function of any symbol.
+    #[error("no_graph: every output is a literal; none depends on a symbol")]
     NoGraph,
+    /// The model has no outputs at all: no texts were given, or the model closure returned
+    /// an empty system. Its code is [`Errc::NoGraph`].
+    #[error("no_graph: the system has no outputs")]
+    NoOutputs,
     // ---- The text parser (`crate::text`). ----
     /// A text does not follow the grammar.
     #[error("bad_syntax: {problem}\n{at}")]
@@ -221,7 +272,9 @@ pub enum Error {
     /// `univariate_derivative` on a model that is not one symbol and one output.
     #[error(
         "not_univariate: univariate_derivative needs one symbol and one output, \
-         the equation has {symbols} symbols and {outputs} outputs"
+         the equation has {} and {}",
+        count(*.symbols, "symbol"),
+        count(*.outputs, "output")
     )]
     NotUnivariate {
         /// Symbol count.
@@ -270,6 +323,11 @@ pub enum Error {
     },
 }
 
+/// `n` and `noun`, in the plural unless `n` is 1: `1 value`, `0 values`.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", plural(n))
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -315,7 +373,7 @@ pub enum Errc {
     SealedArena,
     /// See [`Error::ForeignExpression`].
     ForeignExpression,
-    /// See [`Error::NoGraph`].
+    /// See [`Error::NoGraph`] and [`Error::NoOutputs`].
     NoGraph,
     /// See [`Error::BadSyntax`].
     BadSyntax,
@@ -391,7 +449,7 @@ impl Error {
             Error::NoArena => Errc::NoArena,
             Error::SealedArena => Errc::SealedArena,
             Error::ForeignExpression => Errc::ForeignExpression,
-            Error::NoGraph => Errc::NoGraph,
+            Error::NoGraph | Error::NoOutputs => Errc::NoGraph,
             Error::BadSyntax { .. } => Errc::BadSyntax,
             Error::UnknownFunction { .. } => Errc::UnknownFunction,
             Error::WrongArgumentCount { .. } => Errc::WrongArgumentCount,

@@ -38,9 +38,10 @@ pub(crate) enum Repr {
 /// An expression under construction inside a model closure: a small `Copy` handle.
 ///
 /// Build it from [`var`](crate::var), from `f64` (`Expr::from(0.0)`, or by mixing a number
-/// into arithmetic), and combine with operators, methods and the free functions of
-/// [`crate::ops`]. A handle is meaningful only inside the closure that made it; using it
-/// afterwards makes the next equation built report [`Error::SealedArena`].
+/// into arithmetic), and combine with operators, methods and the crate's free functions
+/// ([`select`](crate::select), [`pow`](crate::pow), …). A handle is meaningful only inside the closure that made it, on that
+/// closure's thread; using it afterwards, or on another thread, makes the equation being
+/// built report [`Error::SealedArena`].
 #[derive(Clone, Copy, Debug)]
 pub struct Expr(pub(crate) Repr);
 

@@ -30,7 +30,7 @@ mod verify;
 
 pub use builder::{build, var};
 pub use colour::{Colouring, HessianLayout};
-pub use error::{Block, Errc, Error, Result, VectorRole};
+pub use error::{Block, Errc, Error, PointRole, Result, VectorRole};
 pub use expr::unary_fns::*;
 pub use expr::{atan2, hypot, log, max, min, pow, select, Expr};
 pub use graph::{Constant, Graph, Node, NO_ARG};

@@ -74,12 +74,18 @@ pub struct ModelSize {
     /// How many outputs.
     pub outputs: usize,
     /// The longest path from an output to a leaf, so printed text stays within the
-    /// parser's nesting limit.
+    /// parser's nesting limit: each edge costs the text at most two levels (a right operand
+    /// or a sign, and parentheses), a leaf at most one (`-2`, `0 / 0`), the whole text one,
+    /// so `2 * max_depth + 2 <= MAX_DEPTH` is enough.
     pub max_depth: usize,
     /// The most nodes an output may have when written out as a tree, so printed text
     /// stays short even where the graph shares a lot.
     pub max_tree: usize,
 }
+
+/// [`ModelSize::max_depth`] by default.
+const DEFAULT_MAX_DEPTH: usize = 24;
+const _: () = assert!(2 * DEFAULT_MAX_DEPTH + 2 <= crate::text::MAX_DEPTH);
 
 impl Default for ModelSize {
     fn default() -> Self {
@@ -87,7 +93,7 @@ impl Default for ModelSize {
             nodes: 24,
             symbols: 4,
             outputs: 2,
-            max_depth: 24,
+            max_depth: DEFAULT_MAX_DEPTH,
             max_tree: 400,
         }
     }

@@ -245,7 +245,7 @@ fn literal_only_text_is_no_graph() {
             assert_eq!(r.unwrap_err(), Error::NoGraph, "{text}");
         }
     }
-    assert_eq!(parse_model::<&str>(&[]).unwrap_err(), Error::NoGraph);
+    assert_eq!(parse_model::<&str>(&[]).unwrap_err(), Error::NoOutputs);
     assert!(
         parse_model(&["1", "x"]).is_ok(),
         "one symbolic output is enough"
@@ -324,6 +324,107 @@ fn typos_are_told_the_nearest_name() {
     assert_eq!(near("exp10(x)").as_deref(), Some("exp"));
     assert_eq!(near("atn2(x, y)").as_deref(), Some("atan2"));
     assert_eq!(near("frobnicate(x)"), None);
+}
+
+/// Folding can nest a graph deeper than the text it came from (`a * -1` is `-a`, so a flat
+/// product chain becomes a nest of negations); printed text deeper than [`MAX_DEPTH`] is
+/// refused like any other, and that refusal is the only way a printed text fails to parse.
+#[test]
+fn printed_text_can_nest_deeper_than_its_input() {
+    let reprinted = |reps: usize| {
+        let text = format!("x{}", "*y*-1".repeat(reps));
+        let m = model(&text);
+        let printed = infix(m.graph(), m.outputs()[0], m.symbols()).to_string();
+        (m, printed)
+    };
+    let (m, printed) = reprinted(3);
+    assert_eq!(printed, "-(-(-(x * y) * y) * y)");
+    assert_eq!(canonical(&model(&printed)), canonical(&m));
+    let (_, printed) = reprinted(MAX_DEPTH / 2);
+    assert!(matches!(
+        Formula::parse(&printed),
+        Err(Error::BadSyntax {
+            problem: ddx_ir::text::Syntax::TooDeep { limit: MAX_DEPTH },
+            ..
+        })
+    ));
+}
+
+/// Shapes of nesting: `(open, core, close, levels each repetition opens)`; `open` repeated
+/// `k` times, then `core`, then `close` repeated `k` times.
+const NESTINGS: [(&str, &str, &str, usize); 16] = [
+    ("(", "x", ")", 1),
+    ("-", "x", "", 1),
+    ("+", "x", "", 1),
+    ("- +", "x", "", 2),
+    ("sin(", "x", ")", 1),
+    ("x ** ", "y", "", 1),
+    ("pow(x, ", "y", ")", 1),
+    ("select(c, y, ", "z", ")", 1),
+    ("(x + ", "y", ")", 2),
+    ("x * (", "y", ")", 2),
+    ("sin(-(", "x", "))", 3),
+    ("x ** -(", "y", ")", 3),
+    ("-(x < ", "y", ")", 3),
+    ("select(x < (", "y", "), y, z)", 3),
+    ("-sin(x ** (", "y", "))", 4),
+    ("atan2(1, -x ** +(", "y", "))", 5),
+];
+
+/// `shape` nested to exactly `levels` levels (the whole text is one), padded with
+/// parentheses to the exact count.
+fn nested((open, core, close, per): (&str, &str, &str, usize), levels: usize) -> String {
+    let k = (levels - 1) / per;
+    let pad = levels - 1 - k * per;
+    format!(
+        "{}{}{core}{}{}",
+        "(".repeat(pad),
+        open.repeat(k),
+        close.repeat(k),
+        ")".repeat(pad)
+    )
+}
+
+fn too_deep(text: &str) -> bool {
+    matches!(
+        Formula::parse(text),
+        Err(Error::BadSyntax {
+            problem: ddx_ir::text::Syntax::TooDeep { limit: MAX_DEPTH },
+            ..
+        })
+    )
+}
+
+/// The parser keeps its levels on the heap, not the stack: every shape of nesting parses
+/// at exactly the limit, and is refused one level past it or far past it, on a 256 KiB
+/// stack (in the debug build `cargo test` makes, where a recursive descent needed over
+/// 1 MiB at the limit).
+#[test]
+fn nesting_at_the_limit_parses_on_a_small_stack() {
+    let run = || {
+        for shape in NESTINGS {
+            let text = nested(shape, MAX_DEPTH);
+            let f = Formula::parse(&text)
+                .unwrap_or_else(|e| panic!("{shape:?} at the limit does not parse:\n{e}"));
+            let m = ddx_ir::text::model(&[f]).unwrap();
+            let printed = infix(m.graph(), m.outputs()[0], m.symbols()).to_string();
+            assert_eq!(canonical(&model(&printed)), canonical(&m), "{shape:?}");
+            assert!(
+                too_deep(&nested(shape, MAX_DEPTH + 1)),
+                "{shape:?} past the limit"
+            );
+            let far = format!("{}{}", shape.0.repeat(100_000), shape.1);
+            let e = Formula::parse(&far).unwrap_err();
+            assert_eq!(e.code(), Errc::BadSyntax, "{shape:?} far past the limit");
+            let _ = e.to_string();
+        }
+    };
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(run)
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 #[test]

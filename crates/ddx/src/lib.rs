@@ -89,16 +89,18 @@ pub mod rt {
     /// (a scalar function) or an array or `Vec` of them (a system) — and answers the
     /// equation it describes.
     ///
-    /// Symbols are ordered alphabetically whatever order the closure names them in, and
-    /// a name used twice is one symbol. The closure runs once, now; nothing it borrowed is
-    /// kept.
+    /// Symbols are ordered by the bytes of their names whatever order the closure names
+    /// them in (`B` before `a`, `x10` before `x2`), and a name used twice is one symbol.
+    /// The closure runs once, now; nothing it borrowed is kept.
     ///
     /// # Errors
     /// - [`Error::NoGraph`] when every output is a literal (no symbol is involved);
+    /// - [`Error::NoOutputs`] when the closure returns an empty system;
     /// - [`Error::NoArena`] when an expression carries a symbol named outside any model
     ///   closure;
-    /// - [`Error::SealedArena`] when the closure used an expression left over from a model
-    ///   that already built its equation;
+    /// - [`Error::SealedArena`] when the closure used an expression made by another model
+    ///   closure that is not open on this thread: one that already built its equation, or
+    ///   one running on another thread;
     /// - [`Error::ForeignExpression`] when a nested model used its enclosing model's
     ///   expression.
     ///

@@ -1,12 +1,14 @@
 //! Points: the spellings a call accepts for the values of the symbols.
 //!
-//! - **Positional**: a slice, array or `Vec` of `f64` in canonical (alphabetical) symbol
-//!   order, or a bare `f64` for a one-symbol equation. Too few values is
-//!   [`Error::ShortPoint`], too many [`Error::WrongArity`].
+//! - **Positional**: a slice, array or `Vec` of `f64` in canonical symbol order (the byte
+//!   order of the names: `B` before `a`, `x10` before `x2`), or a bare `f64` for a
+//!   one-symbol equation. Too few values is [`Error::ShortPoint`], too many
+//!   [`Error::WrongArity`].
 //! - **Named**: any collection of `(name, value)` pairs — slices, arrays and `Vec`s of
 //!   tuples, `HashMap`, `BTreeMap` — in any order. It must be whole: a symbol left without a
 //!   value is [`Error::MissingSymbol`] (`short_point`), a name the equation lacks is
-//!   [`Error::UnknownSymbol`], a name given twice [`Error::DuplicateSymbol`].
+//!   [`Error::UnknownSymbol`], a name given twice [`Error::DuplicateSymbol`] (which says
+//!   whether the pairs were a point or a direction).
 //!
 //! Directions (`jvp`, `hvp`) take the same spellings; a direction of the wrong length, or
 //! a named one that is not whole, is [`Error::WrongDirection`].
@@ -15,14 +17,9 @@ use ddx_ir::{error::nearest_name, Error, VectorRole};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
 
-/// What a vector passed to a call stands for; decides which error a mismatch is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// A point.
-    Point,
-    /// A direction over the symbols.
-    Direction,
-}
+/// What a vector passed to a call stands for (a point, or a direction over the symbols);
+/// decides which error a mismatch is, and how [`Error::DuplicateSymbol`] words it.
+pub use ddx_ir::PointRole as Role;
 
 /// Values for every symbol of an equation, in one of the accepted spellings.
 pub trait Point {
@@ -77,6 +74,7 @@ fn named<'a>(
         if std::mem::replace(&mut seen[i], true) {
             return Err(Error::DuplicateSymbol {
                 name: name.to_string(),
+                role,
             });
         }
         out[i] = value;

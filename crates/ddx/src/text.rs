@@ -4,9 +4,12 @@
 //! [`ddx_ir::text`] for all of it. In short: `+ - * /`, `**` (right-associative, binding
 //! tighter than a sign on its left: `-x**2` is `-(x**2)`, `2**-1` is legal), signs,
 //! parentheses, decimals and exponent notation, calls such as `sin(x)`, `pow(a, b)`,
-//! `select(c, t, f)`, and one comparison per level (`< <= > >= == !=`), binding loosest.
-//! `^` is refused. Free names are the symbols, ordered alphabetically; function names are
-//! reserved, and `pi`, `e`, `inf`, `nan` are ordinary symbol names.
+//! `select(c, t, f)`, and comparisons (`< <= > >= == !=`), binding loosest, which do not
+//! chain: at most one per parenthesised expression or call argument, so `a < b < c` is
+//! refused while `(x < y) < z` and `select(x < 1, y, z < 2)` parse. `^` is refused. Free
+//! names are the symbols, ordered by the bytes of the name (`B` before `a`, `x10` before
+//! `x2`); function names are reserved, and `pi`, `e`, `inf`, `nan` are ordinary symbol
+//! names.
 
 use crate::{Equation, Error, Expr, Formula, Scalar, System};
 use std::str::FromStr;
@@ -40,8 +43,11 @@ pub fn equation_text(text: &str) -> Result<Equation<Scalar>, Error> {
 /// name used in several texts is one symbol.
 ///
 /// # Errors
-/// The first text's parse error, as [`equation_text`]; [`Error::NoGraph`] when there are
-/// no texts or none names a symbol.
+/// - the first parse error, as [`equation_text`], saying which text failed: its
+///   [`Location::output`](crate::ir::text::Location::output) is the text's index in
+///   `texts`, and the message reads `in text 1, at byte 4:` above the caret;
+/// - [`Error::NoOutputs`] when there are no texts;
+/// - [`Error::NoGraph`] when no text names a symbol (every output is a literal).
 pub fn system_text<S: AsRef<str>>(texts: &[S]) -> Result<Equation<System>, Error> {
     Ok(Equation::from_model(ddx_ir::text::parse_model(texts)?))
 }

@@ -1,6 +1,6 @@
 //! Equations, symbols, points and every error code the core can return.
 
-use ddx::{rt, Errc, Error, Expr, VectorRole};
+use ddx::{rt, Errc, Error, Expr, Role, VectorRole};
 use std::collections::{BTreeMap, HashMap};
 
 fn xy() -> ddx::Equation {
@@ -145,7 +145,13 @@ fn point_errors() {
     assert_eq!(e.code(), Errc::UnknownSymbol);
     assert!(e.to_string().contains("did you mean `y`"), "{e}");
     let e = err(eq.evaluate([("x", 1.0), ("x", 2.0), ("y", 1.0)]));
-    assert_eq!(e, Error::DuplicateSymbol { name: "x".into() });
+    assert_eq!(
+        e,
+        Error::DuplicateSymbol {
+            name: "x".into(),
+            role: Role::Point
+        }
+    );
     // Every per-point call checks its point.
     assert_eq!(eq.jacobian([1.0]).unwrap_err().code(), Errc::ShortPoint);
     assert_eq!(
@@ -196,6 +202,88 @@ fn direction_errors() {
             got: 2
         }
     );
+    // A named direction that names a symbol twice says it is a direction, not a point.
+    let twice = [("x", 1.0), ("x", 2.0), ("y", 0.0)];
+    for e in [
+        eq.jvp(twice, [1.0, 2.0]).unwrap_err(),
+        eq.hvp(twice, [1.0, 2.0]).unwrap_err(),
+    ] {
+        assert_eq!(
+            e,
+            Error::DuplicateSymbol {
+                name: "x".into(),
+                role: Role::Direction
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "duplicate_symbol: the named direction gives symbol `x` more than once"
+        );
+    }
+    // The point of the same call is still a point.
+    assert_eq!(
+        eq.jvp([1.0, 0.0], twice).unwrap_err().to_string(),
+        "duplicate_symbol: the named point gives symbol `x` more than once"
+    );
+}
+
+/// Counts in messages agree with their nouns: `1 value`, `2 values`.
+#[test]
+fn messages_count_in_the_singular_and_the_plural() {
+    let eq = xy();
+    let one = rt::equation(|| rt::var("x") * 2.0).unwrap();
+    let msg = |r: Result<f64, Error>| r.unwrap_err().to_string();
+    assert_eq!(
+        msg(eq.evaluate([1.0])),
+        "short_point: the point gives 1 value, but the equation has 2 symbols"
+    );
+    assert_eq!(
+        msg(one.evaluate([1.0, 2.0])),
+        "wrong_arity: the point gives 2 values, but the equation has 1 symbol"
+    );
+    assert_eq!(
+        msg(eq.evaluate([0.0; 0])),
+        "short_point: the point gives 0 values, but the equation has 2 symbols"
+    );
+    assert_eq!(
+        eq.jvp([1.0], [1.0, 2.0]).unwrap_err().to_string(),
+        "wrong_direction: the direction (one value per symbol) has 1 value, 2 expected"
+    );
+    let shown = [
+        Error::WrongOutputLength {
+            expected: 2,
+            got: 1,
+        },
+        Error::IndexOutOfRange { index: 3, len: 1 },
+        Error::WrongColumnCount {
+            block: ddx::ir::Block::Points,
+            expected: 2,
+            got: 1,
+        },
+        Error::ColumnLength {
+            block: ddx::ir::Block::Values,
+            column: 0,
+            expected: 1,
+            got: 1,
+        },
+        Error::NotUnivariate {
+            symbols: 1,
+            outputs: 2,
+        },
+    ]
+    .map(|e| e.to_string());
+    assert_eq!(
+        shown,
+        [
+            "wrong_output_length: the output buffer holds 1 value, the call writes 2",
+            "index_out_of_range: index 3 names no symbol; the equation has 1 symbol",
+            "wrong_column_count: 1 point column given, 2 expected",
+            "column_length: value column 0 holds 1 value, but the batch has 1 point (the \
+             length of the first point column)",
+            "not_univariate: univariate_derivative needs one symbol and one output, the \
+             equation has 1 symbol and 2 outputs",
+        ]
+    );
 }
 
 #[test]
@@ -205,7 +293,10 @@ fn build_errors() {
         rt::equation(|| Expr::from(2.0) * 3.0).unwrap_err(),
         Error::NoGraph
     );
-    assert_eq!(rt::equation(Vec::<Expr>::new).unwrap_err(), Error::NoGraph);
+    let empty = rt::equation(Vec::<Expr>::new).unwrap_err();
+    assert_eq!(empty, Error::NoOutputs);
+    assert_eq!(empty.code(), Errc::NoGraph);
+    assert_eq!(empty.to_string(), "no_graph: the system has no outputs");
     // A symbol named outside any model closure.
     let outside = rt::var("x");
     assert_eq!(outside.error(), Some(Error::NoArena));
@@ -226,6 +317,19 @@ fn build_errors() {
     assert_eq!(rt::equation(|| leaked).unwrap_err(), Error::SealedArena);
     // Arithmetic on it outside any closure poisons, without panicking.
     assert_eq!((leaked * 2.0).error(), Some(Error::SealedArena));
+    // A handle from a model closure still running on another thread: the message says so.
+    let across = rt::equation(|| {
+        let x = rt::var("x");
+        let e = std::thread::scope(|s| {
+            s.spawn(|| rt::equation(|| x + rt::var("y")).unwrap_err())
+                .join()
+                .unwrap()
+        });
+        assert_eq!(e, Error::SealedArena);
+        assert!(e.to_string().contains("running on another thread"), "{e}");
+        x
+    });
+    assert!(across.is_ok());
     // A nested model using its enclosing model's handle.
     let outer = rt::equation(|| {
         let x = rt::var("x");

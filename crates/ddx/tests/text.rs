@@ -51,7 +51,45 @@ fn text_errors_pass_through() {
         "hypot(x)".parse::<Equation>().unwrap_err().code(),
         Errc::WrongArgumentCount
     );
-    assert_eq!(rt::system_text::<&str>(&[]).unwrap_err(), Error::NoGraph);
+    let empty = rt::system_text::<&str>(&[]).unwrap_err();
+    assert_eq!(empty, Error::NoOutputs, "no texts is not a literal");
+    assert_eq!(empty.code(), Errc::NoGraph);
+    assert_eq!(empty.to_string(), "no_graph: the system has no outputs");
+    assert_eq!(
+        rt::system_text(&["1", "2"]).unwrap_err().to_string(),
+        "no_graph: every output is a literal; none depends on a symbol"
+    );
+}
+
+/// A system's parse error says which text failed, and the caret still sits under the byte.
+#[test]
+fn system_text_errors_name_the_text() {
+    let e = rt::system_text(&["x*x + y*y - 4", "x*y - 1", "x ^ 2"]).unwrap_err();
+    assert_eq!(e.code(), Errc::BadSyntax);
+    assert_eq!(
+        e.to_string(),
+        "bad_syntax: `^` is not an operator; write `**` for a power\n  in text 2, at byte 2:\n    \
+         x ^ 2\n      ^"
+    );
+    let Error::BadSyntax { at, .. } = &e else {
+        panic!("{e:?}")
+    };
+    assert_eq!((at.output, at.offset), (Some(2), 2));
+    let e = rt::system_text(&["x", "1 +\n sine(x)"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "unknown_function: there is no function `sine` (did you mean `sin`?)\n  in text 1, at \
+         byte 5 (line 2, column 2):\n     sine(x)\n     ^"
+    );
+    let e = rt::system_text(&["hypot(x)", "y"]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("\n  in text 0, at byte 7:\n    hypot(x)\n           ^"),
+        "{e}"
+    );
+    // A text parsed alone has no index.
+    let e = rt::equation_text("x ^ 2").unwrap_err();
+    assert!(e.to_string().contains("\n  at byte 2:\n"), "{e}");
 }
 
 #[test]

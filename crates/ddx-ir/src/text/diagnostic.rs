@@ -10,13 +10,17 @@ use crate::Op;
 use std::fmt;
 
 /// A byte in a text: the text itself and the byte offset of the problem (the text's length
-/// for the end of the input).
+/// for the end of the input), and which of several texts it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Location {
     /// The whole text that was parsed.
     pub text: String,
     /// The byte offset of the problem; `text.len()` means the end of the input.
     pub offset: usize,
+    /// For a text parsed as one of several ([`parse_model`](super::parse_model),
+    /// `ddx::rt::system_text`), its index among them: the output `f{i}` it defines. `None`
+    /// for a text parsed alone ([`Formula::parse`](super::Formula::parse)).
+    pub output: Option<usize>,
 }
 
 impl Location {
@@ -30,6 +34,16 @@ impl Location {
         Self {
             text: text.to_string(),
             offset,
+            output: None,
+        }
+    }
+
+    /// The same location, in text `output` of several.
+    #[must_use]
+    pub fn in_output(self, output: usize) -> Self {
+        Self {
+            output: Some(output),
+            ..self
         }
     }
 
@@ -43,23 +57,24 @@ impl Location {
 }
 
 impl fmt::Display for Location {
-    /// `  at byte N (line L, column C):`, the input line, and a caret line under the byte.
-    /// Control characters of the line are shown as `�`, one each, so the caret still lines
-    /// up.
+    /// `  at byte N (line L, column C):` (`  in text I, at byte N …:` for one of several
+    /// texts), the input line, and a caret line under the byte. Control characters of the
+    /// line are shown as `�`, one each, so the caret still lines up.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let start = self.text[..self.offset].rfind('\n').map_or(0, |i| i + 1);
         let end = self.text[self.offset..]
             .find('\n')
             .map_or(self.text.len(), |i| self.offset + i);
         let (line, column) = self.line_column();
-        if self.text.contains('\n') {
-            writeln!(
-                f,
-                "  at byte {} (line {line}, column {column}):",
-                self.offset
-            )?;
+        if let Some(i) = self.output {
+            write!(f, "  in text {i}, at byte {}", self.offset)?;
         } else {
-            writeln!(f, "  at byte {}:", self.offset)?;
+            write!(f, "  at byte {}", self.offset)?;
+        }
+        if self.text.contains('\n') {
+            writeln!(f, " (line {line}, column {column}):")?;
+        } else {
+            writeln!(f, ":")?;
         }
         let shown: String = self.text[start..end]
             .trim_end_matches('\r')

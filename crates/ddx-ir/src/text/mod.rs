@@ -5,17 +5,20 @@
 //! | form | meaning |
 //! |---|---|
 //! | `2`, `2.`, `.5`, `1.5e-3`, `1e999` | numbers (`f64`; `1e999` is infinity, as in Python) |
-//! | `x`, `b1`, `_t` | symbols: ASCII names, ordered alphabetically in the equation |
+//! | `x`, `b1`, `_t` | symbols: ASCII names, ordered in the equation by the bytes of the name (`B` before `a`, `x10` before `x2`) |
 //! | `sin(x)`, `pow(a, b)`, `select(c, t, f)` | every function of the operator table, by name |
 //! | `a ** b` | power; right-associative, binds tighter than a sign on its left |
 //! | `-a`, `+a` | signs, binding tighter than `*` and `/` |
 //! | `* /`, then `+ -` | left-associative |
-//! | `< <= > >= == !=` | one comparison per level, loosest of all (`a > b` is `b < a`) |
+//! | `< <= > >= == !=` | comparisons, loosest of all (`a > b` is `b < a`); at most one per parenthesised expression or call argument |
 //!
 //! `^` is refused (write `**`). A comparison chain `a < b < c` is refused: Python reads it
 //! as a conjunction and C as `(a < b) < c`, so the text must say which; parentheses do:
-//! `(a < b) < c`. Nesting (parentheses, calls, signs, `**`) is limited to [`MAX_DEPTH`]
-//! levels, so no input can exhaust the stack.
+//! `(a < b) < c`. The limit is one comparison per parenthesised expression, per call
+//! argument and for the whole text, so `(x < y) < z`, `x < (y < z)` and
+//! `select(x < 1, y, z < 2)` all parse. Nesting (parentheses, calls, signs, `**`) is
+//! limited to [`MAX_DEPTH`] levels. The parser does not recurse, so no input, however
+//! deeply nested, can exhaust the stack.
 //!
 //! Decisions on names: a **function name is reserved** — written without a call (`sin + 1`)
 //! it is `bad_syntax`, never a symbol. **`pi`, `e`, `inf` and `nan` are not keywords**:
@@ -221,9 +224,12 @@ impl Sink for ExprSink<'_> {
 /// several formulas is one symbol.
 ///
 /// # Errors
-/// [`Error::NoGraph`] when there are no formulas or none names a symbol (every output is a
-/// literal).
+/// - [`Error::NoOutputs`] when there are no formulas;
+/// - [`Error::NoGraph`] when every output is a literal (none names a symbol).
 pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
+    if formulas.is_empty() {
+        return Err(Error::NoOutputs);
+    }
     let mut graph = Graph::new();
     let mut names: Vec<String> = Vec::new();
     let mut index: FxHashMap<&str, SymbolId> = FxHashMap::default();
@@ -255,11 +261,40 @@ pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
 /// Parses each text and seals them into one model: [`Formula::parse`], then [`model`].
 ///
 /// # Errors
-/// The first text's parse error, else those of [`model`].
+/// The first parse error, its [`Location::output`] set to the index of the text that
+/// failed; else those of [`model`].
 pub fn parse_model<S: AsRef<str>>(texts: &[S]) -> Result<Model, Error> {
     let formulas = texts
         .iter()
-        .map(|t| Formula::parse(t.as_ref()))
+        .enumerate()
+        .map(|(i, t)| Formula::parse(t.as_ref()).map_err(|e| in_output(e, i)))
         .collect::<Result<Vec<_>, _>>()?;
     model(&formulas)
+}
+
+/// A parse error of text `i` of several, saying so.
+fn in_output(e: Error, i: usize) -> Error {
+    match e {
+        Error::BadSyntax { at, problem } => Error::BadSyntax {
+            at: at.in_output(i),
+            problem,
+        },
+        Error::UnknownFunction { at, name, nearest } => Error::UnknownFunction {
+            at: at.in_output(i),
+            name,
+            nearest,
+        },
+        Error::WrongArgumentCount {
+            at,
+            function,
+            expected,
+            given,
+        } => Error::WrongArgumentCount {
+            at: at.in_output(i),
+            function,
+            expected,
+            given,
+        },
+        other => other,
+    }
 }

@@ -10,8 +10,10 @@
 //! (`-x**2` is `-(x**2)`, `2**-1` is legal, `x**-y**2` is `x**(-(y**2))`), as in Python.
 //! Comparisons bind loosest and do not chain. A unary `+` makes no node.
 //!
-//! **Invariant**: recursion goes through [`Parser::expr`] only, which counts levels and
-//! refuses past [`MAX_DEPTH`], so no input can exhaust the stack. Left-associative chains
+//! **Invariant**: the parser never recurses. Each level of nesting (a parenthesis, a call
+//! argument, a sign's operand, an infix operator's right operand) is a [`Level`] on an
+//! explicit stack, so the machine stack it needs does not grow with the input, whatever its
+//! nesting; [`MAX_DEPTH`] bounds the levels open at once. Left-associative chains
 //! (`a + b + c + …`) are a loop and cost no depth.
 
 use super::diagnostic::{Expected, Location, Syntax};
@@ -22,17 +24,57 @@ use crate::{Assoc, Error, Notation, Op, PREFIX_POWER};
 use rustc_hash::FxHashMap;
 
 /// The deepest nesting the parser accepts: each parenthesis, call argument, sign and
-/// right operand of an infix operator opens one level.
+/// right operand of an infix operator opens one level, and the whole text is one.
+///
+/// The parser keeps its levels on the heap, so the limit is not what keeps the stack safe
+/// (any text parses, or is refused, in a fixed amount of stack); it bounds nesting well
+/// past anything written by hand (Python refuses about 200 nested parentheses). Folding
+/// can make a graph nest deeper than the text it was parsed from (see
+/// [`infix`](super::infix)), so printed text may exceed it.
 pub const MAX_DEPTH: usize = 256;
 
 pub(crate) struct Parser<'a> {
     text: &'a str,
     lexer: Lexer<'a>,
     peek: Token<'a>,
-    depth: usize,
+    /// The open levels, innermost last.
+    levels: Vec<Level>,
     code: Vec<Item>,
     names: Vec<String>,
     index: FxHashMap<&'a str, u32>,
+}
+
+/// One open level: an expression whose infix operations all bind at least `min`, and what
+/// to do when it ends.
+#[derive(Clone, Copy, Debug)]
+struct Level {
+    min: u8,
+    then: Then,
+}
+
+/// What ends a level, and what follows.
+#[derive(Clone, Copy, Debug)]
+enum Then {
+    /// The whole text: the end of the input follows.
+    Whole,
+    /// The right operand of `op`: apply it, and go on with the enclosing level's infix
+    /// operations.
+    Infix { op: Op, flip: bool },
+    /// The operand of a sign: negate it for `-`; it is an operand of the enclosing level.
+    Sign { negate: bool },
+    /// A parenthesised expression: `)` follows.
+    Paren,
+    /// Argument `given` (0-based) of a call of `op`: `,` or `)` follows.
+    Argument { op: Op, given: usize },
+}
+
+/// Where the parser is within the innermost level.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    /// An operand is next.
+    Operand,
+    /// An operand has just been read; an infix operator may follow.
+    Operator,
 }
 
 /// The binding power of an infix operation.
@@ -55,15 +97,12 @@ impl<'a> Parser<'a> {
             text,
             lexer,
             peek,
-            depth: 0,
+            levels: Vec::new(),
             code: Vec::new(),
             names: Vec::new(),
             index: FxHashMap::default(),
         };
-        p.expr(0)?;
-        if p.peek.kind != Kind::End {
-            return Err(p.expected(Expected::OperatorOrEnd));
-        }
+        p.run()?;
         Ok(Formula {
             text: text.to_string(),
             code: p.code,
@@ -98,79 +137,81 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// An expression whose infix operations all bind at least `min`; the caller checks
-    /// what follows it.
-    fn expr(&mut self, min: u8) -> Result<(), Error> {
-        if self.depth >= MAX_DEPTH {
+    /// Opens a level whose infix operations all bind at least `min`, ended by `then`; an
+    /// operand is next.
+    fn open(&mut self, min: u8, then: Then) -> Result<State, Error> {
+        if self.levels.len() >= MAX_DEPTH {
             return Err(bad(
                 self.text,
                 self.peek.start,
                 Syntax::TooDeep { limit: MAX_DEPTH },
             ));
         }
-        self.depth += 1;
-        let r = self.climb(min);
-        self.depth -= 1;
-        r
+        self.levels.push(Level { min, then });
+        Ok(State::Operand)
     }
 
-    fn climb(&mut self, min: u8) -> Result<(), Error> {
-        self.operand()?;
-        while let Some((op, flip)) = self.infix() {
-            let p = power(op);
-            if p < min {
-                break;
-            }
-            self.advance()?;
-            let right_min = match op.assoc() {
-                Assoc::Right => p,
-                Assoc::Left | Assoc::None => p + 1,
-            };
-            self.expr(right_min)?;
-            self.code.push(Item::Apply { op, flip });
-            if op.assoc() == Assoc::None {
-                if let Some((next, _)) = self.infix() {
-                    if power(next) == p {
-                        return Err(bad(self.text, self.peek.start, Syntax::ChainedComparison));
+    /// The whole text: levels open and close until the outermost one ends.
+    fn run(&mut self) -> Result<(), Error> {
+        let mut state = self.open(0, Then::Whole)?;
+        loop {
+            state = match state {
+                State::Operand => self.operand()?,
+                State::Operator => {
+                    let Some(level) = self.levels.last().copied() else {
+                        return Ok(());
+                    };
+                    match self.infix() {
+                        Some((op, flip)) if power(op) >= level.min => {
+                            self.advance()?;
+                            let right_min = match op.assoc() {
+                                Assoc::Right => power(op),
+                                Assoc::Left | Assoc::None => power(op) + 1,
+                            };
+                            self.open(right_min, Then::Infix { op, flip })?
+                        }
+                        _ => {
+                            self.levels.pop();
+                            match self.close(level.then)? {
+                                Some(state) => state,
+                                None => return Ok(()),
+                            }
+                        }
                     }
                 }
-            }
+            };
         }
-        Ok(())
     }
 
-    /// A number, a name, a call, a parenthesised expression, or a signed operand.
-    fn operand(&mut self) -> Result<(), Error> {
+    /// A number, a name, a call, a parenthesised expression, or a signed operand: reads
+    /// it whole if it is a leaf, else opens its first level.
+    fn operand(&mut self) -> Result<State, Error> {
         let tok = self.peek;
         match tok.kind {
             Kind::Number(v) => {
                 self.advance()?;
                 self.code.push(Item::Number(v));
+                Ok(State::Operator)
             }
             Kind::Operator(t) if t == NEG_TOKEN || t == PLUS_TOKEN => {
                 self.advance()?;
-                self.expr(PREFIX_POWER)?;
-                if t == NEG_TOKEN {
-                    self.code.push(Item::Apply {
-                        op: Op::Neg,
-                        flip: false,
-                    });
-                }
+                self.open(
+                    PREFIX_POWER,
+                    Then::Sign {
+                        negate: t == NEG_TOKEN,
+                    },
+                )
             }
             Kind::Open => {
                 self.advance()?;
-                self.expr(0)?;
-                if self.peek.kind != Kind::Close {
-                    return Err(self.expected(Expected::OperatorOrClose));
-                }
-                self.advance()?;
+                self.open(0, Then::Paren)
             }
             Kind::Name(name) => {
                 self.advance()?;
                 if self.peek.kind == Kind::Open {
-                    self.call(name, tok.start)?;
+                    self.call(name, tok.start)
                 } else if let Some(op) = Op::from_call_name(name) {
-                    return Err(bad(self.text, tok.start, Syntax::FunctionNotCalled(op)));
+                    Err(bad(self.text, tok.start, Syntax::FunctionNotCalled(op)))
                 } else {
                     let next = self.names.len() as u32;
                     let i = *self.index.entry(name).or_insert(next);
@@ -178,15 +219,15 @@ impl<'a> Parser<'a> {
                         self.names.push(name.to_string());
                     }
                     self.code.push(Item::Name(i));
+                    Ok(State::Operator)
                 }
             }
-            _ => return Err(self.expected(Expected::Operand)),
+            _ => Err(self.expected(Expected::Operand)),
         }
-        Ok(())
     }
 
-    /// The arguments of a call of `name` (at byte `at`); the next token is its `(`.
-    fn call(&mut self, name: &str, at: usize) -> Result<(), Error> {
+    /// A call of `name` (at byte `at`); the next token is its `(`.
+    fn call(&mut self, name: &str, at: usize) -> Result<State, Error> {
         let Some(op) = Op::from_call_name(name) else {
             return Err(Error::UnknownFunction {
                 at: Location::new(self.text, at),
@@ -195,29 +236,28 @@ impl<'a> Parser<'a> {
             });
         };
         self.advance()?;
-        let mut given = 0;
-        loop {
-            if self.peek.kind == Kind::Close {
-                break;
-            }
-            if given == op.arity() {
-                return Err(Error::WrongArgumentCount {
-                    at: Location::new(self.text, self.peek.start),
-                    function: op,
-                    expected: op.arity(),
-                    given: given + 1 + self.count_more_arguments(),
-                });
-            }
-            self.expr(0)?;
-            given += 1;
-            match self.peek.kind {
-                Kind::Comma => {
-                    self.advance()?;
-                }
-                Kind::Close => break,
-                _ => return Err(self.expected(Expected::OperatorCommaOrClose)),
-            }
+        self.argument(op, 0)
+    }
+
+    /// Where argument `given` (0-based) of a call of `op` may start: the call's `)`, or the
+    /// argument, which opens a level.
+    fn argument(&mut self, op: Op, given: usize) -> Result<State, Error> {
+        if self.peek.kind == Kind::Close {
+            return self.end_call(op, given);
         }
+        if given == op.arity() {
+            return Err(Error::WrongArgumentCount {
+                at: Location::new(self.text, self.peek.start),
+                function: op,
+                expected: op.arity(),
+                given: given + 1 + self.count_more_arguments(),
+            });
+        }
+        self.open(0, Then::Argument { op, given })
+    }
+
+    /// The `)` of a call of `op` with `given` arguments is next.
+    fn end_call(&mut self, op: Op, given: usize) -> Result<State, Error> {
         if given < op.arity() {
             return Err(Error::WrongArgumentCount {
                 at: Location::new(self.text, self.peek.start),
@@ -228,7 +268,56 @@ impl<'a> Parser<'a> {
         }
         self.advance()?;
         self.code.push(Item::Apply { op, flip: false });
-        Ok(())
+        Ok(State::Operator)
+    }
+
+    /// A level ended by `then` is complete (and popped): what follows it, or `None` when
+    /// it was the whole text.
+    fn close(&mut self, then: Then) -> Result<Option<State>, Error> {
+        match then {
+            Then::Whole => {
+                if self.peek.kind != Kind::End {
+                    return Err(self.expected(Expected::OperatorOrEnd));
+                }
+                return Ok(None);
+            }
+            Then::Infix { op, flip } => {
+                self.code.push(Item::Apply { op, flip });
+                if op.assoc() == Assoc::None {
+                    if let Some((next, _)) = self.infix() {
+                        if power(next) == power(op) {
+                            return Err(bad(self.text, self.peek.start, Syntax::ChainedComparison));
+                        }
+                    }
+                }
+            }
+            Then::Sign { negate } => {
+                if negate {
+                    self.code.push(Item::Apply {
+                        op: Op::Neg,
+                        flip: false,
+                    });
+                }
+            }
+            Then::Paren => {
+                if self.peek.kind != Kind::Close {
+                    return Err(self.expected(Expected::OperatorOrClose));
+                }
+                self.advance()?;
+            }
+            Then::Argument { op, given } => {
+                let given = given + 1;
+                return match self.peek.kind {
+                    Kind::Comma => {
+                        self.advance()?;
+                        self.argument(op, given).map(Some)
+                    }
+                    Kind::Close => self.end_call(op, given).map(Some),
+                    _ => Err(self.expected(Expected::OperatorCommaOrClose)),
+                };
+            }
+        }
+        Ok(Some(State::Operator))
     }
 
     /// How many more arguments follow the surplus one that starts at the next token, for

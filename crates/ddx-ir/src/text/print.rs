@@ -3,7 +3,12 @@
 //! Input: a graph, a node, and the names of its symbols. Output: text in the grammar of
 //! [`crate::text`] that [`Formula::parse`](super::Formula::parse) reads back to the same
 //! hash-consed graph — provided every symbol name is a name of the grammar (ASCII, not a
-//! function name) and the nesting stays within [`MAX_DEPTH`](super::MAX_DEPTH).
+//! function name) and the nesting stays within [`MAX_DEPTH`](super::MAX_DEPTH). A graph
+//! built by a closure can nest without limit, and even a parsed one can nest deeper than
+//! the text it came from, because folding moves negations: `x*y*-1*y*-1` has depth 3 in
+//! the parser, but it is the graph `-(-(x * y) * y)`, and so it prints. Text nested too
+//! deeply is refused by the parser ([`Syntax::TooDeep`](super::Syntax::TooDeep)), never
+//! misread.
 //!
 //! Parentheses are written only where the operator table's binding powers and
 //! associativity need them: `a - (b - c)`, `a / (b * c)`, `(a ** b) ** c`, `(-x) ** 2`,
@@ -21,8 +26,10 @@
 //! where a sign would be: `(-2) ** x`.
 //!
 //! The printer walks the expression as a tree with an explicit stack, so deep graphs do
-//! not exhaust the stack; a node shared by several parents is printed at each use, so a
-//! graph with much sharing prints much longer than it is.
+//! not exhaust the stack. A node shared by several parents is written out at each use, so
+//! the text can be exponentially longer than the graph: `p = p*p + 1`, thirteen times over
+//! from `p = x`, is 28 nodes and prints as 81,913 bytes, and each further step doubles it.
+//! For such graphs draw the graph instead ([`fn@super::dot`]).
 
 use super::NEG_TOKEN;
 use crate::builder::snapshot;
@@ -196,6 +203,11 @@ impl fmt::Display for Infix<'_> {
 impl fmt::Display for Model {
     /// One line per output, `f0: x * y`, in the model's output order; a precision
     /// (`{:.3}`) applies to every number.
+    ///
+    /// A subexpression shared by several parents is written out at each use, so a heavily
+    /// shared graph prints exponentially long text (`p = p*p + 1` repeated 13 times: 28
+    /// nodes, 82 kB; each repetition doubles it). Such a graph is better drawn: see
+    /// [`fn@crate::text::dot`] (`ddx::Equation::to_dot`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, &out) in self.outputs().iter().enumerate() {
             if i > 0 {
