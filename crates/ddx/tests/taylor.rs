@@ -12,7 +12,7 @@
 // f64), even where one happens to equal a named constant such as ln 2.
 #![allow(clippy::excessive_precision, clippy::approx_constant)]
 
-use ddx::{rt, select, Equation, Errc, Expr};
+use ddx::{rt, select, Equation, Errc, Error, Expr, MAX_ORDER};
 
 /// A named one-symbol model and the point to differentiate it at.
 type Case = (&'static str, fn(Expr) -> Expr, f64);
@@ -584,4 +584,41 @@ fn refusals() {
     // other lanes answer), not a refusal.
     let eq = eq1(|x| x.sqrt());
     assert!(eq.univariate_derivative::<3>(-1.0).unwrap().is_nan());
+}
+
+#[test]
+fn an_order_above_the_maximum_is_refused() {
+    assert_eq!(MAX_ORDER, 170);
+    let eq = eq1(|x| x.sin());
+    let want = |order| Error::OrderTooHigh {
+        order,
+        max: MAX_ORDER,
+    };
+    assert_eq!(
+        eq.univariate_derivative::<{ usize::MAX }>(0.5),
+        Err(want(usize::MAX))
+    );
+    assert_eq!(
+        eq.univariate_derivative::<{ 1 << 40 }>(0.5),
+        Err(want(1 << 40))
+    );
+    assert_eq!(eq.univariate_derivative::<171>(0.5), Err(want(171)));
+    let e = eq.univariate_derivative::<171>(0.5).unwrap_err();
+    assert_eq!(e.code(), Errc::OrderTooHigh);
+    assert_eq!(e.code().as_str(), "order_too_high");
+    assert!(e.to_string().starts_with("order_too_high"), "{e}");
+    // The order is checked first, whatever else is wrong.
+    let two = rt::equation(|| rt::var("x") * rt::var("y")).unwrap();
+    assert_eq!(
+        two.univariate_derivative::<{ usize::MAX }>(1.0)
+            .unwrap_err()
+            .code(),
+        Errc::OrderTooHigh
+    );
+    // The highest order is computed: sin⁽¹⁷⁰⁾ = sin (170 = 4·42 + 2: −sin).
+    let d = eq.univariate_derivative::<170>(0.5).unwrap();
+    assert!(rel(d, -0.5f64.sin()) <= 1e-9, "{d}");
+    // exp⁽¹⁷⁰⁾ = exp: K! = 170! ≈ 7.3e306 stays finite.
+    let d = eq1(|x| x.exp()).univariate_derivative::<170>(0.0).unwrap();
+    assert!(rel(d, 1.0) <= 1e-9, "{d}");
 }

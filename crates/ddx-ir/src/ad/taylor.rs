@@ -1,6 +1,7 @@
 //! Truncated Taylor arithmetic over the value graph.
 //!
-//! **Input**: a verified value graph, a point `x₀`, a direction `v` and a degree `d`.
+//! **Input**: a verified value graph, a point `x₀`, a direction `v` and a degree `d`
+//! (at most [`MAX_DEGREE`]).
 //! **Output**: for each requested node `y`, the coefficients `y₀ … y_d` of the
 //! univariate function `t ↦ y(x₀ + t·v)` expanded at `t = 0`, so that
 //! `dᵏ/dtᵏ y = k!·y_k`; or [`Error::UnsupportedScalar`] where an operation has no
@@ -51,12 +52,20 @@
 
 use crate::{math, Error, Graph, Node, NodeId, Op};
 
+/// The highest degree [`expand`] computes: `170`, the largest `k` whose `k!` is finite in
+/// `f64` (`171!` overflows), so the highest order whose derivative `k!·y_k` can be a
+/// finite number. Every coefficient array is `degree + 1` long and the recurrences cost
+/// `O(degree²)` per node, so the bound also keeps a sweep's memory and time proportional
+/// to the graph.
+pub const MAX_DEGREE: usize = 170;
+
 /// The Taylor coefficients `0 ..= degree` of `roots` along `x(t) = x0 + t·direction`.
 ///
 /// `x0` and `direction` hold one value per symbol (canonical order); seeds, if the graph
 /// has any, are held constant at `seeds`.
 ///
 /// # Errors
+/// [`Error::OrderTooHigh`] when `degree` exceeds [`MAX_DEGREE`];
 /// [`Error::UnsupportedScalar`] at an operation that has no expansion at the point (see
 /// the module doc).
 ///
@@ -71,6 +80,12 @@ pub fn expand(
     seeds: &[f64],
     degree: usize,
 ) -> Result<Vec<Vec<f64>>, Error> {
+    if degree > MAX_DEGREE {
+        return Err(Error::OrderTooHigh {
+            order: degree,
+            max: MAX_DEGREE,
+        });
+    }
     let w = degree + 1;
     let top = roots.iter().map(|r| r.index() + 1).max().unwrap_or(0);
     let mut coef = vec![0.0; top * w];
@@ -646,6 +661,24 @@ mod tests {
         assert_eq!(c[0][2], 11.0 / 2.0);
         // Third: the cubic terms of x²y and y³ along v: v_x²·v_y + v_y³ = −0.25 − 1.
         assert_eq!(c[0][3], -1.25);
+    }
+
+    #[test]
+    fn a_degree_above_the_maximum_is_refused() {
+        let mut g = Graph::new();
+        let x = g.symbol(SymbolId(0));
+        let f = g.unary(Op::Sin, x);
+        for degree in [MAX_DEGREE + 1, 1 << 40, usize::MAX] {
+            assert_eq!(
+                expand(&g, &[f], &[0.5], &[1.0], &[], degree),
+                Err(Error::OrderTooHigh {
+                    order: degree,
+                    max: MAX_DEGREE
+                })
+            );
+        }
+        let c = expand(&g, &[f], &[0.5], &[1.0], &[], MAX_DEGREE).expect("expands");
+        assert_eq!(c[0].len(), MAX_DEGREE + 1);
     }
 
     #[test]

@@ -64,6 +64,13 @@ impl<T: SymbolRef + ?Sized> SymbolRef for &T {
     }
 }
 
+/// The highest order `K` that [`Equation::univariate_derivative`] computes: 170, the
+/// largest `K` whose `K!` is finite in `f64` (`171!` overflows), so the highest order
+/// whose derivative can be a finite number. The bound also keeps one call's memory and
+/// time in proportion to the graph (`K + 1` coefficients per node, `O(K²)` work per
+/// operation) whatever `K` is asked.
+pub const MAX_ORDER: usize = taylor::MAX_DEGREE;
+
 impl<S: Shape> Equation<S> {
     fn hessian_layout(&self) -> &HessianLayout {
         self.prepared(LaneKind::Hessian)
@@ -196,7 +203,10 @@ impl<S: Shape> Equation<S> {
 
     /// The `K`-th derivative `dᴷf/dxᴷ` at `x0` of a function of one symbol and one output,
     /// by one sweep of truncated Taylor arithmetic over the value graph (`K!` times the
-    /// `K`-th Taylor coefficient). `K = 0` is the value.
+    /// `K`-th Taylor coefficient). `K = 0` is the value. `K` is at most [`MAX_ORDER`]
+    /// (170, the largest `K` whose `K!` is finite in `f64`: above it no derivative could
+    /// be a finite number; the bound also keeps the sweep's memory and time, `K + 1`
+    /// coefficients per node and `O(K²)` work per operation, in proportion to the graph).
     ///
     /// Every operation has a rule. Kinks follow the first-derivative conventions at every
     /// order (`abs` at 0 and `sign` give 0; a `max`/`min` tie gives each side half;
@@ -204,15 +214,23 @@ impl<S: Shape> Equation<S> {
     /// these derivatives agree with nested first derivatives and the Hessian.
     ///
     /// # Errors
+    /// [`Error::OrderTooHigh`] when `K` exceeds [`MAX_ORDER`] (checked first);
     /// [`Error::NotUnivariate`] unless the equation has exactly one symbol and one output;
     /// [`Error::UnsupportedScalar`] (for `K ≥ 1`) at a branch point or pole of an
     /// operation whose argument moves with `x`: `sqrt`, `cbrt`, `log`, `log10` of 0, a
     /// division by a moving 0, `pow` of a moving 0 base unless the exponent is a constant
     /// natural number, `asin`, `acos`, `acosh`, `atanh` at ±1 — unless only an untaken
     /// `select` arm (or an operand `max`/`min` does not answer) meets one. Other singular
-    /// values (NaN, infinities) propagate as IEEE arithmetic does; past `K = 170`, `K!`
-    /// overflows `f64` and the answer is infinite or NaN.
+    /// values (NaN, infinities) propagate as IEEE arithmetic does; at the highest orders
+    /// `K!` is near `f64::MAX`, so a derivative too large for `f64` overflows to an
+    /// infinity.
     pub fn univariate_derivative<const K: usize>(&self, x0: f64) -> Result<f64, Error> {
+        if K > MAX_ORDER {
+            return Err(Error::OrderTooHigh {
+                order: K,
+                max: MAX_ORDER,
+            });
+        }
         let (n, m) = (self.arity(), self.outputs());
         if n != 1 || m != 1 {
             return Err(Error::NotUnivariate {
