@@ -213,17 +213,22 @@ impl<S: Shape> Equation<S> {
     /// `hypot`, `atan2` at the origin give 0; `select` takes the arm the point is on), so
     /// these derivatives agree with nested first derivatives and the Hessian.
     ///
+    /// Whether an operation's argument *moves with `x`* is decided from the graph (does
+    /// it depend on `x` along edges that carry a derivative, as in forward mode), never
+    /// from the truncated series: `x*x` moves at `x = 0` though its first derivative is 0
+    /// there, so `1/(x*x)` or `sqrt(x*x)` at 0 are refused at every `K ≥ 1`.
+    ///
     /// # Errors
     /// [`Error::OrderTooHigh`] when `K` exceeds [`MAX_ORDER`] (checked first);
     /// [`Error::NotUnivariate`] unless the equation has exactly one symbol and one output;
-    /// [`Error::UnsupportedScalar`] (for `K ≥ 1`) at a branch point or pole of an
+    /// [`Error::UnsupportedScalar`] (for every `K ≥ 1`) at a branch point or pole of an
     /// operation whose argument moves with `x`: `sqrt`, `cbrt`, `log`, `log10` of 0, a
-    /// division by a moving 0, `pow` of a moving 0 base unless the exponent is a constant
-    /// natural number, `asin`, `acos`, `acosh`, `atanh` at ±1 — unless only an untaken
-    /// `select` arm (or an operand `max`/`min` does not answer) meets one. Other singular
-    /// values (NaN, infinities) propagate as IEEE arithmetic does; at the highest orders
-    /// `K!` is near `f64::MAX`, so a derivative too large for `f64` overflows to an
-    /// infinity.
+    /// division by a moving 0, `pow` of a moving 0 base unless the exponent is constant
+    /// and 0 or a natural number, `asin`, `acos`, `acosh`, `atanh` at ±1 — unless only
+    /// an untaken `select` arm (or an operand `max`/`min` does not answer) meets one.
+    /// Other singular values (NaN, infinities) propagate as IEEE arithmetic does; at the
+    /// highest orders `K!` is near `f64::MAX`, so a derivative too large for `f64`
+    /// overflows to an infinity.
     pub fn univariate_derivative<const K: usize>(&self, x0: f64) -> Result<f64, Error> {
         if K > MAX_ORDER {
             return Err(Error::OrderTooHigh {
