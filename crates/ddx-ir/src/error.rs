@@ -292,6 +292,15 @@ pub enum Error {
         /// The operation's name.
         op: &'static str,
     },
+    /// `univariate_derivative` (or a Taylor sweep) was asked for an order above the most
+    /// it computes (`ddx_ir::ad::taylor::MAX_DEGREE`, past which `K!` overflows `f64`).
+    #[error("order_too_high: a derivative of order {order} was asked; the highest is {max}")]
+    OrderTooHigh {
+        /// The order asked.
+        order: usize,
+        /// The highest order computed.
+        max: usize,
+    },
     /// The code generator cannot target this machine (or this lane width on it).
     #[error("jit_target: no kernel can be built for this host: {detail}")]
     JitTarget {
@@ -385,6 +394,8 @@ pub enum Errc {
     NotUnivariate,
     /// See [`Error::UnsupportedScalar`].
     UnsupportedScalar,
+    /// See [`Error::OrderTooHigh`].
+    OrderTooHigh,
     /// See [`Error::JitTarget`].
     JitTarget,
     /// See [`Error::JitModule`].
@@ -418,6 +429,7 @@ impl Errc {
             Errc::WrongArgumentCount => "wrong_argument_count",
             Errc::NotUnivariate => "not_univariate",
             Errc::UnsupportedScalar => "unsupported_scalar",
+            Errc::OrderTooHigh => "order_too_high",
             Errc::JitTarget => "jit_target",
             Errc::JitModule => "jit_module",
             Errc::JitObject => "jit_object",
@@ -455,6 +467,7 @@ impl Error {
             Error::WrongArgumentCount { .. } => Errc::WrongArgumentCount,
             Error::NotUnivariate { .. } => Errc::NotUnivariate,
             Error::UnsupportedScalar { .. } => Errc::UnsupportedScalar,
+            Error::OrderTooHigh { .. } => Errc::OrderTooHigh,
             Error::JitTarget { .. } => Errc::JitTarget,
             Error::JitModule { .. } => Errc::JitModule,
             Error::JitObject { .. } => Errc::JitObject,

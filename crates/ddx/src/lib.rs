@@ -67,7 +67,7 @@ pub use options::{Backend, Codegen, JitStatus, Lanes, OptLevel, Options, Warming
 pub use point::{Point, Role};
 // Issue 4: second order.
 pub use ddx_ir::{Colouring, HessianLayout};
-pub use equation::second_order::SymbolRef;
+pub use equation::second_order::{SymbolRef, MAX_ORDER};
 // Issue 3: text.
 pub use ddx_ir::Formula;
 

@@ -6,13 +6,16 @@
 //! - Closed forms (the specification's `sin⁗(0.5) = sin(0.5)`).
 //! - The first- and second-order lanes (`jacobian`, `hessian`), which are nested first
 //!   derivatives through the rule table, independent of the Taylor recurrences.
-//! - The conventions at kinks and the `select` rule, and every refusal.
+//! - The conventions at kinks and the `select` rule, and every refusal: at a pole or
+//!   branch point reached by an argument that moves with `x` (however slowly: `x*x`,
+//!   `x*x*x` at 0), at every order; and above the highest order.
 
 // Golden numbers stay as mpmath printed them, 17 digits (each rounds to the nearest
 // f64), even where one happens to equal a named constant such as ln 2.
 #![allow(clippy::excessive_precision, clippy::approx_constant)]
 
-use ddx::{rt, select, Equation, Errc, Expr};
+use ddx::ir::{Notation, Op};
+use ddx::{rt, select, Equation, Errc, Error, Expr, MAX_ORDER};
 
 /// A named one-symbol model and the point to differentiate it at.
 type Case = (&'static str, fn(Expr) -> Expr, f64);
@@ -27,6 +30,18 @@ fn derivatives(eq: &Equation, x0: f64) -> [f64; 7] {
         eq.univariate_derivative::<4>(x0).unwrap(),
         eq.univariate_derivative::<5>(x0).unwrap(),
         eq.univariate_derivative::<6>(x0).unwrap(),
+    ]
+}
+
+/// `f⁽ᴷ⁾(x0)` for `K = 1 … 6`, refusals included.
+fn orders(eq: &Equation, x0: f64) -> [Result<f64, Error>; 6] {
+    [
+        eq.univariate_derivative::<1>(x0),
+        eq.univariate_derivative::<2>(x0),
+        eq.univariate_derivative::<3>(x0),
+        eq.univariate_derivative::<4>(x0),
+        eq.univariate_derivative::<5>(x0),
+        eq.univariate_derivative::<6>(x0),
     ]
 }
 
@@ -508,9 +523,17 @@ fn kinks_follow_the_first_derivative_conventions_at_every_order() {
     // Comparisons and sign are steps: derivative 0, value as evaluated.
     let eq = eq1(|x| x.lt(1.0) + x.le(1.0) + x.eq(1.0) + x.ne(1.0) + x.sign());
     assert_eq!(derivatives(&eq, 1.0), [3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
-    // pow with a zero exponent is 1, whatever the base does (a⁰ = 1).
-    let eq = eq1(|x| x.powf(x - x));
+    // pow with an exponent that does not move and is 0 is 1, whatever the base does
+    // (a⁰ = 1). `0·x` does not move: a product with the literal 0 carries no derivative.
+    let eq = eq1(|x| x.powf(0.0 * x));
     assert_eq!(derivatives(&eq, 0.0), [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    assert_eq!(eq.hessian(0.0).unwrap(), [0.0]);
+    // `x − x` moves (the graph cannot know it is 0 everywhere): a moving exponent over a
+    // moving zero base has no series, so that is refused at every order.
+    let eq = eq1(|x| x.powf(x - x));
+    for d in orders(&eq, 0.0) {
+        assert_eq!(d.unwrap_err().code(), Errc::UnsupportedScalar);
+    }
 }
 
 #[test]
@@ -584,4 +607,186 @@ fn refusals() {
     // other lanes answer), not a refusal.
     let eq = eq1(|x| x.sqrt());
     assert!(eq.univariate_derivative::<3>(-1.0).unwrap().is_nan());
+}
+
+/// The reviewer's inputs: an argument that moves with `x` but whose first coefficients
+/// vanish at the pole or branch point (`x*x` truncated at `K = 1` is `[0, 0]`). Each was
+/// answered `Ok(0.0)` at the low orders, where the Jacobian and Hessian say NaN.
+#[test]
+fn a_slowly_moving_argument_at_a_pole_or_branch_point_is_refused_at_every_order() {
+    for (text, op) in [
+        ("1/(x*x)", "div"),
+        ("log(x*x*x*x)", "log"),
+        ("sqrt(x*x)", "sqrt"),
+        ("1/(x*x*x)", "div"),
+        ("cbrt(x*x)", "cbrt"),
+        ("log10(x*x*x*x*x*x)", "log10"),
+        ("atanh(1 + x*x*x)", "atanh"),
+        ("asin(1 - x*x)", "asin"),
+        ("acos(-1 + x*x*x*x)", "acos"),
+        ("acosh(1 + x*x)", "acosh"),
+        ("(x*x)**0.5", "pow"),
+        ("(x*x*x)**-2", "pow"),
+        ("(x*x)**(x*x)", "pow"),
+        ("x**(x*x)", "pow"),
+    ] {
+        let eq = rt::equation_text(text).unwrap();
+        for (k, d) in orders(&eq, 0.0).into_iter().enumerate() {
+            assert_eq!(
+                d,
+                Err(Error::UnsupportedScalar { op }),
+                "{text}, K = {}",
+                k + 1
+            );
+        }
+        // The value needs no expansion.
+        assert!(eq.univariate_derivative::<0>(0.0).is_ok(), "{text}");
+    }
+    // The same slow arguments off the singular point, or into an operation with a series
+    // there (a polynomial, abs, a constant exponent 0 or natural), are answered.
+    let eq = rt::equation_text("sqrt(1 + x*x)").unwrap();
+    assert_eq!(eq.univariate_derivative::<2>(0.0), Ok(1.0));
+    let eq = rt::equation_text("(x*x)**3").unwrap();
+    assert_eq!(eq.univariate_derivative::<6>(0.0), Ok(720.0));
+    let eq = rt::equation_text("abs(x*x*x)").unwrap();
+    assert_eq!(eq.univariate_derivative::<3>(0.0), Ok(0.0));
+}
+
+/// How `op` applied to the texts `args` is written.
+fn call(op: Op, args: &[String]) -> String {
+    match (op.notation(), args) {
+        (Notation::Prefix, [a]) => format!("-({a})"),
+        (Notation::Infix { token, .. }, [a, b]) => format!("({a}) {token} ({b})"),
+        _ => format!("{}({})", op.name(), args.join(", ")),
+    }
+}
+
+/// Whether `t` and `n` are the same number: equal, both NaN, or within 32 ULP of the
+/// larger of `|n|` and 1.
+fn same(t: f64, n: f64) -> bool {
+    t == n || (t.is_nan() && n.is_nan()) || rel(t, n) <= 32.0 * f64::EPSILON
+}
+
+/// `text` at `x = 0`: refused at every order `1 … 6` or at none, and where answered,
+/// `K = 1` is the Jacobian lane's and `K = 2` the Hessian lane's (nested first
+/// derivatives through `ad::rules`). Answers whether it was refused.
+fn refuses_or_agrees(text: &str) -> bool {
+    let eq = rt::equation_text(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let d = orders(&eq, 0.0);
+    let refused = d[0].is_err();
+    for (k, dk) in d.iter().enumerate() {
+        match dk {
+            Err(e) => {
+                assert_eq!(e.code(), Errc::UnsupportedScalar, "{text}");
+                assert!(refused, "{text}: refused at K = {} only", k + 1);
+            }
+            Ok(_) => assert!(!refused, "{text}: answered at K = {}", k + 1),
+        }
+    }
+    if let (Ok(d1), Ok(d2)) = (&d[0], &d[1]) {
+        let j = eq.jacobian(0.0).unwrap()[0];
+        let h = eq.hessian(0.0).unwrap()[0];
+        assert!(same(*d1, j), "{text}: K = 1 {d1}, Jacobian {j}");
+        assert!(same(*d2, h), "{text}: K = 2 {d2}, Hessian {h}");
+    }
+    refused
+}
+
+/// `c ± u` for `c ∈ {0, 1, −1}` and `u ∈ {x*x, x*x*x}`: arguments that move with `x`
+/// but whose low coefficients vanish at 0, sitting on every singular point (`0`, `±1`).
+fn slow_arguments() -> Vec<(f64, String)> {
+    let mut out = Vec::new();
+    for c in [0.0, 1.0, -1.0] {
+        for u in ["x*x", "x*x*x"] {
+            for s in ['+', '-'] {
+                out.push((c, format!("{c} {s} {u}")));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_unary_function_of_a_slowly_moving_argument_refuses_or_agrees() {
+    let unary = Op::ALL.into_iter().filter(|op| op.arity() == 1);
+    let (at_zero, at_one) = (
+        [Op::Sqrt, Op::Cbrt, Op::Log, Op::Log10],
+        [Op::Asin, Op::Acos, Op::Acosh, Op::Atanh],
+    );
+    for op in unary {
+        for (c, a) in slow_arguments() {
+            let text = call(op, &[a]);
+            let refused = refuses_or_agrees(&text);
+            let singular =
+                (at_zero.contains(&op) && c == 0.0) || (at_one.contains(&op) && c != 0.0);
+            assert_eq!(refused, singular, "{text}");
+        }
+    }
+}
+
+#[test]
+fn division_and_pow_by_a_slowly_moving_argument_refuse_or_agree() {
+    let mut others: Vec<(Option<f64>, String)> = ["x", "x + 1", "0.5 + x"]
+        .into_iter()
+        .map(|t| (None, t.to_string()))
+        .collect();
+    for r in [0.5, 1.5, -1.0, -2.0, 2.0, 3.0] {
+        others.push((Some(r), format!("{r}")));
+    }
+    for (c, a) in slow_arguments() {
+        for (b0, b) in &others {
+            // A division is refused exactly where its divisor moves through 0.
+            assert_eq!(refuses_or_agrees(&format!("({b}) / ({a})")), c == 0.0);
+            assert_eq!(refuses_or_agrees(&format!("({a}) / ({b})")), b == "x");
+            // pow(a, b) with a moving zero base: refused unless b is a constant natural
+            // number; nothing else is. (Off a zero base, the moving exponent `x` through
+            // 0 meets the rule table's `∂/∂a = 0 where b = 0`, a first-derivative
+            // convention that drops part of the second derivative, not a singular point.)
+            let natural = b0.is_some_and(|r| r >= 0.0 && r.fract() == 0.0);
+            if c == 0.0 || b != "x" {
+                let text = format!("pow({a}, {b})");
+                assert_eq!(refuses_or_agrees(&text), c == 0.0 && !natural, "{text}");
+            }
+            if b0.is_some() {
+                assert!(!refuses_or_agrees(&format!("pow({b}, {a})")));
+            }
+        }
+    }
+}
+
+#[test]
+fn an_order_above_the_maximum_is_refused() {
+    assert_eq!(MAX_ORDER, 170);
+    let eq = eq1(|x| x.sin());
+    let want = |order| Error::OrderTooHigh {
+        order,
+        max: MAX_ORDER,
+    };
+    assert_eq!(
+        eq.univariate_derivative::<{ usize::MAX }>(0.5),
+        Err(want(usize::MAX))
+    );
+    assert_eq!(
+        eq.univariate_derivative::<{ 1 << 40 }>(0.5),
+        Err(want(1 << 40))
+    );
+    assert_eq!(eq.univariate_derivative::<171>(0.5), Err(want(171)));
+    let e = eq.univariate_derivative::<171>(0.5).unwrap_err();
+    assert_eq!(e.code(), Errc::OrderTooHigh);
+    assert_eq!(e.code().as_str(), "order_too_high");
+    assert!(e.to_string().starts_with("order_too_high"), "{e}");
+    // The order is checked first, whatever else is wrong.
+    let two = rt::equation(|| rt::var("x") * rt::var("y")).unwrap();
+    assert_eq!(
+        two.univariate_derivative::<{ usize::MAX }>(1.0)
+            .unwrap_err()
+            .code(),
+        Errc::OrderTooHigh
+    );
+    // The highest order is computed: sin⁽¹⁷⁰⁾ = sin (170 = 4·42 + 2: −sin).
+    let d = eq.univariate_derivative::<170>(0.5).unwrap();
+    assert!(rel(d, -0.5f64.sin()) <= 1e-9, "{d}");
+    // exp⁽¹⁷⁰⁾ = exp: K! = 170! ≈ 7.3e306 stays finite.
+    let d = eq1(|x| x.exp()).univariate_derivative::<170>(0.0).unwrap();
+    assert!(rel(d, 1.0) <= 1e-9, "{d}");
 }

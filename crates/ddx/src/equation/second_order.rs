@@ -64,6 +64,13 @@ impl<T: SymbolRef + ?Sized> SymbolRef for &T {
     }
 }
 
+/// The highest order `K` that [`Equation::univariate_derivative`] computes: 170, the
+/// largest `K` whose `K!` is finite in `f64` (`171!` overflows), so the highest order
+/// whose derivative can be a finite number. The bound also keeps one call's memory and
+/// time in proportion to the graph (`K + 1` coefficients per node, `O(K²)` work per
+/// operation) whatever `K` is asked.
+pub const MAX_ORDER: usize = taylor::MAX_DEGREE;
+
 impl<S: Shape> Equation<S> {
     fn hessian_layout(&self) -> &HessianLayout {
         self.prepared(LaneKind::Hessian)
@@ -198,23 +205,39 @@ impl<S: Shape> Equation<S> {
 
     /// The `K`-th derivative `dᴷf/dxᴷ` at `x0` of a function of one symbol and one output,
     /// by one sweep of truncated Taylor arithmetic over the value graph (`K!` times the
-    /// `K`-th Taylor coefficient). `K = 0` is the value.
+    /// `K`-th Taylor coefficient). `K = 0` is the value. `K` is at most [`MAX_ORDER`]
+    /// (170, the largest `K` whose `K!` is finite in `f64`: above it no derivative could
+    /// be a finite number; the bound also keeps the sweep's memory and time, `K + 1`
+    /// coefficients per node and `O(K²)` work per operation, in proportion to the graph).
     ///
     /// Every operation has a rule. Kinks follow the first-derivative conventions at every
     /// order (`abs` at 0 and `sign` give 0; a `max`/`min` tie gives each side half;
     /// `hypot`, `atan2` at the origin give 0; `select` takes the arm the point is on), so
     /// these derivatives agree with nested first derivatives and the Hessian.
     ///
+    /// Whether an operation's argument *moves with `x`* is decided from the graph (does
+    /// it depend on `x` along edges that carry a derivative, as in forward mode), never
+    /// from the truncated series: `x*x` moves at `x = 0` though its first derivative is 0
+    /// there, so `1/(x*x)` or `sqrt(x*x)` at 0 are refused at every `K ≥ 1`.
+    ///
     /// # Errors
+    /// [`Error::OrderTooHigh`] when `K` exceeds [`MAX_ORDER`] (checked first);
     /// [`Error::NotUnivariate`] unless the equation has exactly one symbol and one output;
-    /// [`Error::UnsupportedScalar`] (for `K ≥ 1`) at a branch point or pole of an
+    /// [`Error::UnsupportedScalar`] (for every `K ≥ 1`) at a branch point or pole of an
     /// operation whose argument moves with `x`: `sqrt`, `cbrt`, `log`, `log10` of 0, a
-    /// division by a moving 0, `pow` of a moving 0 base unless the exponent is a constant
-    /// natural number, `asin`, `acos`, `acosh`, `atanh` at ±1 — unless only an untaken
-    /// `select` arm (or an operand `max`/`min` does not answer) meets one. Other singular
-    /// values (NaN, infinities) propagate as IEEE arithmetic does; past `K = 170`, `K!`
-    /// overflows `f64` and the answer is infinite or NaN.
+    /// division by a moving 0, `pow` of a moving 0 base unless the exponent is constant
+    /// and 0 or a natural number, `asin`, `acos`, `acosh`, `atanh` at ±1 — unless only
+    /// an untaken `select` arm (or an operand `max`/`min` does not answer) meets one.
+    /// Other singular values (NaN, infinities) propagate as IEEE arithmetic does; at the
+    /// highest orders `K!` is near `f64::MAX`, so a derivative too large for `f64`
+    /// overflows to an infinity.
     pub fn univariate_derivative<const K: usize>(&self, x0: f64) -> Result<f64, Error> {
+        if K > MAX_ORDER {
+            return Err(Error::OrderTooHigh {
+                order: K,
+                max: MAX_ORDER,
+            });
+        }
         let (n, m) = (self.arity(), self.outputs());
         if n != 1 || m != 1 {
             return Err(Error::NotUnivariate {
