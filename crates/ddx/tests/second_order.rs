@@ -542,3 +542,20 @@ fn errors_are_values() {
         Errc::ShortPoint
     );
 }
+
+#[test]
+fn pow_is_smooth_where_only_the_exponent_passes_through_zero() {
+    // (1 + x)^x = exp(x·ln(1 + x)) = 1 + x² − x³/2 + …: f'' = 2, f''' = −3 at 0. pow's
+    // guard on ∂/∂base acts only at base = exponent = 0, so the Hessian keeps the
+    // derivative of b·a^(b−1) where b passes through 0 with a = 1.
+    let eq = rt::equation_text("pow(x + 1, x)").unwrap();
+    let h = eq.hessian([0.0]).unwrap()[0];
+    assert!((h - 2.0).abs() < 1e-14, "{h}");
+    assert!((eq.univariate_derivative::<2>(0.0).unwrap() - 2.0).abs() < 1e-14);
+    assert!((eq.univariate_derivative::<3>(0.0).unwrap() + 3.0).abs() < 1e-13);
+    let hv = eq.hvp([1.0], [0.0]).unwrap()[0];
+    assert_eq!(hv.to_bits(), h.to_bits());
+    // At the singular point itself the convention still holds: pow(x, y) at (0, 0).
+    let p = rt::equation_text("pow(x, y)").unwrap();
+    assert_eq!(p.jacobian([0.0, 0.0]).unwrap(), [0.0, 0.0]);
+}

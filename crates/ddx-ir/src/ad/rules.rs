@@ -9,7 +9,7 @@
 //! Conventions (`ARCHITECTURE.md`, "Semantics"): `abs'(0) = 0` (through `sign`); `sign' = 0`; comparisons have
 //! no derivative; `max`/`min` give each side half at a tie and otherwise flow to the operand
 //! answered (a NaN operand is never answered unless both are); `pow(a, b)` at `a == 0` has
-//! `∂/∂b = 0`, and `∂/∂a = 0` when `b == 0`, else IEEE's `b·a^(b−1)`; `hypot` and `atan2`
+//! `∂/∂b = 0`, and `∂/∂a = 0` when also `b == 0`, else IEEE's `b·a^(b−1)`; `hypot` and `atan2`
 //! have both partials `0` at the origin; `select`'s condition is never differentiated.
 
 use crate::{Graph, Node, NodeId, Op};
@@ -186,7 +186,10 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             scale(g, s, l)
         }
         Op::Pow if i == 0 => {
-            // ∂/∂a = b·a^(b−1), and exactly 0 wherever b == 0.
+            // ∂/∂a = b·a^(b−1), and exactly 0 at the singular point a == 0, b == 0 (where
+            // IEEE would say 0·∞). Nowhere else: at b == 0 with a ≠ 0 the formula is
+            // already 0, and a guard there would also cut the (finite) derivatives of this
+            // partial at higher orders.
             if g.constant_of(b) == Some(0.0) {
                 return Flow::Zero;
             }
@@ -194,13 +197,18 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             let bm1 = g.binary(Op::Sub, b, one);
             let p = g.binary(Op::Pow, a, bm1);
             let l = g.binary(Op::Mul, b, p);
-            if g.constant_of(b).is_some() {
-                scale(g, s, l)
-            } else {
-                let zero = c(g, 0.0);
-                let cond = g.binary(Op::Eq, b, zero);
-                unless(g, cond, s, l)
+            if g.constant_of(b).is_some() || nonzero_constant(g, a) {
+                return scale(g, s, l);
             }
+            let zero = c(g, 0.0);
+            let b_zero = g.binary(Op::Eq, b, zero);
+            let cond = if g.constant_of(a) == Some(0.0) {
+                b_zero
+            } else {
+                let a_zero = g.binary(Op::Eq, a, zero);
+                g.binary(Op::Mul, a_zero, b_zero)
+            };
+            unless(g, cond, s, l)
         }
         Op::Pow => {
             // ∂/∂b = a^b·ln(a), and exactly 0 wherever a == 0.
