@@ -330,6 +330,16 @@ pub enum Error {
         /// The verifier's report.
         detail: String,
     },
+    /// The kernel cache directory cannot be used (an empty path, a path that is not a
+    /// directory, a read or write the system refused). Reported in the JIT's status, never
+    /// by a call: kernels are then compiled and kept in memory only.
+    #[error("jit_cache: the kernel cache {path:?} cannot be used: {detail}")]
+    JitCache {
+        /// The directory (or the entry in it) concerned.
+        path: std::path::PathBuf,
+        /// What failed.
+        detail: String,
+    },
 }
 
 /// `n` and `noun`, in the plural unless `n` is 1: `1 value`, `0 values`.
@@ -404,6 +414,8 @@ pub enum Errc {
     JitObject,
     /// See [`Error::JitVerify`].
     JitVerify,
+    /// See [`Error::JitCache`].
+    JitCache,
 }
 
 impl Errc {
@@ -434,6 +446,7 @@ impl Errc {
             Errc::JitModule => "jit_module",
             Errc::JitObject => "jit_object",
             Errc::JitVerify => "jit_verify",
+            Errc::JitCache => "jit_cache",
         }
     }
 }
@@ -472,6 +485,7 @@ impl Error {
             Error::JitModule { .. } => Errc::JitModule,
             Error::JitObject { .. } => Errc::JitObject,
             Error::JitVerify { .. } => Errc::JitVerify,
+            Error::JitCache { .. } => Errc::JitCache,
         }
     }
 }

@@ -12,6 +12,12 @@
 //! - a comparison with a NaN operand answers `0.0`, `!=` included;
 //! - `select(c, t, f)` takes `t` when `c` is nonzero or NaN.
 
+/// This file's source text. A code generator that keeps compiled code between runs keys it
+/// on this too, so that a development build that changes how an operation evaluates never
+/// loads code made before the change (ddx's version number alone would not change).
+#[doc(hidden)]
+pub const SOURCE: &str = include_str!("math.rs");
+
 /// The signature of a one-argument math function in [`MathTable`].
 pub type UnaryFn = extern "C" fn(f64) -> f64;
 /// The signature of a two-argument math function in [`MathTable`].

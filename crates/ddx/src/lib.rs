@@ -63,7 +63,9 @@ pub use ddx_ir::{
     LaneKind, Model, Sparsity, VectorRole,
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
-pub use options::{Backend, Codegen, JitStatus, Lanes, OptLevel, Options, Warming};
+pub use options::{
+    Backend, Codegen, JitStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
+};
 pub use point::{Point, Role};
 // Issue 4: second order.
 pub use ddx_ir::{Colouring, HessianLayout};

@@ -5,6 +5,20 @@
 
 use std::path::PathBuf;
 
+/// The longest lane, in graph nodes, that [`Backend::Compile`] and [`Backend::Adapt`]
+/// compile: a longer lane is interpreted, and [`JitStatus::error`] says why
+/// ([`Error::JitTarget`](ddx_ir::Error::JitTarget)).
+///
+/// One thread compiles for the whole process, so a long compile delays every other
+/// equation's kernels. Above 16 384 nodes the kernels are made with a register allocator
+/// whose time is linear in the lane (about 3 µs a node for both tiers of a point kernel,
+/// 6 µs of a column kernel), so at this limit a compile takes about a second; the longest
+/// lane of the bundled models, UNIQUAC-32's Hessian (195 350 nodes), takes 0.55 s as a
+/// point kernel and 1.3 s as a column kernel. A kernel is also refused, whatever its
+/// length, when its stack frame would exceed 1 MiB. Measurements in BENCHMARKS.md,
+/// "Long lanes".
+pub const MAX_KERNEL_NODES: usize = 262_144;
+
 /// Which engine answers calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -14,10 +28,21 @@ pub enum Backend {
     Interpret,
     /// Compile each lane to machine code when it is first needed; calls interpret until
     /// the kernel lands.
+    ///
+    /// A lane gets a quick kernel first (no optimisation, the single-pass register
+    /// allocator: compile time linear in the lane's length), then one at
+    /// [`Codegen::opt_level`]. A lane of more than 16 384 nodes skips the quick kernel and
+    /// is optimised with the single-pass allocator too, because the backtracking one takes
+    /// time superlinear in such lanes. A lane of more than [`MAX_KERNEL_NODES`] nodes, or
+    /// whose kernel would need a stack frame over 1 MiB, is not compiled: it is interpreted,
+    /// with the reason in [`JitStatus::error`].
     Compile,
-    /// Compile once batch traffic has paid for it (`warm_points`, then `hot_points`).
+    /// Compile once batch traffic has paid for it (`warm_points`, then `hot_points`), with
+    /// the same tiers and limits as [`Backend::Compile`].
     Adapt,
-    /// Build each lane for an OpenCL device; calls answer from the CPU until it lands.
+    /// Meant to build each lane for an OpenCL device ([`Options::device`]). This build has
+    /// no device backend yet: every call answers from the interpreter, nothing is
+    /// compiled, and [`JitStatus`] stays empty.
     Device,
 }
 
@@ -76,9 +101,30 @@ pub struct Options {
     pub warm_points: u64,
     /// Under [`Backend::Adapt`], further points that buy the optimised tier.
     pub hot_points: u64,
-    /// Keep compiled code so that a save can write it.
+    /// Keep a copy of each kernel's machine code, for saving an equation with its kernels.
+    ///
+    /// This build has no such save yet, so nothing reads the copy: it costs one heap copy
+    /// of every kernel's code (about 15–25 bytes per lane node; both tiers of a lane are
+    /// kept) for as long as the options are in force, and nothing else. On by default, so
+    /// that a later save needs no recompiling; turn it off to save the memory.
     pub retain_object: bool,
-    /// Keep compiled code here between runs.
+    /// Keep compiled code in this directory between runs (made when missing).
+    ///
+    /// Each kernel is one file, named by a hash of everything its code depends on: the lane
+    /// graph, the kernel's shape and optimisation level, the host CPU and its features,
+    /// ddx's version, and the source of ddx's code generator (so a development build that
+    /// changes code generation never loads code made before the change). An entry is
+    /// checked (length, header, key, BLAKE3 checksum) before it is run, and compiled and
+    /// rewritten when the check fails ([`JitStatus::refused`]).
+    ///
+    /// **Trust this directory like executable code.** The checksum detects accidents (a
+    /// torn or damaged file), not forgery: anyone who can write an entry with a recomputed
+    /// checksum has their code run. Do not point it at a directory others can write.
+    ///
+    /// A relative path is resolved against the current directory when an entry is read or
+    /// written. An empty path, a path that is not a directory, or one that cannot be read or
+    /// written is reported in [`JitStatus::cache_error`]; kernels are then compiled and
+    /// kept in memory only, and calls are unaffected.
     pub cache_dir: Option<PathBuf>,
     /// Under [`Backend::Device`], a case-insensitive match on platform and device name.
     pub device: Option<String>,
@@ -132,16 +178,24 @@ pub struct JitStatus {
     /// Kernels loaded from [`Options::cache_dir`] instead of compiled.
     pub loaded: usize,
     /// Cache entries found but refused (damaged, truncated, stale or for another key); each
-    /// was compiled instead and rewritten.
+    /// was compiled instead and rewritten. An entry that is simply not there is not
+    /// counted, nor one that could not be read (see [`JitStatus::cache_error`]).
     pub refused: usize,
     /// Cache entries written.
     pub written: usize,
-    /// The most recent failure: [`Error::JitTarget`], [`Error::JitModule`],
-    /// [`Error::JitObject`] or [`Error::JitVerify`].
+    /// The most recent failure to make a kernel: [`Error::JitTarget`] (including a lane
+    /// over [`MAX_KERNEL_NODES`] or a kernel whose stack frame would exceed 1 MiB),
+    /// [`Error::JitModule`], [`Error::JitObject`] or [`Error::JitVerify`]. The lane it
+    /// concerns is interpreted.
     ///
     /// [`Error::JitTarget`]: ddx_ir::Error::JitTarget
     /// [`Error::JitModule`]: ddx_ir::Error::JitModule
     /// [`Error::JitObject`]: ddx_ir::Error::JitObject
     /// [`Error::JitVerify`]: ddx_ir::Error::JitVerify
     pub error: Option<ddx_ir::Error>,
+    /// The most recent failure of [`Options::cache_dir`]
+    /// ([`Error::JitCache`](ddx_ir::Error::JitCache)): an empty path, or a read or write the
+    /// system refused. Not fatal: kernels are compiled and kept in memory as without a
+    /// cache, and calls are unaffected.
+    pub cache_error: Option<ddx_ir::Error>,
 }

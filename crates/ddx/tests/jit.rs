@@ -321,3 +321,112 @@ fn expressions_compile_inside_a_sum_of_many_terms() {
         assert_eq!(a[0].to_bits(), b[0].to_bits());
     }
 }
+
+#[test]
+fn an_empty_cache_path_is_reported_and_kernels_stay_in_memory() {
+    let oracle = model();
+    let mut eq = model();
+    let mut o = options(Backend::Compile);
+    o.cache_dir = Some(std::path::PathBuf::new());
+    eq.set_options(o);
+    assert!(eq.wait_for_kernel(LaneKind::Gradient));
+    let s = eq.jit_status();
+    assert_eq!((s.compiled, s.written, s.refused), (2, 0, 0), "{s:?}");
+    assert_eq!(s.error, None);
+    assert_eq!(s.cache_error.map(|e| e.code()), Some(Errc::JitCache));
+    assert_eq!(eq.gradient(POINT), oracle.gradient(POINT));
+}
+
+#[test]
+fn a_cache_path_that_is_a_file_is_reported_not_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("not-a-directory");
+    std::fs::write(&file, b"a file").expect("writes");
+    let oracle = model();
+    let mut eq = model();
+    eq.set_options(cached(&file));
+    assert!(eq.wait_for_kernel(LaneKind::Jacobian));
+    let s = eq.jit_status();
+    assert_eq!(
+        (s.compiled, s.written, s.refused, s.loaded),
+        (2, 0, 0, 0),
+        "{s:?}"
+    );
+    let e = s.cache_error.expect("the cache failure is reported");
+    assert_eq!(e.code(), Errc::JitCache);
+    assert!(e.to_string().contains("not-a-directory"), "{e}");
+    assert_eq!(eq.jacobian(POINT), oracle.jacobian(POINT));
+    assert_eq!(
+        std::fs::read(&file).expect("reads"),
+        b"a file",
+        "the file is untouched"
+    );
+}
+
+#[test]
+fn an_entry_that_cannot_be_read_is_reported_not_refused() {
+    // Each entry replaced by a directory of its name: reading it fails (not "absent", not
+    // "damaged"), and so does writing it back.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kind = LaneKind::Gradient;
+    let mut eq = model();
+    eq.set_options(cached(dir.path()));
+    assert!(eq.wait_for_kernel(kind));
+    for path in entries(dir.path()) {
+        std::fs::remove_file(&path).expect("removes");
+        std::fs::create_dir(&path).expect("makes a directory");
+    }
+    let oracle = model();
+    let mut eq = model();
+    eq.set_options(cached(dir.path()));
+    assert!(eq.wait_for_kernel(kind));
+    let s = eq.jit_status();
+    assert_eq!((s.loaded, s.refused, s.compiled), (0, 0, 2), "{s:?}");
+    assert_eq!(s.cache_error.map(|e| e.code()), Some(Errc::JitCache));
+    assert_eq!(eq.gradient(POINT), oracle.gradient(POINT));
+}
+
+#[test]
+fn an_entry_that_is_absent_is_not_counted_as_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut eq = model();
+    eq.set_options(cached(dir.path()));
+    assert!(eq.wait_for_kernel(LaneKind::Value));
+    let s = eq.jit_status();
+    assert_eq!((s.refused, s.written), (0, 2), "{s:?}");
+    assert_eq!(s.cache_error, None);
+}
+
+/// A lane longer than [`ddx::MAX_KERNEL_NODES`] is never compiled: it is interpreted, the
+/// status says why, and its answers are the interpreter's.
+#[test]
+fn a_lane_over_the_node_limit_is_interpreted_and_reported() {
+    let terms = ddx::MAX_KERNEL_NODES / 3 + 1;
+    let build = || {
+        rt::equation(|| {
+            let a = rt::var("a");
+            let mut y = a;
+            for k in 0..terms {
+                y = y * 0.999_999 + a * (1.0 + k as f64 * 1e-9);
+            }
+            y
+        })
+        .expect("builds")
+    };
+    let oracle = build();
+    let mut eq = build();
+    let nodes = eq.lane(LaneKind::Value).graph.len();
+    assert!(nodes > ddx::MAX_KERNEL_NODES, "{nodes} nodes");
+    eq.set_options(options(Backend::Compile));
+    assert!(!eq.wait_for_kernel(LaneKind::Value));
+    assert!(!eq.uses_kernel(LaneKind::Value));
+    let s = eq.jit_status();
+    assert_eq!(s.compiled, 0);
+    let e = s.error.expect("the reason is reported");
+    assert_eq!(e.code(), Errc::JitTarget);
+    assert!(e.to_string().contains(&nodes.to_string()), "{e}");
+    assert_eq!(
+        eq.evaluate([0.5]).expect("fits").to_bits(),
+        oracle.evaluate([0.5]).expect("fits").to_bits()
+    );
+}

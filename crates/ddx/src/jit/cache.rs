@@ -1,10 +1,12 @@
 //! The `cache_dir` store: compiled kernels kept between runs.
 //!
 //! An entry is one file, `<key>.ddxk`, named by the hex of its [`Key`]: a BLAKE3 hash of
-//! everything the machine code depends on — this format's version and ddx's, the lane graph
-//! (every node, the outputs, the input counts), the kernel's shape and optimisation level,
-//! the math table's layout, and the host (target triple, code generator, every CPU feature
-//! flag it compiles for). Layout, little-endian:
+//! everything the machine code depends on — this format's version and ddx's, the build's
+//! code generator ([`build_identity`]: the source of the lowering, the compiler set-up,
+//! the kernel calling code and `ddx_ir::math`), the lane graph (every node, the outputs,
+//! the input counts), the kernel's shape and optimisation level, the math table's layout,
+//! and the host (target triple, code generator, every CPU feature flag and setting it
+//! compiles with). Layout, little-endian:
 //!
 //! | bytes | holds |
 //! |---|---|
@@ -20,42 +22,89 @@
 //! [`Entry::Refused`] and the caller compiles (and rewrites the entry). Entries are written
 //! to a temporary file and renamed into place, so a reader never sees half an entry from
 //! a live writer.
+//!
+//! The checksum detects accidents (a torn or damaged file), not forgery: whoever can write
+//! the directory can write an entry with a correct checksum, and its code is run. The
+//! directory must be trusted like the program's own executable files.
+//!
+//! A directory that cannot be read or written is [`Entry::Unreadable`] / a [`write`] error
+//! ([`Error::JitCache`]): reported in the status, never counted as a refused entry.
 
 use super::lower::Shape;
 use crate::options::OptLevel;
 use ddx_ir::math::MathTable;
-use ddx_ir::{Lane, Node};
+use ddx_ir::{Error, Lane, Node};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 const MAGIC: &[u8; 8] = b"DDXJITK\0";
 const VERSION: u32 = 1;
 const HEADER: usize = 84;
+
+/// The sources whose text decides the machine code made for a graph, besides the graph:
+/// a development build that changes any of them changes [`build_identity`], and so every
+/// key, even when ddx's version number stays the same.
+const CODEGEN_SOURCES: [&str; 4] = [
+    include_str!("lower.rs"),
+    include_str!("compile.rs"),
+    include_str!("kernel.rs"),
+    ddx_ir::math::SOURCE,
+];
+
+/// The identity of `sources`: a BLAKE3 hash of each one's length and text, in order.
+fn identity(sources: &[&str]) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    for s in sources {
+        h.update(&(s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    }
+    *h.finalize().as_bytes()
+}
+
+/// This build's code generator: the identity of [`CODEGEN_SOURCES`], hashed on first use.
+pub(crate) fn build_identity() -> &'static [u8; 32] {
+    static ID: OnceLock<[u8; 32]> = OnceLock::new();
+    ID.get_or_init(|| identity(&CODEGEN_SOURCES))
+}
 
 /// What an entry is for: a hash of everything its code depends on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Key([u8; 32]);
 
 impl Key {
-    /// The key of `lane` compiled as `shape` at `level` on the host `fingerprint`.
+    /// The key of `lane` compiled as `shape` at `level` on the host `fingerprint` by this
+    /// build's code generator.
     pub(crate) fn new(lane: &Lane, shape: Shape, level: OptLevel, fingerprint: &str) -> Key {
+        Key::for_build(lane, shape, level, fingerprint, build_identity())
+    }
+
+    /// The key of `lane` as [`Key::new`] makes it, for the code generator `build`.
+    fn for_build(
+        lane: &Lane,
+        shape: Shape,
+        level: OptLevel,
+        fingerprint: &str,
+        build: &[u8; 32],
+    ) -> Key {
         let mut h = blake3::Hasher::new();
-        let mut text = |s: &str| {
+        let text = |h: &mut blake3::Hasher, s: &str| {
             h.update(&(s.len() as u64).to_le_bytes());
             h.update(s.as_bytes());
         };
-        text("ddx jit kernel");
-        text(env!("CARGO_PKG_VERSION"));
-        text(fingerprint);
+        text(&mut h, "ddx jit kernel");
+        text(&mut h, env!("CARGO_PKG_VERSION"));
+        h.update(build);
+        text(&mut h, fingerprint);
         for op in MathTable::UNARY_OPS
             .iter()
             .chain(&MathTable::BINARY_OPS)
             .chain(&MathTable::TERNARY_OPS)
         {
-            text(op.name());
+            text(&mut h, op.name());
         }
-        text(lane.kind.name());
+        text(&mut h, lane.kind.name());
         h.update(&VERSION.to_le_bytes());
         h.update(&[shape.tag(), level_tag(level)]);
         for n in [
@@ -120,17 +169,28 @@ pub(crate) enum Entry {
     Refused,
     /// The code of a valid entry.
     Valid(Vec<u8>),
+    /// The entry could not be read for a reason other than its absence (the directory is
+    /// a file, or not readable): [`Error::JitCache`].
+    Unreadable(Error),
 }
 
 /// Reads and validates the entry for `key` in `dir`.
 pub(crate) fn read(dir: &Path, key: &Key) -> Entry {
-    match std::fs::read(key.file(dir)) {
+    let file = key.file(dir);
+    match std::fs::read(&file) {
         Ok(bytes) => match validate(&bytes, key) {
             Some(()) => Entry::Valid(bytes[HEADER..].to_vec()),
             None => Entry::Refused,
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Entry::Absent,
-        Err(_) => Entry::Refused,
+        Err(e) => Entry::Unreadable(failure(&file, "cannot read the entry", &e)),
+    }
+}
+
+fn failure(path: &Path, what: &str, e: &std::io::Error) -> Error {
+    Error::JitCache {
+        path: path.to_path_buf(),
+        detail: format!("{what}: {e}"),
     }
 }
 
@@ -160,10 +220,10 @@ fn checksum(header: &[u8], code: &[u8]) -> [u8; 32] {
 /// entry there.
 ///
 /// # Errors
-/// Any I/O error; the cache is then left as it was.
-pub(crate) fn write(dir: &Path, key: &Key, code: &[u8]) -> std::io::Result<()> {
+/// [`Error::JitCache`] for any I/O error; the cache is then left as it was.
+pub(crate) fn write(dir: &Path, key: &Key, code: &[u8]) -> Result<(), Error> {
     static UNIQUE: AtomicU64 = AtomicU64::new(0);
-    std::fs::create_dir_all(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| failure(dir, "cannot make the directory", &e))?;
     let mut bytes = Vec::with_capacity(HEADER + code.len());
     bytes.extend_from_slice(MAGIC);
     bytes.extend_from_slice(&VERSION.to_le_bytes());
@@ -181,11 +241,12 @@ pub(crate) fn write(dir: &Path, key: &Key, code: &[u8]) -> std::io::Result<()> {
         f.write_all(&bytes)?;
         f.sync_all()
     });
-    let placed = written.and_then(|()| std::fs::rename(&tmp, key.file(dir)));
+    let file = key.file(dir);
+    let placed = written.and_then(|()| std::fs::rename(&tmp, &file));
     if placed.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    placed
+    placed.map_err(|e| failure(&file, "cannot write the entry", &e))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 use super::lower::{self, Shape};
 use super::{cache, Kernel, State, Tier};
 use crate::equation::Core;
-use crate::options::OptLevel;
+use crate::options::{OptLevel, MAX_KERNEL_NODES};
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
@@ -22,10 +22,47 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// Cranelift, configured for this host at both optimisation levels.
+/// Lanes of more nodes than this get the single-pass register allocator at the optimised
+/// tier too (the quick tier always has it): regalloc2's backtracking allocator takes time
+/// superlinear in a lane's length when many values live long (a reverse sweep over a long
+/// chain: 12k nodes 0.20 s, 24k 0.95 s, 36k 1.9 s, 120k 25 s), the single-pass one about
+/// 3.5 µs a node whatever the lane (120k nodes 0.5 s). See BENCHMARKS.md, "Compiling".
+pub(crate) const BACKTRACKING_NODES: usize = 1 << 14;
+
+/// The largest stack frame a kernel may have, in bytes. A kernel runs on its caller's
+/// stack (a spawned thread's is 2 MiB by default, rayon's workers' too), and a frame larger
+/// than what is left there aborts the process; compiled code that needs more is refused
+/// and the lane interpreted. Frames grow with the values a lane keeps live across its
+/// math calls (a reverse sweep keeps many), spilled. Measured at the quick tier: 5–8
+/// bytes a node for point kernels of the bundled models, 27 for a column kernel of a long
+/// reverse chain (its slots are 16 bytes; 21 at the optimised tier with the single-pass
+/// allocator, 9 with the backtracking one). So a column kernel of such a chain is refused
+/// beyond about 40 000 nodes (quick) or 50 000 (optimised), while UNIQUAC-32's
+/// 195 350-node Hessian lane fits as a point kernel (0.85 MiB quick, 0.26 MiB optimised)
+/// and as a column kernel at the optimised tier (0.54 MiB). See BENCHMARKS.md, "Long lanes".
+pub(crate) const MAX_FRAME_BYTES: u32 = 1 << 20;
+
+/// `Ok` when a kernel of the `name` lane with a stack frame of `frame` bytes may run;
+/// an unknown frame is refused.
+fn frame_fits(name: &str, frame: Option<u32>) -> Result<(), Error> {
+    match frame {
+        Some(f) if f <= MAX_FRAME_BYTES => Ok(()),
+        _ => Err(target(format!(
+            "the {name} kernel would need a stack frame of {} bytes, more than the \
+             {MAX_FRAME_BYTES} a kernel may have; the lane is interpreted",
+            frame.map_or_else(|| "unknown".to_string(), |f| f.to_string())
+        ))),
+    }
+}
+
+/// Cranelift, configured for this host: the quick tier, and the optimised tier with each
+/// register allocator.
 pub(crate) struct Compiler {
     quick: OwnedTargetIsa,
     speed: OwnedTargetIsa,
+    /// The optimised tier with the single-pass allocator, for lanes over
+    /// [`BACKTRACKING_NODES`].
+    speed_linear: OwnedTargetIsa,
     fingerprint: String,
 }
 
@@ -54,10 +91,11 @@ fn target(detail: impl std::fmt::Display) -> Error {
 
 impl Compiler {
     fn new() -> Result<Compiler, Error> {
-        let isa = |opt: &str| -> Result<OwnedTargetIsa, Error> {
+        let isa = |opt: &str, regalloc: &str| -> Result<OwnedTargetIsa, Error> {
             let mut flags = settings::builder();
             for (name, value) in [
                 ("opt_level", opt),
+                ("regalloc_algorithm", regalloc),
                 // Large frames (many spilled values) touch each guard page in order.
                 ("enable_probestack", "true"),
                 ("probestack_strategy", "inline"),
@@ -70,20 +108,27 @@ impl Compiler {
                 .finish(settings::Flags::new(flags))
                 .map_err(target)
         };
-        let speed = isa("speed")?;
+        let quick = isa("none", "single_pass")?;
+        let speed = isa("speed", "backtracking")?;
+        let speed_linear = isa("speed", "single_pass")?;
         let mut fingerprint = format!("{} {} cranelift-0.135", speed.triple(), speed.name());
         for f in speed.isa_flags() {
             fingerprint.push_str(&format!(" {}={}", f.name, f.value_string()));
         }
+        // The shared settings of every configuration (optimisation level, allocator, …).
+        for isa in [&quick, &speed, &speed_linear] {
+            fingerprint.push_str(&format!(" [{}]", isa.flags()));
+        }
         Ok(Compiler {
-            quick: isa("none")?,
+            quick,
             speed,
+            speed_linear,
             fingerprint,
         })
     }
 
-    /// The host's identity for the cache key: target triple, code generator and every
-    /// CPU feature flag it compiles for.
+    /// The host's identity for the cache key: target triple, code generator, every CPU
+    /// feature flag it compiles for, and the settings of each configuration.
     pub(crate) fn fingerprint(&self) -> &str {
         &self.fingerprint
     }
@@ -93,7 +138,8 @@ impl Compiler {
     /// # Errors
     /// [`Error::JitVerify`] when the function fails Cranelift's verifier,
     /// [`Error::JitModule`] when code generation fails, [`Error::JitObject`] when the code
-    /// would need relocating.
+    /// would need relocating, [`Error::JitTarget`] when its stack frame would exceed
+    /// [`MAX_FRAME_BYTES`].
     pub(crate) fn compile(
         &self,
         lane: &Lane,
@@ -102,6 +148,7 @@ impl Compiler {
     ) -> Result<Vec<u8>, Error> {
         let isa: &dyn TargetIsa = match level {
             OptLevel::None => &*self.quick,
+            OptLevel::Speed if lane.graph.len() > BACKTRACKING_NODES => &*self.speed_linear,
             OptLevel::Speed => &*self.speed,
         };
         let name = lane.kind.name();
@@ -123,6 +170,11 @@ impl Compiler {
                 detail: format!("the {name} kernel needs relocation ({:?})", r.kind),
             });
         }
+        // Cranelift records the frame whenever it emits code.
+        frame_fits(
+            name,
+            code.buffer.frame_layout().map(|l| l.frame_to_fp_offset),
+        )?;
         Ok(code.code_buffer().to_vec())
     }
 }
@@ -193,10 +245,28 @@ fn run(job: Job) {
 }
 
 /// Compiles (or loads) and publishes each tier from `from` to `upto`.
+///
+/// A lane over [`MAX_KERNEL_NODES`] is refused before anything is done. A lane over
+/// [`BACKTRACKING_NODES`] asked for both tiers at once skips the quick one: its optimised
+/// kernel is made with the same (single-pass) allocator at a little more cost, and the
+/// quick one would only delay it.
 fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error> {
+    let nodes = lane.graph.len();
+    if nodes > MAX_KERNEL_NODES {
+        return Err(target(format!(
+            "the {} lane has {nodes} nodes, more than the {MAX_KERNEL_NODES} a kernel is \
+             compiled for; it is interpreted",
+            lane.kind.name()
+        )));
+    }
     let compiler = compiler()?;
     let c = &state.config;
     let upto = upto.min(c.highest());
+    let from = if from == Tier::Quick && upto == Tier::Top && nodes > BACKTRACKING_NODES {
+        Tier::Top
+    } else {
+        from
+    };
     // With a cache, the top kernel may be on disk already: then the quick one is moot.
     let peeked = from == Tier::Quick && upto == Tier::Top && c.cache_dir.is_some();
     if peeked {
@@ -225,8 +295,11 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
                 state.stats.compiled.fetch_add(1, Ordering::Relaxed);
                 if let Some(dir) = &c.cache_dir {
                     let key = cache::Key::new(lane, c.shape, level, compiler.fingerprint());
-                    if cache::write(dir, &key, &code).is_ok() {
-                        state.stats.written.fetch_add(1, Ordering::Relaxed);
+                    match cache::write(dir, &key, &code) {
+                        Ok(()) => {
+                            state.stats.written.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => state.stats.cache_fail(e),
                     }
                 }
                 Kernel::new(&code, lane, c.shape, level, c.retain)?
@@ -238,7 +311,7 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
 }
 
 /// The kernel for `level` from the cache directory, if one is there and valid; counts a
-/// refused entry.
+/// refused entry and reports a directory that cannot be read.
 fn cached(state: &State, compiler: &Compiler, lane: &Lane, level: OptLevel) -> Option<Kernel> {
     let c = &state.config;
     let dir = c.cache_dir.as_ref()?;
@@ -249,12 +322,36 @@ fn cached(state: &State, compiler: &Compiler, lane: &Lane, level: OptLevel) -> O
                 state.stats.loaded.fetch_add(1, Ordering::Relaxed);
                 Some(k)
             }
-            Err(_) => None,
+            Err(e) => {
+                state.stats.fail(e);
+                None
+            }
         },
         cache::Entry::Refused => {
             state.stats.refused.fetch_add(1, Ordering::Relaxed);
             None
         }
+        cache::Entry::Unreadable(e) => {
+            state.stats.cache_fail(e);
+            None
+        }
         cache::Entry::Absent => None,
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use super::{frame_fits, MAX_FRAME_BYTES};
+
+    #[test]
+    fn a_frame_over_the_limit_or_unknown_is_refused() {
+        assert!(frame_fits("gradient", Some(0)).is_ok());
+        assert!(frame_fits("gradient", Some(MAX_FRAME_BYTES)).is_ok());
+        let over = frame_fits("gradient", Some(MAX_FRAME_BYTES + 1)).expect_err("refused");
+        assert_eq!(over.code(), ddx_ir::Errc::JitTarget);
+        assert!(over
+            .to_string()
+            .contains(&(MAX_FRAME_BYTES + 1).to_string()));
+        assert!(frame_fits("gradient", None).is_err());
     }
 }

@@ -116,7 +116,9 @@ impl Config {
 pub(crate) struct Slot {
     /// The kernel answering, or null.
     kernel: AtomicPtr<Kernel>,
-    /// The highest [`Tier`] asked of the compile thread.
+    /// The highest [`Tier`] asked of the compile thread. Written only under `inner`'s
+    /// lock, after the job is counted in [`Inner::pending`]; read without it only as a
+    /// hint (whether to call [`State::ask`], which decides under the lock).
     asked: AtomicU8,
     /// Under `Adapt`, batch points seen.
     seen: AtomicU64,
@@ -168,7 +170,7 @@ impl Slot {
     }
 }
 
-/// Counters and the last failure, for [`JitStatus`].
+/// Counters and the last failures, for [`JitStatus`].
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
     pub(crate) compiled: AtomicUsize,
@@ -176,11 +178,18 @@ pub(crate) struct Stats {
     pub(crate) refused: AtomicUsize,
     pub(crate) written: AtomicUsize,
     error: Mutex<Option<Error>>,
+    cache_error: Mutex<Option<Error>>,
 }
 
 impl Stats {
+    /// Records a failure to make a kernel ([`JitStatus::error`]).
     pub(crate) fn fail(&self, e: Error) {
         *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+    }
+
+    /// Records a failure of the cache directory ([`JitStatus::cache_error`]).
+    pub(crate) fn cache_fail(&self, e: Error) {
+        *self.cache_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
     }
 }
 
@@ -211,9 +220,21 @@ impl State {
 
     /// Asks the compile thread for `kind` up to tier `upto`; does nothing when that was
     /// already asked.
+    ///
+    /// Everything happens under the slot's lock: the job is counted in
+    /// [`Inner::pending`] before [`Slot::asked`] shows it, and submitted before the lock is
+    /// released. So whoever reads `asked` under the lock (as [`Jit::wait`] does, through
+    /// this function) and then finds nothing pending knows that every job asked so far
+    /// has finished; and the jobs of one lane queue in the order of their tiers (a quick
+    /// kernel can never be published over an optimised one).
     fn ask(self: &Arc<Self>, core: &Arc<Core>, kind: LaneKind, upto: Tier) {
         let slot = self.slot(kind);
-        let before = slot.asked.fetch_max(upto as u8, Ordering::AcqRel);
+        // A hint without the lock: `asked` only grows, and what it shows is counted.
+        if slot.asked.load(Ordering::Acquire) >= upto as u8 {
+            return;
+        }
+        let mut inner = slot.lock();
+        let before = slot.asked.load(Ordering::Acquire);
         if before >= upto as u8 {
             return;
         }
@@ -222,7 +243,8 @@ impl State {
         } else {
             Tier::Top
         };
-        slot.lock().pending += 1;
+        inner.pending += 1;
+        slot.asked.store(upto as u8, Ordering::Release);
         let job = compile::Job {
             state: Arc::clone(self),
             core: Arc::clone(core),
@@ -232,7 +254,9 @@ impl State {
         };
         if let Err(e) = compile::submit(job) {
             self.stats.fail(e);
-            slot.finish();
+            inner.pending -= 1;
+            drop(inner);
+            slot.done.notify_all();
         }
     }
 }
@@ -262,7 +286,7 @@ impl Jit {
             // `Device` answers from the interpreter until a device backend exists.
             return Jit::default();
         }
-        let config = match Config::new(options) {
+        let mut config = match Config::new(options) {
             Ok(c) => c,
             Err(e) => {
                 return Jit {
@@ -271,11 +295,24 @@ impl Jit {
                 }
             }
         };
+        let stats = Stats::default();
+        if config
+            .cache_dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            // An empty path would put entries in the current directory: refused.
+            config.cache_dir = None;
+            stats.cache_fail(Error::JitCache {
+                path: PathBuf::new(),
+                detail: "an empty path names no directory; kernels are kept in memory only".into(),
+            });
+        }
         let state = Arc::new(State {
             config,
             abandoned: AtomicBool::new(false),
             slots: std::array::from_fn(|_| Slot::default()),
-            stats: Stats::default(),
+            stats,
         });
         if state.config.backend == Backend::Compile {
             for &kind in prepared {
@@ -346,6 +383,11 @@ impl Jit {
 
     /// Blocks until no compile of `kind` is queued or running (asking for one first under
     /// `Compile`), then answers whether a kernel answers it.
+    ///
+    /// Whatever was asked before this call — by it or by any thread — is counted as
+    /// pending by the time `asked` shows it ([`State::ask`]), so when this returns every
+    /// such job has finished and published whatever it made: under `Compile`, `false`
+    /// means no kernel will come for these options (the reason is in the status).
     pub(crate) fn wait(&self, core: &Arc<Core>, kind: LaneKind) -> bool {
         let Some(state) = &self.state else {
             return false;
@@ -396,17 +438,14 @@ impl Jit {
             };
         };
         let n = |a: &AtomicUsize| a.load(Ordering::Relaxed);
+        let last = |m: &Mutex<Option<Error>>| m.lock().unwrap_or_else(|e| e.into_inner()).clone();
         JitStatus {
             compiled: n(&s.stats.compiled),
             loaded: n(&s.stats.loaded),
             refused: n(&s.stats.refused),
             written: n(&s.stats.written),
-            error: s
-                .stats
-                .error
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            error: last(&s.stats.error),
+            cache_error: last(&s.stats.cache_error),
         }
     }
 }

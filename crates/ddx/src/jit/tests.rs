@@ -370,3 +370,92 @@ fn a_change_of_options_abandons_the_compile_in_flight() {
     );
     assert_eq!(eq.jit_status().compiled, 2);
 }
+
+/// A job is counted pending before `asked` shows it. The waiter below is held at the
+/// slot's lock, wherever in `ask` it needs it; whatever it has published by then must
+/// already be counted, or a second waiter could read "asked" and "nothing pending" and
+/// answer `false` while the kernel is still coming (the reviewer's race: about one round
+/// in 3 000–8 000 of four threads calling `wait_for_kernel` at once).
+#[test]
+fn a_job_is_pending_before_it_shows_as_asked() {
+    use std::sync::atomic::Ordering::Acquire;
+    let kind = LaneKind::Value;
+    let mut eq = Equation::<System>::from_model(random_model(21, 20, 2, 1));
+    let held = pause();
+    eq.set_options(compile_options(1)); // the lane is not prepared: nothing asked yet
+    let state = std::sync::Arc::clone(eq.jit.state.as_ref().expect("compiling"));
+    let slot = state.slot(kind);
+    assert_eq!(slot.asked.load(Acquire), super::Tier::Nothing as u8);
+    let eq = &eq;
+    std::thread::scope(|s| {
+        let inner = slot.lock();
+        let waiter = s.spawn(move || eq.wait_for_kernel(kind));
+        // Let the waiter run as far as it can without the lock (a bounded count of
+        // yields, not a time: the check below holds whatever the waiter reached).
+        for _ in 0..20_000 {
+            if slot.asked.load(Acquire) != super::Tier::Nothing as u8 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let asked = slot.asked.load(Acquire);
+        assert!(
+            asked == super::Tier::Nothing as u8 || inner.pending > 0,
+            "tier {asked} shows as asked with nothing pending"
+        );
+        drop(inner);
+        drop(held);
+        assert!(waiter.join().expect("the waiter returns"));
+    });
+    assert!(eq.uses_kernel(kind));
+}
+
+/// The reviewer's input: four threads call `wait_for_kernel` at once on a fresh `Compile`
+/// equation; every one must answer `true`, since the kernel lands. Many rounds, with the
+/// threads kept between rounds so that a round costs about one small compile.
+#[test]
+fn simultaneous_waiters_all_see_the_kernel() {
+    use std::sync::{Barrier, RwLock};
+    const ROUNDS: usize = 5000;
+    const THREADS: usize = 4;
+    let model = random_model(3, 6, 2, 1);
+    let mut o = compile_options(1);
+    o.codegen.opt_level = OptLevel::None; // one tier: the cheapest round
+    let current: RwLock<Option<Equation<System>>> = RwLock::new(None);
+    let start = Barrier::new(THREADS + 1);
+    let end = Barrier::new(THREADS + 1);
+    let failures = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                for _ in 0..ROUNDS {
+                    start.wait();
+                    {
+                        let eq = current.read().unwrap_or_else(|e| e.into_inner());
+                        let eq = eq.as_ref().expect("a round's equation");
+                        if !eq.wait_for_kernel(LaneKind::Value) {
+                            failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                    end.wait();
+                }
+            });
+        }
+        for round in 0..ROUNDS {
+            let mut eq = Equation::<System>::from_model(model.clone());
+            eq.set_options(o.clone());
+            *current.write().unwrap_or_else(|e| e.into_inner()) = Some(eq);
+            start.wait();
+            end.wait();
+            let guard = current.read().unwrap_or_else(|e| e.into_inner());
+            let eq = guard.as_ref().expect("this round's equation");
+            assert!(eq.uses_kernel(LaneKind::Value), "round {round}");
+            assert_eq!(eq.jit_status().error, None, "round {round}");
+            assert_eq!(
+                failures.load(std::sync::atomic::Ordering::Relaxed),
+                0,
+                "round {round}: a waiter answered false, yet the kernel landed"
+            );
+        }
+    });
+}
