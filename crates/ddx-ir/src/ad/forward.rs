@@ -16,12 +16,31 @@ use super::rules::flow;
 use super::Deriv;
 use crate::{Graph, Node, NodeId};
 
-/// Pushes `symbol_tangents` (indexed by symbol) up to every node of `graph` up to
-/// `max(roots)` and answers the tangent of each root.
+/// Pushes `symbol_tangents` (indexed by symbol) up to every node that some root depends on
+/// and answers the tangent of each root.
+///
+/// Only the roots' ancestors get a tangent: a node outside them (a model's value
+/// accumulation under its gradient nodes, say) would add tangent nodes nobody reads, and
+/// for a long sum those grow with its length — quadratic work for [`super::hessian`]'s
+/// pattern, which follows every node it is given.
 pub fn forward(graph: &mut Graph, symbol_tangents: &[Deriv], roots: &[NodeId]) -> Vec<Deriv> {
     let top = roots.iter().map(|r| r.index() + 1).max().unwrap_or(0);
+    let mut needed = vec![false; top];
+    for r in roots {
+        needed[r.index()] = true;
+    }
+    for i in (0..top).rev() {
+        if needed[i] {
+            for a in graph.node(NodeId::from_index(i)).args() {
+                needed[a.index()] = true;
+            }
+        }
+    }
     let mut tangent: Vec<Option<Term>> = vec![None; top];
     for i in 0..top {
+        if !needed[i] {
+            continue;
+        }
         let id = NodeId::from_index(i);
         tangent[i] = match *graph.node(id) {
             Node::Const(_) | Node::Seed(_) => None,
@@ -50,4 +69,38 @@ pub fn forward(graph: &mut Graph, symbol_tangents: &[Deriv], roots: &[NodeId]) -
             Some(mask(graph, &t.guard, t.value))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forward;
+    use crate::{Graph, Op, SymbolId};
+
+    /// Nodes the roots do not depend on get no tangent: a long sum built before the root
+    /// adds nothing to the graph, however long it is.
+    #[test]
+    fn only_the_roots_ancestors_get_tangents() {
+        let grown = |terms: usize| {
+            let mut g = Graph::new();
+            let x = g.symbol(SymbolId(0));
+            let y = g.symbol(SymbolId(1));
+            let mut sum = x;
+            for k in 0..terms {
+                let c = g.constant(1.0 + k as f64);
+                let t = g.binary(Op::Mul, c, x);
+                let s = g.unary(Op::Sin, t);
+                sum = g.binary(Op::Add, sum, s);
+            }
+            let root = g.binary(Op::Mul, x, y);
+            let (tx, ty) = (g.symbol(SymbolId(1)), g.symbol(SymbolId(0)));
+            let before = g.len();
+            let dots = forward(&mut g, &[Some(tx), Some(ty)], &[root]);
+            let d = dots[0].expect("x·y moves");
+            // d(x·y) along (y, x) at (x, y) = (2, 3): y·y + x·x = 13.
+            assert_eq!(g.eval_reference(&[d], &[2.0, 3.0], &[]), [13.0]);
+            assert!(sum.index() < root.index());
+            g.len() - before
+        };
+        assert_eq!(grown(10), grown(1000));
+    }
 }
