@@ -160,7 +160,8 @@ impl Core {
 ///
 /// Built by [`rt::equation`](crate::rt::equation) from a model closure. It owns all it
 /// needs (the data the closure read may be dropped), is `Send + Sync`, and may be used by
-/// many threads at once from its first call.
+/// many threads at once from its first call. Cloning is cheap: clones share the graph, the
+/// lanes built and the compiled kernels, and each has its own options.
 ///
 /// Conventions: `n` = [`arity`](Equation::arity) symbols in canonical (alphabetical) order,
 /// `m` = [`outputs`](Equation::outputs) functions. Matrices are dense and row-major.
@@ -169,6 +170,21 @@ pub struct Equation<S: Shape = Scalar> {
     options: Options,
     pub(crate) jit: Jit,
     shape: PhantomData<fn() -> S>,
+}
+
+/// A clone is cheap and shares everything built so far: the graph, the lanes, and under a
+/// compiling backend the kernels and any compile in flight (a kernel that lands answers
+/// both). Each clone then has its own options: [`Equation::set_options`] on one leaves the
+/// others' options and kernels as they are.
+impl<S: Shape> Clone for Equation<S> {
+    fn clone(&self) -> Self {
+        Self {
+            core: Arc::clone(&self.core),
+            options: self.options.clone(),
+            jit: self.jit.clone(),
+            shape: PhantomData,
+        }
+    }
 }
 
 impl<S: Shape> fmt::Debug for Equation<S> {

@@ -415,8 +415,8 @@ fn a_fresh_equation_shared_by_threads_answers_identically() {
 }
 
 #[test]
-fn equations_are_send_and_sync() {
-    fn check<T: Send + Sync + 'static>() {}
+fn equations_are_send_sync_and_clone() {
+    fn check<T: Send + Sync + Clone + 'static>() {}
     check::<ddx::Equation>();
     check::<ddx::Equation<ddx::System>>();
 }

@@ -11,10 +11,13 @@
 //! - A kernel, once published in a slot, lives as long as the [`State`] (the slot owns
 //!   every kernel it ever published), and the equation keeps its state alive while any of
 //!   its calls runs; a better tier replaces the pointer but not the old kernel.
+//! - Clones of an equation share its state (its kernels and any compile in flight); the
+//!   state counts the equations holding it ([`State::holders`]).
 //! - Changing the options replaces the equation's state (`set_options` takes `&mut`, so no
-//!   call is running) and marks the old one abandoned; the compile thread checks that mark
-//!   before each tier and before publishing, so nothing compiled for old options is ever
-//!   installed or run, and no one waits for it.
+//!   call of it is running); the last equation to let go of a state marks it abandoned; the
+//!   compile thread checks that mark before each tier and before publishing, so nothing
+//!   compiled for options no equation holds is ever installed or run, and no one waits
+//!   for it.
 //! - A lane is compiled once per tier per state: [`Slot::asked`] only grows.
 
 mod cache;
@@ -197,6 +200,8 @@ impl Stats {
 #[derive(Debug)]
 pub(crate) struct State {
     pub(crate) config: Config,
+    /// The equations (clones) holding this state; the last one to let go abandons it.
+    holders: AtomicUsize,
     abandoned: AtomicBool,
     slots: [Slot; LANES],
     pub(crate) stats: Stats,
@@ -270,10 +275,25 @@ pub(crate) struct Jit {
     refused: Option<Error>,
 }
 
+impl Clone for Jit {
+    /// The same state, one more holder: a clone of an equation shares its kernels.
+    fn clone(&self) -> Jit {
+        if let Some(s) = &self.state {
+            s.holders.fetch_add(1, Ordering::Relaxed);
+        }
+        Jit {
+            state: self.state.clone(),
+            refused: self.refused.clone(),
+        }
+    }
+}
+
 impl Drop for Jit {
     fn drop(&mut self) {
         if let Some(s) = &self.state {
-            s.abandoned.store(true, Ordering::Release);
+            if s.holders.fetch_sub(1, Ordering::AcqRel) == 1 {
+                s.abandoned.store(true, Ordering::Release);
+            }
         }
     }
 }
@@ -310,6 +330,7 @@ impl Jit {
         }
         let state = Arc::new(State {
             config,
+            holders: AtomicUsize::new(1),
             abandoned: AtomicBool::new(false),
             slots: std::array::from_fn(|_| Slot::default()),
             stats,

@@ -459,3 +459,45 @@ fn simultaneous_waiters_all_see_the_kernel() {
         }
     });
 }
+
+/// A clone shares the kernels and the compile in flight: dropping the original while its
+/// compile waits does not abandon it (the clone still holds it), and the clone's own option
+/// change leaves the original's kernels alone.
+#[test]
+fn clones_share_kernels_and_keep_a_compile_alive() {
+    let kind = LaneKind::Gradient;
+    let model = random_model(5, 30, 3, 1);
+    let oracle = Equation::<System>::from_model(model.clone());
+    let x = [0.3, -1.1, 2.5];
+    let want = oracle.gradient(x).expect("fits");
+    let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+
+    let mut original = Equation::<System>::from_model(model);
+    let held = pause();
+    original.set_options(compile_options(1));
+    // Asks for the kernel; nothing compiles yet.
+    assert_eq!(
+        bits(original.gradient(x).expect("fits")),
+        bits(want.clone())
+    );
+    let clone = original.clone();
+    drop(original); // the clone still holds the state: the compile must go on
+    drop(held);
+    assert!(clone.wait_for_kernel(kind), "{:?}", clone.jit_status());
+    assert_eq!(clone.jit_status().compiled, 2);
+    assert_eq!(bits(clone.gradient(x).expect("fits")), bits(want.clone()));
+
+    // A clone of a compiled equation answers from the same kernels, compiling nothing.
+    let mut second = clone.clone();
+    assert!(second.uses_kernel(kind));
+    assert_eq!(second.jit_status().compiled, 2);
+    // Its own options change; the first keeps its kernels.
+    second.set_options(Options::default());
+    assert!(!second.uses_kernel(kind));
+    assert!(clone.uses_kernel(kind));
+    assert_eq!(bits(second.gradient(x).expect("fits")), bits(want));
+    let state = std::sync::Arc::clone(clone.jit.state.as_ref().expect("compiling"));
+    assert!(!state.abandoned());
+    drop(clone);
+    assert!(state.abandoned(), "the last holder lets go");
+}
