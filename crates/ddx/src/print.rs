@@ -17,7 +17,9 @@ impl<S: Shape> fmt::Display for Equation<S> {
     ///
     /// Every expression is the shortest infix text that parses back to the same graph, and
     /// a precision (`{:.3}`) applies to every number. A partial that is structurally zero
-    /// has no row.
+    /// has no row. Symbol names are written as given to `rt::var`: one that is not a
+    /// Python-style identifier (a data file's `"T (K)"`, say) prints faithfully but does
+    /// not parse back, since the text grammar has no quoting.
     ///
     /// Text is a tree: a subexpression shared by several parents is written out at each
     /// use, so the text of a heavily shared graph grows exponentially with its depth, and
