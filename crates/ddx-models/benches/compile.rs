@@ -7,21 +7,12 @@
 //! Run: `cargo bench -p ddx-models --bench compile`. Each cell is the median of 5 runs
 //! (min–max in brackets); every run builds a fresh equation.
 
-use ddx::{rt, Backend, Equation, Expr, LaneKind, Options};
+use ddx::{Backend, Equation, LaneKind, Options};
 use std::path::Path;
 use std::time::Instant;
 
 fn build(n: usize) -> Equation {
-    rt::equation(|| {
-        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:03}"))).collect();
-        let mut f = Expr::from(0.0);
-        for i in 0..n {
-            let d = x[i] - x[(i + 1) % n];
-            f += d * d * (0.1 * x[i]).exp() + x[i].sin() * x[(i + 7) % n];
-        }
-        f
-    })
-    .expect("model builds")
+    ddx_models::trend::coupled_sum(n).expect("model builds")
 }
 
 /// Milliseconds to build the model and have its Jacobian kernel in place.

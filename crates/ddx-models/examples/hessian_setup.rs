@@ -2,11 +2,12 @@
 //! the measurement in BENCHMARKS.md, "Hessian setup".
 //!
 //! `/usr/bin/time -f "%M KB" cargo run --release -p ddx-models --example hessian_setup -- N`
-//! builds the chained Rosenbrock-like sum `Σᵢ (xᵢ₊₁ − xᵢ²)²` over `N` symbols (a
-//! tridiagonal Hessian) and prints the build time, the time to the colour count, the
+//! builds the chained Rosenbrock function of `ddx_models::trend::Chain` over `N` symbols
+//! (a tridiagonal Hessian) and prints the build time, the time to the colour count, the
 //! colours and the Hessian lane's length.
 
-use ddx::{rt, Expr, LaneKind};
+use ddx::LaneKind;
+use ddx_models::trend::Chain;
 use std::time::Instant;
 
 fn main() {
@@ -18,16 +19,8 @@ fn main() {
         }
     };
     let t = Instant::now();
-    let eq = rt::equation(|| {
-        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:07}"))).collect();
-        let mut f = Expr::from(0.0);
-        for i in 0..n - 1 {
-            let d = x[i + 1] - x[i] * x[i];
-            f += d * d;
-        }
-        f
-    })
-    .expect("the model builds");
+    let chain = Chain::new(n).expect("n >= 2");
+    let eq = ddx_models::equation(&chain).expect("the model builds");
     let built = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let colours = eq.hessian_colors();

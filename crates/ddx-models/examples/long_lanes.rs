@@ -6,7 +6,7 @@
 //! the quick tier only, once with both tiers — and times `wait_for_kernel`; it prints the
 //! lane's length, the times, and whether a kernel landed (else the reason).
 
-use ddx::{rt, Backend, Equation, Expr, LaneKind, OptLevel, Options, Shape};
+use ddx::{rt, Backend, Equation, LaneKind, OptLevel, Options, Shape};
 use ddx_models::thermo::{Electrolyte, PengRobinson, ThermoData, Uniquac};
 use std::time::Instant;
 
@@ -25,20 +25,6 @@ fn chain(n: usize) -> Equation {
         y
     })
     .expect("the chain builds")
-}
-
-/// A wide sum over `n` symbols with local coupling.
-fn coupled_sum(n: usize) -> Equation {
-    rt::equation(|| {
-        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:05}"))).collect();
-        let mut f = Expr::from(0.0);
-        for i in 0..n {
-            let d = x[i] - x[(i + 1) % n];
-            f += d * d * (0.1 * x[i]).exp() + x[i].sin() * x[(i + 7) % n];
-        }
-        f
-    })
-    .expect("the sum builds")
 }
 
 fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind, column: bool) {
@@ -97,7 +83,7 @@ fn main() {
     for n in [1024, 2048, 4096] {
         measure(
             &format!("coupled sum {n}"),
-            &|| coupled_sum(n),
+            &|| ddx_models::trend::coupled_sum(n).expect("builds"),
             LaneKind::Gradient,
             column,
         );

@@ -142,3 +142,26 @@ impl BenchModel for Quadratic {
         }
     }
 }
+
+/// A sum over `n` symbols with local and one long-range coupling, as one closure:
+///
+/// ```text
+/// f(x) = Σᵢ (xᵢ − xᵢ₊₁)² · exp(0.1 xᵢ) + sin(xᵢ) · x₍ᵢ₊₇₎ mod n      (indices mod n)
+/// ```
+///
+/// Its gradient lane has about 16 nodes a symbol (4 866 at `n = 256`). The model of the
+/// compile benchmark (`benches/compile.rs`) and of the `long_lanes` example.
+///
+/// # Errors
+/// As [`ddx::rt::equation`]; none for `n ≥ 1`.
+pub fn coupled_sum(n: usize) -> ddx::Result<ddx::Equation> {
+    ddx::rt::equation(|| {
+        let x: Vec<Expr> = (0..n).map(|i| ddx::rt::var(&format!("x{i:06}"))).collect();
+        let mut f = Expr::from(0.0);
+        for i in 0..n {
+            let d = x[i] - x[(i + 1) % n];
+            f += d * d * (0.1 * x[i]).exp() + x[i].sin() * x[(i + 7) % n];
+        }
+        f
+    })
+}
