@@ -331,3 +331,75 @@ fn coverage_system() -> Equation<ddx::System> {
     })
     .unwrap()
 }
+
+/// Derivatives that stay in range stay accurate when their intermediate quotients would
+/// not: the divisor's partial of `a/b`, and through it the Hessians of `log` of a large
+/// argument (log-cosh, softplus), which lost every term to underflow when `−y/b` was formed
+/// on its own. Closed forms, relative error.
+#[test]
+fn quotients_of_extreme_magnitude_keep_their_derivatives() {
+    // ∂/∂y (x/y)·z = −x·z/y² = −1e−40 at (1, 1e170, 1e300): the true relative sensitivity is −1.
+    let eq = rt::equation_text("(x / y) * z").unwrap();
+    let g = eq.gradient([1.0, 1e170, 1e300]).unwrap();
+    assert!(close(g[1], -1e-40, 1e-15, 0.0), "{}", g[1]);
+    assert!(close(g[0], 1e130, 1e-15, 0.0) && close(g[2], 1e-170, 1e-15, 0.0));
+
+    // log(exp(x)) = x: the second derivative is 0 wherever exp(x) is finite.
+    let eq = rt::equation_text("log(exp(x))").unwrap();
+    for x in [1.0, 300.0, 400.0, 700.0] {
+        assert_eq!(eq.hessian([x]).unwrap(), [0.0], "x = {x}");
+    }
+
+    // Softplus: f'' = e^x/(1 + e^x)² ≈ e^−x for large x. Forward-over-reverse forms it as
+    // the difference of two terms near 1, so it is exact to a few ULP of 1, not relatively
+    // (as in any AD tool); before, it was 2.9e−12 at x = 360.
+    let eq = rt::equation_text("log(1 + exp(x))").unwrap();
+    for x in [30.0_f64, 360.0, 600.0] {
+        let want = (-x).exp() / (1.0 + (-x).exp()).powi(2);
+        let got = eq.hessian([x]).unwrap()[0];
+        assert!(close(got, want, 0.0, 1e-15), "x = {x}: {got} vs {want}");
+    }
+
+    // log(cosh(u)), u = x⁹: f'' = 9·8·x⁷·tanh(u) + (9x⁸)²·sech²(u). At x = −1.946…, u ≈ −400:
+    // tanh(u) = −1 to double precision and the sech² term is below 1e−160.
+    let eq = rt::equation_text("log(cosh(x**9))").unwrap();
+    let x: f64 = -1.9461247563641848;
+    let want = 72.0 * x.powi(7) * (x.powi(9)).tanh();
+    let got = eq.hessian([x]).unwrap()[0];
+    assert!(close(got, want, 1e-12, 0.0), "{got} vs {want}");
+    let taylor = eq.univariate_derivative::<2>(x).unwrap();
+    assert!(close(taylor, want, 1e-12, 0.0), "{taylor} vs {want}");
+}
+
+/// Local partials written to keep their relative accuracy where a textbook form cancels:
+/// `tanh' = sech²` (not `1 − tanh²`, which is 0 from x ≈ 19), and `1 − a²` as
+/// `(1 − a)(1 + a)` for `atanh`, `asin`, `acos` near ±1.
+#[test]
+fn partials_keep_their_digits_where_textbook_forms_cancel() {
+    let tanh = unary_eq(Expr::tanh);
+    for x in [3.0_f64, 19.0, 30.0, -40.0, 300.0] {
+        let want = 1.0 / (x.cosh() * x.cosh());
+        let got = tanh.gradient([x]).unwrap()[0];
+        assert!(
+            close(got, want, 1e-14, 0.0),
+            "tanh'({x}) = {got}, want {want}"
+        );
+    }
+    let near_one = [1.0 - 1e-10, -(1.0 - 1e-12), 1.0 - f64::EPSILON];
+    for a in near_one {
+        // (1 − a) is exact here; the closed forms use it directly.
+        let d = (1.0 - a.abs()) * (1.0 + a.abs());
+        let atanh = unary_eq(Expr::atanh).gradient([a]).unwrap()[0];
+        assert!(close(atanh, 1.0 / d, 1e-14, 0.0), "atanh'({a}) = {atanh}");
+        let asin = unary_eq(Expr::asin).gradient([a]).unwrap()[0];
+        assert!(
+            close(asin, 1.0 / d.sqrt(), 1e-14, 0.0),
+            "asin'({a}) = {asin}"
+        );
+        let acos = unary_eq(Expr::acos).gradient([a]).unwrap()[0];
+        assert!(
+            close(acos, -1.0 / d.sqrt(), 1e-14, 0.0),
+            "acos'({a}) = {acos}"
+        );
+    }
+}

@@ -27,7 +27,7 @@
 //! ([`crate::colour`]) recover the nonzeros directly.
 
 use super::forward::forward;
-use super::reverse::reverse;
+use super::reverse::Sweep;
 use super::Deriv;
 use crate::{Graph, Node, NodeId, SeedId, Sparsity};
 use std::rc::Rc;
@@ -35,9 +35,10 @@ use std::rc::Rc;
 /// One reverse sweep per output: `grads[r][j]` is `∂f_r/∂x_j`, or a structural zero.
 pub fn gradients(g: &mut Graph, outputs: &[NodeId], n: usize) -> Vec<Vec<Deriv>> {
     let one = g.constant(1.0);
+    let mut sweep = Sweep::default();
     outputs
         .iter()
-        .map(|&f| reverse(g, &[(f, one)], n))
+        .map(|&f| sweep.run(g, &[(f, one)], n))
         .collect()
 }
 

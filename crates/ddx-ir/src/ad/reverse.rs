@@ -8,53 +8,87 @@
 //! `select` (and the like) carries its guard down to the symbol and is masked there, so an
 //! untaken arm's NaN or infinite local partial never reaches a derivative.
 //!
-//! The pass visits each node once, from the highest seed down (one loop, no recursion).
+//! The pass visits each node its seeds reach once, highest first (one loop, no recursion).
 
 use super::guard::{combine, mask, Term, Terms};
 use super::rules::flow;
 use super::Deriv;
 use crate::{Graph, Node, NodeId};
+use std::collections::BinaryHeap;
 
 /// Pulls `seeds` down `graph` and answers the adjoint of each of `symbols` symbols.
 pub fn reverse(graph: &mut Graph, seeds: &[(NodeId, NodeId)], symbols: usize) -> Vec<Deriv> {
-    let top = seeds.iter().map(|(n, _)| n.index() + 1).max().unwrap_or(0);
-    let mut terms: Vec<Terms> = vec![Terms::new(); top];
-    for &(node, seed) in seeds {
-        terms[node.index()].push(Term::plain(seed));
-    }
-    let mut out: Vec<Deriv> = vec![None; symbols];
-    for i in (0..top).rev() {
-        if terms[i].is_empty() {
-            continue;
+    Sweep::default().run(graph, seeds, symbols)
+}
+
+/// Scratch for reverse sweeps, reused across them: the terms arriving at each node, and
+/// the nodes holding some in a max-heap, so that a sweep visits only the nodes its seeds
+/// reach (highest first, as a dependency order requires) and not every node below them.
+/// One sweep per output of a residual system over a data file thus costs what that
+/// output reaches, not the whole graph: the first Jacobian of `m` residuals is linear in
+/// `m`, not quadratic.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    /// Pending terms by node index; empty for every node between sweeps.
+    terms: Vec<Terms>,
+    /// The indices of nodes with pending terms, each once.
+    pending: BinaryHeap<usize>,
+}
+
+impl Sweep {
+    /// Pulls `seeds` down `graph` and answers the adjoint of each of `symbols` symbols.
+    pub fn run(
+        &mut self,
+        graph: &mut Graph,
+        seeds: &[(NodeId, NodeId)],
+        symbols: usize,
+    ) -> Vec<Deriv> {
+        let top = seeds.iter().map(|(n, _)| n.index() + 1).max().unwrap_or(0);
+        if self.terms.len() < top {
+            self.terms.resize(top, Terms::new());
         }
-        let id = NodeId::from_index(i);
-        let node = *graph.node(id);
-        if matches!(node, Node::Const(_) | Node::Seed(_)) {
-            terms[i].clear();
-            continue;
+        for &(node, seed) in seeds {
+            self.add(node.index(), Term::plain(seed));
         }
-        let Some(adjoint) = combine(graph, std::mem::take(&mut terms[i])) else {
-            continue;
-        };
-        match node {
-            Node::Symbol(s) => {
-                if let Some(slot) = out.get_mut(s.index()) {
-                    *slot = Some(mask(graph, &adjoint.guard, adjoint.value));
-                }
+        let mut out: Vec<Deriv> = vec![None; symbols];
+        while let Some(i) = self.pending.pop() {
+            let terms = std::mem::take(&mut self.terms[i]);
+            let id = NodeId::from_index(i);
+            let node = *graph.node(id);
+            if matches!(node, Node::Const(_) | Node::Seed(_)) {
+                continue;
             }
-            Node::Apply(op, args) => {
-                for (k, a) in args[..op.arity()].iter().enumerate() {
-                    if matches!(graph.node(*a), Node::Const(_) | Node::Seed(_)) {
-                        continue;
-                    }
-                    let edge = flow(graph, id, k, adjoint.value);
-                    if let Some(t) = adjoint.through(edge) {
-                        terms[a.index()].push(t);
+            let Some(adjoint) = combine(graph, terms) else {
+                continue;
+            };
+            match node {
+                Node::Symbol(s) => {
+                    if let Some(slot) = out.get_mut(s.index()) {
+                        *slot = Some(mask(graph, &adjoint.guard, adjoint.value));
                     }
                 }
+                Node::Apply(op, args) => {
+                    for (k, a) in args[..op.arity()].iter().enumerate() {
+                        if matches!(graph.node(*a), Node::Const(_) | Node::Seed(_)) {
+                            continue;
+                        }
+                        let edge = flow(graph, id, k, adjoint.value);
+                        if let Some(t) = adjoint.through(edge) {
+                            self.add(a.index(), t);
+                        }
+                    }
+                }
+                Node::Const(_) | Node::Seed(_) => {}
             }
-            Node::Const(_) | Node::Seed(_) => {}
         }
+        out
     }
-    out
+
+    /// Queues `t` for node `i`.
+    fn add(&mut self, i: usize, t: Term) {
+        if self.terms[i].is_empty() {
+            self.pending.push(i);
+        }
+        self.terms[i].push(t);
+    }
 }

@@ -84,9 +84,13 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
         Op::Mul => scale(g, s, if i == 0 { b } else { a }),
         Op::Div if i == 0 => Flow::Plain(g.binary(Op::Div, s, b)),
         Op::Div => {
-            let q = g.binary(Op::Div, y, b);
-            let l = g.unary(Op::Neg, q);
-            scale(g, s, l)
+            // −s·y/b as −(s/b)·y: `s/b` is the numerator's own contribution (one node for
+            // both), and this order keeps the product in range wherever that contribution
+            // is — the local partial −y/b alone underflows at y = 1e−170, b = 1e170 even
+            // when s·y/b is 1e−40, and then a Hessian through `log` loses its terms.
+            let sb = g.binary(Op::Div, s, b);
+            let p = g.binary(Op::Mul, sb, y);
+            Flow::Plain(g.unary(Op::Neg, p))
         }
         Op::Sin => {
             let l = g.unary(Op::Cos, a);
@@ -127,9 +131,7 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
         }
         Op::Sign | Op::Lt | Op::Le | Op::Eq | Op::Ne => Flow::Zero,
         Op::Asin | Op::Acos => {
-            let one = c(g, 1.0);
-            let aa = g.binary(Op::Mul, a, a);
-            let r = g.binary(Op::Sub, one, aa);
+            let r = one_minus_square(g, a);
             let d = g.unary(Op::Sqrt, r);
             let q = g.binary(Op::Div, s, d);
             Flow::Plain(if op == Op::Asin {
@@ -153,10 +155,10 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             scale(g, s, l)
         }
         Op::Tanh => {
-            let one = c(g, 1.0);
-            let yy = g.binary(Op::Mul, y, y);
-            let l = g.binary(Op::Sub, one, yy);
-            scale(g, s, l)
+            // sech²(a) = 1/cosh²(a): `1 − tanh²` would cancel to 0 already at a ≈ 19.
+            let ch = g.unary(Op::Cosh, a);
+            let d = g.binary(Op::Mul, ch, ch);
+            Flow::Plain(g.binary(Op::Div, s, d))
         }
         Op::Asinh => {
             let one = c(g, 1.0);
@@ -172,9 +174,7 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             Flow::Plain(g.binary(Op::Div, s, d))
         }
         Op::Atanh => {
-            let one = c(g, 1.0);
-            let aa = g.binary(Op::Mul, a, a);
-            let d = g.binary(Op::Sub, one, aa);
+            let d = one_minus_square(g, a);
             Flow::Plain(g.binary(Op::Div, s, d))
         }
         Op::Erf => {
@@ -270,6 +270,16 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             _ => Flow::Plain(s),
         },
     }
+}
+
+/// `1 − a²` as `(1 − a)·(1 + a)`: near `|a| = 1` the subtraction `1 − a` is exact
+/// (Sterbenz), so the result keeps its relative accuracy, where `1 − a·a` loses it to the
+/// rounding of `a·a` (at `a = 1 − 10⁻¹⁰`, about 7 digits).
+fn one_minus_square(g: &mut Graph, a: NodeId) -> NodeId {
+    let one = g.constant(1.0);
+    let lo = g.binary(Op::Sub, one, a);
+    let hi = g.binary(Op::Add, one, a);
+    g.binary(Op::Mul, lo, hi)
 }
 
 /// `s·l`, guarded off where `h == 0` unless one of the two operands is a nonzero constant
