@@ -71,6 +71,7 @@ pub use point::{Point, Role};
 pub use ddx_ir::{Colouring, HessianLayout};
 pub use equation::second_order::{SymbolRef, MAX_ORDER};
 // Issue 3: text.
+pub use ddx_ir::text::MAX_TEXT_NODES;
 pub use ddx_ir::Formula;
 
 /// The intermediate representation, for tools that inspect or transform graphs.

@@ -26,7 +26,10 @@ impl<S: Shape> fmt::Display for Equation<S> {
     /// its derivative rows faster still. `p = p*p + 1` repeated 13 times from `p = x` is a
     /// graph of 28 nodes whose value prints as 82 kB and whose one derivative row as
     /// 447 MB. For such graphs use [`Equation::to_dot`], which draws each node once, and
-    /// [`Equation::nodes`] for their size.
+    /// [`Equation::nodes`] for their size. So that a plain `{}` never exhausts memory, an
+    /// expression of more than [`MAX_TEXT_NODES`](crate::MAX_TEXT_NODES) nodes written out
+    /// is printed as a bracketed note with that limit; the alternate flag (`{:#}`) prints
+    /// every expression in full.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let model = self.model();
         let names = model.symbols();

@@ -304,3 +304,61 @@ mod random {
         }
     }
 }
+
+/// `p = p*p + 1` applied `steps` times from `p = x`: `steps·2 + 2` nodes, about `2^steps`
+/// nodes written out as a tree.
+fn doubling(steps: usize) -> Equation {
+    rt::equation(|| {
+        let mut p = rt::var("x");
+        for _ in 0..steps {
+            p = p * p + 1.0;
+        }
+        p
+    })
+    .unwrap()
+}
+
+/// A plain `{}` never writes more than `MAX_TEXT_NODES` nodes of an expression: beyond,
+/// a note (the reviewer's 1000-step chain printed 12 GB before); `{:#}` writes all of it.
+#[test]
+fn printing_is_bounded_unless_asked_for_in_full() {
+    // 2^18 leaves: under the limit, written out, and it parses back.
+    let small = doubling(17);
+    let text = small.to_string();
+    let first = text.lines().next().unwrap().trim_start_matches("f0: ");
+    assert!(!first.starts_with('<') && first.len() > 1 << 18);
+    assert_eq!(
+        canonical(rt::equation_text(first).unwrap().model()),
+        canonical(small.model())
+    );
+    // 2^40 leaves as a tree: a note, at once, for the value and its derivative row.
+    let huge = doubling(40);
+    let text = huge.to_string();
+    assert!(text.len() < 1000, "{} bytes", text.len());
+    assert_eq!(
+        text.matches(&format!("more than {} nodes", ddx::MAX_TEXT_NODES))
+            .count(),
+        2,
+        "{text}"
+    );
+    // The reviewer's chain: each derivative term repeats the chain below it.
+    let chain = rt::equation(|| {
+        let (x, c) = (rt::var("x"), rt::var("c"));
+        let mut e = x;
+        for _ in 0..1000 {
+            e = (e * 0.999 + c).sin() + x * 1e-3;
+        }
+        e
+    })
+    .unwrap();
+    assert!(chain.to_string().len() < 1 << 24);
+    // In full on request: the alternate flag lifts the limit (the model alone: the
+    // equation's derivative row would be some 100 MB).
+    let eq = doubling(21);
+    assert!(eq
+        .model()
+        .to_string()
+        .starts_with("f0: <expression of more than"));
+    let full = format!("{:#}", eq.model());
+    assert!(full.len() > 1 << 22, "{} bytes", full.len());
+}

@@ -40,7 +40,7 @@ mod print;
 pub use diagnostic::{Expected, Location, Syntax};
 pub use dot::dot;
 pub use parser::MAX_DEPTH;
-pub use print::{infix, write_number, Infix};
+pub use print::{infix, write_number, Infix, MAX_TEXT_NODES};
 
 use crate::builder::{apply, var};
 use crate::{Error, Expr, Graph, Model, NodeId, Op, SymbolId};

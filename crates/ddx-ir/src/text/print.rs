@@ -29,13 +29,53 @@
 //! not exhaust the stack. A node shared by several parents is written out at each use, so
 //! the text can be exponentially longer than the graph: `p = p*p + 1`, thirteen times over
 //! from `p = x`, is 28 nodes and prints as 81,913 bytes, and each further step doubles it.
-//! For such graphs draw the graph instead ([`fn@super::dot`]).
+//! For such graphs draw the graph instead ([`fn@super::dot`]). So that a plain `{}` can
+//! never exhaust memory, an expression longer than [`MAX_TEXT_NODES`] nodes as a tree is
+//! written as a bracketed note giving its size (which does not parse); the alternate flag
+//! (`{:#}`) writes it out whatever its length.
 
 use super::NEG_TOKEN;
 use crate::builder::snapshot;
 use crate::expr::Repr;
 use crate::{Assoc, Expr, Graph, Model, Node, NodeId, Notation, Op, PREFIX_POWER};
 use std::fmt;
+
+/// The most tree nodes (operations, numbers and names, counting a shared subexpression
+/// at each use) an expression is written out with under `{}`; a longer one is written as
+/// a note with its size, unless the alternate flag (`{:#}`) asks for all of it. About
+/// 10 MB of text at most.
+pub const MAX_TEXT_NODES: u64 = 1 << 20;
+
+/// The number of nodes `root` has written out as a tree, saturating at `cap + 1`: one
+/// visit per distinct node below `root`, with an explicit stack.
+fn tree_size(graph: &Graph, root: NodeId, cap: u64) -> u64 {
+    use std::collections::HashMap;
+    let mut size: HashMap<NodeId, u64> = HashMap::new();
+    let mut stack = vec![(root, false)];
+    while let Some((id, children_done)) = stack.pop() {
+        if size.contains_key(&id) {
+            continue;
+        }
+        let args = graph.nodes().get(id.index()).map_or(&[][..], Node::args);
+        if children_done {
+            let total = args.iter().fold(1u64, |t, a| {
+                t.saturating_add(size.get(a).copied().unwrap_or(1))
+            });
+            if total > cap {
+                return cap + 1;
+            }
+            size.insert(id, total);
+        } else {
+            stack.push((id, true));
+            stack.extend(
+                args.iter()
+                    .filter(|a| !size.contains_key(a))
+                    .map(|&a| (a, false)),
+            );
+        }
+    }
+    size.get(&root).copied().unwrap_or(1)
+}
 
 /// The level of something that never needs parentheses.
 const ATOM: u8 = u8::MAX;
@@ -138,6 +178,13 @@ enum Task {
 impl fmt::Display for Infix<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let precision = f.precision();
+        if !f.alternate() && tree_size(self.graph, self.root, MAX_TEXT_NODES) > MAX_TEXT_NODES {
+            return write!(
+                f,
+                "<expression of more than {MAX_TEXT_NODES} nodes written out; \
+                 format with {{:#}} to write it anyway>"
+            );
+        }
         let mut stack = vec![Task::Node(self.root, false)];
         while let Some(task) = stack.pop() {
             let (id, parens) = match task {
