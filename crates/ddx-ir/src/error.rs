@@ -301,10 +301,12 @@ pub enum Error {
         /// The highest order computed.
         max: usize,
     },
-    /// The code generator cannot target this machine (or this lane width on it).
-    #[error("jit_target: no kernel can be built for this host: {detail}")]
+    /// No kernel is made for a lane: the code generator cannot target this machine (or
+    /// this lane width on it), or the lane or its kernel is over a size limit (its node
+    /// count, its stack frame). The lane is interpreted.
+    #[error("jit_target: the lane is interpreted, not compiled: {detail}")]
     JitTarget {
-        /// What the code generator or the host refused.
+        /// What was refused, and why.
         detail: String,
     },
     /// The code generator failed on a lane's function.

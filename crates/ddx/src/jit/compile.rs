@@ -49,7 +49,7 @@ fn frame_fits(name: &str, frame: Option<u32>) -> Result<(), Error> {
         Some(f) if f <= MAX_FRAME_BYTES => Ok(()),
         _ => Err(target(format!(
             "the {name} kernel would need a stack frame of {} bytes, more than the \
-             {MAX_FRAME_BYTES} a kernel may have; the lane is interpreted",
+             {MAX_FRAME_BYTES} a kernel may have",
             frame.map_or_else(|| "unknown".to_string(), |f| f.to_string())
         ))),
     }
@@ -255,7 +255,7 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
     if nodes > MAX_KERNEL_NODES {
         return Err(target(format!(
             "the {} lane has {nodes} nodes, more than the {MAX_KERNEL_NODES} a kernel is \
-             compiled for; it is interpreted",
+             compiled for",
             lane.kind.name()
         )));
     }
