@@ -230,7 +230,11 @@ impl<S: Shape> Equation<S> {
     /// an untaken `select` arm (or an operand `max`/`min` does not answer) meets one.
     /// Other singular values (NaN, infinities) propagate as IEEE arithmetic does; at the
     /// highest orders `K!` is near `f64::MAX`, so a derivative too large for `f64`
-    /// overflows to an infinity.
+    /// overflows to an infinity. Where a subexpression's value is NaN (`log10` of a
+    /// negative number, say), Taylor products carry that NaN into every coefficient even
+    /// when it is multiplied by a constant, so this may answer NaN where
+    /// [`Equation::gradient`], whose partials never read that value, answers a number:
+    /// neither is a derivative of the function there.
     pub fn univariate_derivative<const K: usize>(&self, x0: f64) -> Result<f64, Error> {
         if K > MAX_ORDER {
             return Err(Error::OrderTooHigh {
