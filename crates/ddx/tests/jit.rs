@@ -355,6 +355,7 @@ fn a_cache_path_that_is_a_file_is_reported_not_refused() {
     let e = s.cache_error.expect("the cache failure is reported");
     assert_eq!(e.code(), Errc::JitCache);
     assert!(e.to_string().contains("not-a-directory"), "{e}");
+    assert!(e.to_string().contains("is not a directory"), "{e}");
     assert_eq!(eq.jacobian(POINT), oracle.jacobian(POINT));
     assert_eq!(
         std::fs::read(&file).expect("reads"),

@@ -403,3 +403,87 @@ fn partials_keep_their_digits_where_textbook_forms_cancel() {
         );
     }
 }
+
+/// Second derivatives where the first-derivative forms of `/`, `tanh`, `atanh`, `asin` and
+/// `acos` meet their own extremes (the second reviewer's inputs; closed forms).
+#[test]
+fn second_derivatives_stay_finite_and_accurate_at_extremes() {
+    // a/x: f'' = 2a/x³. An intermediate 1/x² would underflow (x = 1e200) or overflow.
+    let h = |text: &str, x: f64| rt::equation_text(text).unwrap().hessian([x]).unwrap()[0];
+    assert!(close(h("1e300 / x", 1e200), 2e-300, 1e-15, 0.0));
+    assert!(close(h("1e-300 / x", 1e-200), 2e300, 1e-15, 0.0));
+    let xy = rt::equation_text("x / y")
+        .unwrap()
+        .hessian([1e300, 1e200])
+        .unwrap();
+    assert!(close(xy[3], 2e-300, 1e-15, 0.0), "{xy:?}");
+
+    // tanh'' = −2 tanh·sech²: ≈ −0 for large |x|, never NaN; a saturated unit's Hessian
+    // keeps its finite cells.
+    for x in [19.0_f64, 356.0, 400.0, 800.0, -400.0] {
+        let got = h("tanh(x)", x);
+        let want = -2.0 * x.tanh() / (x.cosh() * x.cosh());
+        assert!(
+            close(got, want, 1e-13, 1e-300),
+            "tanh''({x}) = {got}, want {want}"
+        );
+    }
+    let unit = rt::equation_text("tanh(400*w + b) + 0.5*w*w + w*b").unwrap();
+    let hw = unit.hessian([0.0, 1.0]).unwrap(); // symbols b, w
+    assert!(hw.iter().all(|v| v.is_finite()), "{hw:?}");
+    assert_eq!(
+        hw.iter().map(|v| v.abs()).collect::<Vec<_>>(),
+        [0.0, 1.0, 1.0, 1.0]
+    );
+
+    // atanh'' = 2a/(1 − a²)², asin'' = a/(1 − a²)^{3/2}, acos'' = −asin'': no cancellation
+    // at small a, and no digits lost near ±1.
+    for a in [1e-300_f64, 1e-12, 1e-8, 0.3, 0.7, 1.0 - 1e-10] {
+        let d = (1.0 - a) * (1.0 + a);
+        let atanh = h("atanh(x)", a);
+        assert!(
+            close(atanh, 2.0 * a / (d * d), 1e-13, 0.0),
+            "atanh''({a}) = {atanh}"
+        );
+        let asin = h("asin(x)", a);
+        assert!(
+            close(asin, a / (d * d.sqrt()), 1e-13, 0.0),
+            "asin''({a}) = {asin}"
+        );
+        let acos = h("acos(x)", a);
+        assert!(
+            close(acos, -a / (d * d.sqrt()), 1e-13, 0.0),
+            "acos''({a}) = {acos}"
+        );
+    }
+}
+
+/// The Taylor path forms the same accurate local derivatives as the reverse and forward
+/// rules, so `univariate_derivative::<1>` agrees with `gradient` where textbook forms cancel.
+#[test]
+fn taylor_and_gradient_agree_where_textbook_forms_cancel() {
+    let cases: [(&str, &[f64]); 4] = [
+        ("tanh(x)", &[3.0, 19.0, 20.0, 40.0, -300.0]),
+        ("atanh(x)", &[1e-8, 0.5, 1.0 - 1e-10, -(1.0 - 1e-12)]),
+        ("asin(x)", &[1e-8, 0.5, 1.0 - 1e-10]),
+        ("acos(x)", &[0.5, -(1.0 - 1e-10)]),
+    ];
+    for (text, points) in cases {
+        let eq = rt::equation_text(text).unwrap();
+        for &x in points {
+            let g = eq.gradient([x]).unwrap()[0];
+            let t = eq.univariate_derivative::<1>(x).unwrap();
+            assert!(
+                close(t, g, 1e-14, 0.0),
+                "{text} at {x}: taylor {t}, gradient {g}"
+            );
+        }
+    }
+    // And the second derivative of tanh far out: ≈ −2·sech², not 0.
+    let t2 = rt::equation_text("tanh(x)")
+        .unwrap()
+        .univariate_derivative::<2>(20.0)
+        .unwrap();
+    let want = -2.0 * 20f64.tanh() / (20f64.cosh() * 20f64.cosh());
+    assert!(close(t2, want, 1e-12, 0.0), "{t2} vs {want}");
+}

@@ -84,13 +84,14 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
         Op::Mul => scale(g, s, if i == 0 { b } else { a }),
         Op::Div if i == 0 => Flow::Plain(g.binary(Op::Div, s, b)),
         Op::Div => {
-            // −s·y/b as −(s/b)·y: `s/b` is the numerator's own contribution (one node for
-            // both), and this order keeps the product in range wherever that contribution
-            // is — the local partial −y/b alone underflows at y = 1e−170, b = 1e170 even
-            // when s·y/b is 1e−40, and then a Hessian through `log` loses its terms.
-            let sb = g.binary(Op::Div, s, b);
-            let p = g.binary(Op::Mul, sb, y);
-            Flow::Plain(g.unary(Op::Neg, p))
+            // −s·y/b, as −(s·y)/b: every intermediate is a quantity of the chain rule (the
+            // adjoint times the quotient, then the contribution itself), so it is in range
+            // wherever the contribution is. The local partial −y/b alone underflows at
+            // y = 1e−170, b = 1e170 even when s·y/b is 1e−40; `s/b` alone has a derivative
+            // `1/b²` that underflows at b = 1e200, halving the Hessian of `1e300/b`.
+            let sy = g.binary(Op::Mul, s, y);
+            let q = g.binary(Op::Div, sy, b);
+            Flow::Plain(g.unary(Op::Neg, q))
         }
         Op::Sin => {
             let l = g.unary(Op::Cos, a);
@@ -155,10 +156,17 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             scale(g, s, l)
         }
         Op::Tanh => {
-            // sech²(a) = 1/cosh²(a): `1 − tanh²` would cancel to 0 already at a ≈ 19.
-            let ch = g.unary(Op::Cosh, a);
-            let d = g.binary(Op::Mul, ch, ch);
-            Flow::Plain(g.binary(Op::Div, s, d))
+            // sech²(a) = 4u/(1 + u)² with u = e^(∓2a) ≤ 1, the sign taken by a `select` on
+            // a < 0 (each arm is sech² everywhere, so every derivative of the arm taken is
+            // right; `abs` would cut them at 0 by its convention). `1 − tanh²` cancels to
+            // 0 from a ≈ 19, and `1/cosh²` overflows from |a| ≈ 356, where its own
+            // derivative reads ∞/∞ and a Hessian turns NaN; here nothing does either.
+            let zero = c(g, 0.0);
+            let negative = g.binary(Op::Lt, a, zero);
+            let up = sech2_arm(g, a, 2.0);
+            let down = sech2_arm(g, a, -2.0);
+            let l = g.select(negative, up, down);
+            scale(g, s, l)
         }
         Op::Asinh => {
             let one = c(g, 1.0);
@@ -272,14 +280,36 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
     }
 }
 
-/// `1 − a²` as `(1 − a)·(1 + a)`: near `|a| = 1` the subtraction `1 − a` is exact
-/// (Sterbenz), so the result keeps its relative accuracy, where `1 − a·a` loses it to the
-/// rounding of `a·a` (at `a = 1 − 10⁻¹⁰`, about 7 digits).
+/// `4u/(1 + u)²` with `u = e^(k·a)`: `sech²(a)` for `k = ±2`, without overflow where
+/// `k·a ≤ 0`.
+fn sech2_arm(g: &mut Graph, a: NodeId, k: f64) -> NodeId {
+    let k = g.constant(k);
+    let e = g.binary(Op::Mul, k, a);
+    let u = g.unary(Op::Exp, e);
+    let one = g.constant(1.0);
+    let d = g.binary(Op::Add, one, u);
+    let dd = g.binary(Op::Mul, d, d);
+    let four = g.constant(4.0);
+    let n = g.binary(Op::Mul, four, u);
+    g.binary(Op::Div, n, dd)
+}
+
+/// `1 − a²`, accurate in value and in derivative: `1 − a·a` for `|a| < ½` (its derivative
+/// `−2a` is formed without cancellation, where `(1 − a)(1 + a)` would form it as the
+/// difference `(1 − a) − (1 + a)` and lose the digits of a small `a`), `(1 − a)·(1 + a)`
+/// elsewhere (near `|a| = 1` the subtraction `1 − a` is exact, where `1 − a·a` loses the
+/// digits of the result to the rounding of `a·a`: 7 of them at `a = 1 − 10⁻¹⁰`).
 fn one_minus_square(g: &mut Graph, a: NodeId) -> NodeId {
     let one = g.constant(1.0);
+    let aa = g.binary(Op::Mul, a, a);
+    let inner = g.binary(Op::Sub, one, aa);
     let lo = g.binary(Op::Sub, one, a);
     let hi = g.binary(Op::Add, one, a);
-    g.binary(Op::Mul, lo, hi)
+    let outer = g.binary(Op::Mul, lo, hi);
+    let abs = g.unary(Op::Abs, a);
+    let half = g.constant(0.5);
+    let small = g.binary(Op::Lt, abs, half);
+    g.select(small, inner, outer)
 }
 
 /// `s·l`, guarded off where `h == 0` unless one of the two operands is a nonzero constant

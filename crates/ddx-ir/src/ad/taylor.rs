@@ -261,8 +261,8 @@ fn apply(op: Op, a: &[&[f64]], live: [bool; 3], value: f64) -> Result<Vec<f64>, 
         Op::Cos => sin_cos(a[0], math::sin(x[0]), value, 1.0).1,
         Op::Sinh => sin_cos(a[0], value, math::cosh(x[0]), -1.0).0,
         Op::Cosh => sin_cos(a[0], math::sinh(x[0]), value, -1.0).1,
-        Op::Tan => tan_tanh(a[0], value, 1.0),
-        Op::Tanh => tan_tanh(a[0], value, -1.0),
+        Op::Tan => tan_tanh(a[0], value, 1.0, 1.0 + value * value),
+        Op::Tanh => tan_tanh(a[0], value, -1.0, sech2(x[0])),
         Op::Log => integrate(a[0], value, &recip(a[0]).ok_or(op)?),
         Op::Log10 => {
             let b = scale(a[0], std::f64::consts::LN_10);
@@ -273,7 +273,7 @@ fn apply(op: Op, a: &[&[f64]], live: [bool; 3], value: f64) -> Result<Vec<f64>, 
         Op::Cbrt => pow_const(a[0], 1.0 / 3.0, value),
         Op::Asin | Op::Acos => {
             // (1 − a²)^(−1/2), negated for acos.
-            let one_minus = sub_from(1.0, &mul(a[0], a[0]));
+            let one_minus = one_minus_square(a[0]);
             let root = sqrt(&one_minus, math::pow(one_minus[0], 0.5));
             let h = root.and_then(|r| recip(&r)).ok_or(op)?;
             let h = if op == Op::Acos { scale(&h, -1.0) } else { h };
@@ -302,7 +302,7 @@ fn apply(op: Op, a: &[&[f64]], live: [bool; 3], value: f64) -> Result<Vec<f64>, 
             integrate(a[0], value, &h)
         }
         Op::Atanh => {
-            let d = sub_from(1.0, &mul(a[0], a[0]));
+            let d = one_minus_square(a[0]);
             integrate(a[0], value, &recip(&d).ok_or(op)?)
         }
         Op::Erf => {
@@ -450,11 +450,12 @@ fn sin_cos(a: &[f64], s0: f64, c0: f64, sign: f64) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// `tan a` (`sign = 1`) or `tanh a` (`sign = −1`) with value `t0`: `t' = (1 + sign·t²)·a'`.
-fn tan_tanh(a: &[f64], t0: f64, sign: f64) -> Vec<f64> {
+fn tan_tanh(a: &[f64], t0: f64, sign: f64, u0: f64) -> Vec<f64> {
     let w = a.len();
     let mut t = constant(t0, w);
-    // u = 1 + sign·t², built one coefficient behind t.
-    let mut u = constant(1.0 + sign * t0 * t0, w);
+    // u = 1 + sign·t², built one coefficient behind t; its value `u0` is given, so that
+    // tanh's can be computed without cancellation ([`sech2`]).
+    let mut u = constant(u0, w);
     for k in 1..w {
         let s: f64 = (1..=k).map(|j| j as f64 * a[j] * u[k - j]).sum();
         t[k] = s / k as f64;
@@ -462,6 +463,21 @@ fn tan_tanh(a: &[f64], t0: f64, sign: f64) -> Vec<f64> {
         u[k] = sign * tt;
     }
     t
+}
+
+/// `sech²(x) = 1 − tanh²(x)` without cancellation or overflow: `4v/(1 + v)²`, `v = e^(−2|x|)`
+/// (the value the reverse and forward rules form).
+fn sech2(x: f64) -> f64 {
+    let v = math::exp(-2.0 * x.abs());
+    4.0 * v / ((1.0 + v) * (1.0 + v))
+}
+
+/// The series of `1 − a²`, its value `(1 − a₀)(1 + a₀)`: exact subtraction near `|a₀| = 1`
+/// (`1 − a₀²` would lose the digits of the result there to the rounding of `a₀²`).
+fn one_minus_square(a: &[f64]) -> Vec<f64> {
+    let mut d = sub_from(1.0, &mul(a, a));
+    d[0] = (1.0 - a[0]) * (1.0 + a[0]);
+    d
 }
 
 /// `aʳ` for a constant `r`, `a₀ ≠ 0`, value `c0`: from `a·c' = r·a'·c`.

@@ -223,6 +223,12 @@ fn checksum(header: &[u8], code: &[u8]) -> [u8; 32] {
 /// [`Error::JitCache`] for any I/O error; the cache is then left as it was.
 pub(crate) fn write(dir: &Path, key: &Key, code: &[u8]) -> Result<(), Error> {
     static UNIQUE: AtomicU64 = AtomicU64::new(0);
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::JitCache {
+            path: dir.to_path_buf(),
+            detail: "the path exists and is not a directory".into(),
+        });
+    }
     std::fs::create_dir_all(dir).map_err(|e| failure(dir, "cannot make the directory", &e))?;
     let mut bytes = Vec::with_capacity(HEADER + code.len());
     bytes.extend_from_slice(MAGIC);
