@@ -100,7 +100,8 @@ const UNARY: &[Unary] = &[
     (
         "atanh",
         Expr::atanh,
-        f64::atanh,
+        // f64::atanh made odd: ddx computes atanh(−x) as −atanh(x), accurately near −1.
+        |x| f64::atanh(x.abs()).copysign(x),
         |x| 1.0 / (1.0 - x * x),
         (-0.95, 0.95),
     ),
@@ -420,7 +421,9 @@ fn second_derivatives_stay_finite_and_accurate_at_extremes() {
 
     // tanh'' = −2 tanh·sech²: ≈ −0 for large |x|, never NaN; a saturated unit's Hessian
     // keeps its finite cells.
-    for x in [19.0_f64, 356.0, 400.0, 800.0, -400.0] {
+    for x in [
+        1e-300_f64, -1e-12, 1e-8, 1e-5, 0.3, -0.6, 19.0, 356.0, 400.0, 800.0, -400.0,
+    ] {
         let got = h("tanh(x)", x);
         let want = -2.0 * x.tanh() / (x.cosh() * x.cosh());
         assert!(
@@ -486,4 +489,26 @@ fn taylor_and_gradient_agree_where_textbook_forms_cancel() {
         .unwrap();
     let want = -2.0 * 20f64.tanh() / (20f64.cosh() * 20f64.cosh());
     assert!(close(t2, want, 1e-12, 0.0), "{t2} vs {want}");
+}
+
+/// `atanh` is odd to the bit, and accurate as its argument approaches −1 (Rust's
+/// `f64::atanh` loses 3 digits at −0.999999999999999; reference values from mpmath).
+#[test]
+fn atanh_is_odd_and_accurate_near_minus_one() {
+    let eq = unary_eq(Expr::atanh);
+    for x in [
+        1e-300_f64,
+        0.3,
+        0.99999,
+        1.0 - 1e-8,
+        1.0 - 1e-12,
+        0.999999999999999,
+    ] {
+        let (p, m) = (eq.evaluate([x]).unwrap(), eq.evaluate([-x]).unwrap());
+        assert_eq!(p.to_bits(), (-m).to_bits(), "atanh(±{x})");
+    }
+    let far = eq.evaluate([-0.999999999999999]).unwrap();
+    assert!(close(far, -17.61636158645041, 1e-14, 0.0), "{far}");
+    let near = eq.evaluate([-(1.0 - 1e-12)]).unwrap();
+    assert!(close(near, -14.162095209226402, 1e-14, 0.0), "{near}");
 }

@@ -156,16 +156,27 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             scale(g, s, l)
         }
         Op::Tanh => {
-            // sech²(a) = 4u/(1 + u)² with u = e^(∓2a) ≤ 1, the sign taken by a `select` on
-            // a < 0 (each arm is sech² everywhere, so every derivative of the arm taken is
-            // right; `abs` would cut them at 0 by its convention). `1 − tanh²` cancels to
-            // 0 from a ≈ 19, and `1/cosh²` overflows from |a| ≈ 356, where its own
-            // derivative reads ∞/∞ and a Hessian turns NaN; here nothing does either.
+            // sech²(a), written three ways and chosen by `select`s (each form is sech²
+            // everywhere, so every derivative of the one taken is right; `abs` would cut
+            // them at 0 by its convention):
+            // - |a| < ½: 1 − y² (y = tanh a ≤ 0.47, so nothing cancels, and its derivative
+            //   −2y·y' is formed without cancellation, where the forms below difference
+            //   terms of size 32 to make 2a);
+            // - elsewhere 4u/(1 + u)² with u = e^(∓2a) ≤ 1: `1 − y²` cancels to 0 from
+            //   a ≈ 19, and `1/cosh²` overflows from |a| ≈ 356, where its own derivative
+            //   reads ∞/∞ and a Hessian turns NaN.
             let zero = c(g, 0.0);
             let negative = g.binary(Op::Lt, a, zero);
             let up = sech2_arm(g, a, 2.0);
             let down = sech2_arm(g, a, -2.0);
-            let l = g.select(negative, up, down);
+            let far = g.select(negative, up, down);
+            let one = c(g, 1.0);
+            let yy = g.binary(Op::Mul, y, y);
+            let near = g.binary(Op::Sub, one, yy);
+            let abs = g.unary(Op::Abs, a);
+            let half = c(g, 0.5);
+            let small = g.binary(Op::Lt, abs, half);
+            let l = g.select(small, near, far);
             scale(g, s, l)
         }
         Op::Asinh => {
