@@ -154,6 +154,11 @@ impl<S: Shape> Equation<S> {
     /// forward-over-reverse sweep (the Hessian is never formed). `v` is one value per
     /// symbol, in any [`Point`] spelling. One output only.
     ///
+    /// `v`'s zeros are numbers, not structure: where a first partial itself overflows to
+    /// `±∞`, a zero component of `v` meets it as `0·∞` and that entry of `H·v` is NaN even
+    /// if its true value is finite ([`Equation::hessian`], whose colour groups leave such
+    /// terms out structurally, answers it).
+    ///
     /// # Errors
     /// [`Error::NotScalar`] on a system of more than one output; [`Error::WrongDirection`]
     /// when `v` is not one value per symbol (or, named, leaves one out);
