@@ -21,15 +21,7 @@ use crate::{Graph, Lane, Node, NodeId, Op, NO_ARG};
 pub fn contract(lane: &Lane) -> Lane {
     let g = &lane.graph;
     let nodes = g.nodes();
-    let mut uses = vec![0u32; nodes.len()];
-    for n in nodes {
-        for a in n.args() {
-            uses[a.index()] += 1;
-        }
-    }
-    for o in &lane.outputs {
-        uses[o.index()] += 1;
-    }
+    let uses = lane.use_counts();
     let mut out = Graph::new();
     let mut map = vec![NO_ARG; nodes.len()];
     for (i, node) in nodes.iter().enumerate() {

@@ -95,6 +95,24 @@ pub struct Lane {
     pub hessian: Option<HessianLayout>,
 }
 
+impl Lane {
+    /// How many times each node is read, by node index: once per argument slot of a node
+    /// that names it, and once per output it is.
+    pub fn use_counts(&self) -> Vec<u32> {
+        let nodes = self.graph.nodes();
+        let mut uses = vec![0u32; nodes.len()];
+        for n in nodes {
+            for a in n.args() {
+                uses[a.index()] += 1;
+            }
+        }
+        for o in &self.outputs {
+            uses[o.index()] += 1;
+        }
+        uses
+    }
+}
+
 /// Builds the lane `kind` of `model`.
 pub fn build(model: &Model, kind: LaneKind) -> Lane {
     let n = model.arity();

@@ -180,15 +180,7 @@ impl Program {
 fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
     let g = &lane.graph;
     let nodes = g.nodes();
-    let mut uses = vec![0u32; nodes.len()];
-    for n in nodes {
-        for a in n.args() {
-            uses[a.index()] += 1;
-        }
-    }
-    for o in &lane.outputs {
-        uses[o.index()] += 1;
-    }
+    let uses = lane.use_counts();
     // The product `(a, b)` a node is, when it is one a single consumer may absorb.
     let product = |id: usize| -> Option<[usize; 2]> {
         match nodes[id] {
