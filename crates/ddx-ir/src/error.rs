@@ -342,6 +342,34 @@ pub enum Error {
         /// What failed.
         detail: String,
     },
+    /// No OpenCL device answers under `Backend::Device`: the OpenCL library cannot be
+    /// loaded, no platform is installed, no device has double precision, nothing matches
+    /// the selector, or this build has no device backend. Reported in the device status;
+    /// calls answer from the CPU.
+    #[error("no_device: no OpenCL device answers: {detail}")]
+    NoDevice {
+        /// Why, in the words of what was tried.
+        detail: String,
+    },
+    /// The device's compiler refused a lane's OpenCL C. Reported in the device status;
+    /// the lane answers from the CPU.
+    #[error("device_compile: the device could not build the {lane} lane's kernel: {log}")]
+    DeviceCompile {
+        /// The lane's name.
+        lane: &'static str,
+        /// The driver's build log (or the call that failed).
+        log: String,
+    },
+    /// A device kernel could not be launched or its columns moved. Reported in the device
+    /// status (or answered by a call on device-resident columns); the lane then answers
+    /// from the CPU.
+    #[error("device_launch: the {lane} lane's kernel failed on the device: {detail}")]
+    DeviceLaunch {
+        /// The lane's name.
+        lane: &'static str,
+        /// The OpenCL call and its error code.
+        detail: String,
+    },
 }
 
 /// `n` and `noun`, in the plural unless `n` is 1: `1 value`, `0 values`.
@@ -418,6 +446,12 @@ pub enum Errc {
     JitVerify,
     /// See [`Error::JitCache`].
     JitCache,
+    /// See [`Error::NoDevice`].
+    NoDevice,
+    /// See [`Error::DeviceCompile`].
+    DeviceCompile,
+    /// See [`Error::DeviceLaunch`].
+    DeviceLaunch,
 }
 
 impl Errc {
@@ -449,6 +483,9 @@ impl Errc {
             Errc::JitObject => "jit_object",
             Errc::JitVerify => "jit_verify",
             Errc::JitCache => "jit_cache",
+            Errc::NoDevice => "no_device",
+            Errc::DeviceCompile => "device_compile",
+            Errc::DeviceLaunch => "device_launch",
         }
     }
 }
@@ -488,6 +525,9 @@ impl Error {
             Error::JitObject { .. } => Errc::JitObject,
             Error::JitVerify { .. } => Errc::JitVerify,
             Error::JitCache { .. } => Errc::JitCache,
+            Error::NoDevice { .. } => Errc::NoDevice,
+            Error::DeviceCompile { .. } => Errc::DeviceCompile,
+            Error::DeviceLaunch { .. } => Errc::DeviceLaunch,
         }
     }
 }

@@ -9,6 +9,7 @@
 //! of threads. A call allocates nothing but its column-pointer table when the lane has
 //! more than 64 input or output columns; per-thread scratch is reused across calls.
 
+use crate::device::HostColumns;
 use crate::equation::{Equation, Shape};
 use crate::interp::{Columns, Program};
 use ddx_ir::{Block, Error, LaneKind};
@@ -141,6 +142,18 @@ impl<S: Shape> Equation<S> {
     /// it, else the block interpreter.
     fn batch(&self, kind: LaneKind, table: &Table) {
         let p = self.prepared(kind);
+        if let Some(kernel) = self.device.batch(&self.lanes, kind) {
+            let host = HostColumns {
+                len: table.len,
+                inputs: &table.inputs,
+                outputs: &table.outputs,
+            };
+            if self.device.run(kernel, kind, &host) {
+                return;
+            }
+            // The device failed (recorded in its status): the CPU answers, writing
+            // every output.
+        }
         if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
             let work = table.len.saturating_mul(p.lane.graph.len().max(1));
             split(table.len, work, KERNEL_CHUNK, |start, len| {

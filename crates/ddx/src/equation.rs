@@ -6,6 +6,7 @@
 //! from its first call: exactly one of them prepares a lane, the others wait for it and
 //! then read it. A caller who only evaluates never pays for a derivative.
 
+use crate::device::{Device, DeviceColumns, DeviceInfo};
 use crate::jit::Jit;
 use crate::options::{JitStatus, OptLevel, Options, Warming};
 use crate::point::{Point, Role};
@@ -107,6 +108,8 @@ pub struct Equation<S: Shape = Scalar> {
     pub(crate) lanes: Arc<PreparedLanes>,
     options: Options,
     pub(crate) jit: Jit,
+    /// The OpenCL device backend (active under `Backend::Device`).
+    pub(crate) device: Device,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -120,6 +123,7 @@ impl<S: Shape> Clone for Equation<S> {
             lanes: Arc::clone(&self.lanes),
             options: self.options.clone(),
             jit: self.jit.clone(),
+            device: self.device.clone(),
             shape: PhantomData,
         }
     }
@@ -145,6 +149,7 @@ impl<S: Shape> Equation<S> {
             lanes: Arc::new(PreparedLanes::new(model)),
             options: Options::default(),
             jit: Jit::default(),
+            device: Device::default(),
             shape: PhantomData,
         }
     }
@@ -175,25 +180,72 @@ impl<S: Shape> Equation<S> {
             self.jit = Jit::default();
             let prepared = self.lanes.prepared_kinds(self.options.codegen.contract);
             self.jit = Jit::new(&self.options, &self.lanes, &prepared);
+            self.device = Device::new(&self.options, &self.lanes, &prepared);
         }
         self
     }
 
-    /// Whether calls of lane `want` are answered by compiled code now.
+    /// Whether calls of lane `want` are answered by compiled code now (under
+    /// [`Backend::Device`], whether its batch calls run on the device).
+    ///
+    /// [`Backend::Device`]: crate::Backend::Device
     pub fn uses_kernel(&self, want: LaneKind) -> bool {
-        self.jit.uses_kernel(want)
+        self.jit.uses_kernel(want) || self.device.uses_kernel(want)
     }
 
     /// Blocks until no compile of lane `want` is queued or running, and answers whether a
     /// kernel now answers it. Under [`Backend::Compile`] it first asks for the lane's
     /// kernel (as a call of that lane would), so it waits for the optimised tier; under
-    /// [`Backend::Adapt`] it waits only for what batch traffic has already bought. Under
-    /// the other backends it answers `false` at once. The only call that ever blocks.
+    /// [`Backend::Adapt`] it waits only for what batch traffic has already bought; under
+    /// [`Backend::Device`] it asks for the lane's device kernel and waits for the device's
+    /// compiler (`false`: none will come, the reason is in [`Equation::device_status`]).
+    /// Under [`Backend::Interpret`] it answers `false` at once. With
+    /// [`Equation::device_status`] and [`Equation::device_columns`], the only calls that
+    /// block.
     ///
     /// [`Backend::Compile`]: crate::Backend::Compile
     /// [`Backend::Adapt`]: crate::Backend::Adapt
+    /// [`Backend::Device`]: crate::Backend::Device
+    /// [`Backend::Interpret`]: crate::Backend::Interpret
     pub fn wait_for_kernel(&self, want: LaneKind) -> bool {
-        self.jit.wait(&self.lanes, want)
+        if self.device.active() {
+            self.device.wait(&self.lanes, want)
+        } else {
+            self.jit.wait(&self.lanes, want)
+        }
+    }
+
+    /// Under [`Backend::Device`], the device answering (`<platform> / <device> / <driver>
+    /// / <version>` when displayed), or why none is: [`Error::NoDevice`] (no OpenCL
+    /// library, no platform, no device with double precision, nothing matching
+    /// [`Options::device`], a build without the `opencl` feature),
+    /// [`Error::DeviceCompile`] with the driver's build log, [`Error::DeviceLaunch`] for a
+    /// launch that failed — the last failure, if any; the lanes it concerns answer from
+    /// the CPU. `None` under every other backend. Chooses the device if no lane has yet
+    /// (blocking while the OpenCL library loads).
+    ///
+    /// [`Backend::Device`]: crate::Backend::Device
+    pub fn device_status(&self) -> Option<Result<DeviceInfo, Error>> {
+        self.device.status()
+    }
+
+    /// Columns of `len` points for lane `want` kept in device memory across calls, with
+    /// the lane's kernel: write inputs, run, read outputs, each only when asked (see
+    /// [`DeviceColumns`]). Waits for the lane's device kernel first.
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] unless the backend is [`Backend::Device`] and a device
+    /// answers; the lane's [`Error::DeviceCompile`]; [`Error::DeviceLaunch`] when the
+    /// device cannot hold the columns.
+    ///
+    /// [`Backend::Device`]: crate::Backend::Device
+    pub fn device_columns(&self, want: LaneKind, len: usize) -> Result<DeviceColumns, Error> {
+        self.device.columns(&self.lanes, want, len)
+    }
+
+    /// How long the device's compiler took to build lane `want`'s kernel, once built.
+    pub fn device_build_time(&self, want: LaneKind) -> Option<std::time::Duration> {
+        self.device.build_time(want)
     }
 
     /// The optimisation level of the kernel answering lane `want` — first

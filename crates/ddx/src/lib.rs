@@ -44,6 +44,11 @@
 #![warn(clippy::unwrap_used)]
 
 mod batch;
+#[cfg(feature = "opencl")]
+mod device;
+#[cfg(not(feature = "opencl"))]
+#[path = "device_off.rs"]
+mod device;
 mod equation;
 pub mod interp;
 #[cfg(feature = "jit")]
@@ -74,6 +79,13 @@ pub use equation::second_order::{SymbolRef, MAX_ORDER};
 // Issue 3: text.
 pub use ddx_ir::text::MAX_TEXT_NODES;
 pub use ddx_ir::Formula;
+
+/// The OpenCL device backend (`Backend::Device`): the OpenCL C a lane lowers to, the
+/// device answering, and columns kept in device memory across calls.
+pub mod cl {
+    pub use crate::device::source::source_of;
+    pub use crate::device::{DeviceColumns, DeviceInfo};
+}
 
 /// The intermediate representation, for tools that inspect or transform graphs.
 pub use ddx_ir as ir;

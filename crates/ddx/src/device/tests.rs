@@ -1,0 +1,432 @@
+//! Every device kernel against the interpreter, on whatever OpenCL device this machine has
+//! (PoCL's CPU device in CI; the NVIDIA driver on the H200). Skipped, saying so, where no
+//! device with double precision answers.
+//!
+//! Two checks, each independent of how errors propagate through a graph:
+//! - **Node by node.** A kernel of the lane with *every node* an output runs on the
+//!   device; each operation's device value is then compared with `ddx_ir::math::eval` of
+//!   the same operation on the device's own argument values: bit for bit for the exact
+//!   operations (`+ − × ÷`, `fma`, `sqrt`, comparisons, `abs`, `sign`, `max`, `min`,
+//!   `select`, the inline `pow` exponents), within [`ulp_bound`] for the transcendentals.
+//! - **End to end.** Batch calls of every lane kind through an equation under
+//!   `Backend::Device` equal the interpreter's to the bit on lanes with no transcendental
+//!   node.
+//!
+//! "Bit for bit" means every non-NaN result, signed zeros included; a NaN must be a NaN.
+
+use super::faults::{BAD_LAUNCH, BAD_SOURCE, SERIAL};
+use super::runtime::{self, HostColumns, LaneKernel};
+use super::source::source_of;
+use crate::equation::{Equation, System};
+use crate::options::{Backend, Options};
+use ddx_ir::math;
+use ddx_ir::{Errc, Graph, Lane, LaneKind, Model, Node, NodeId, Op, SymbolId};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+
+/// The lock every device test holds, and the device; `None` (after saying why) where no
+/// device answers.
+fn device() -> Option<(MutexGuard<'static, ()>, Arc<runtime::Gpu>)> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    match runtime::gpu("") {
+        Ok(g) => Some((guard, g)),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+/// Inputs and constants that find bugs.
+const AWKWARD: [f64; 22] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    2.0,
+    0.5,
+    -0.5,
+    3.0,
+    -2.5,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    5e-324,
+    -5e-324,
+    1e-310,
+    f64::MIN_POSITIVE,
+    1e300,
+    -1e300,
+    f64::MAX,
+    0.1,
+    710.0,
+    -745.5,
+];
+
+/// SplitMix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn value(&mut self) -> f64 {
+        if self.below(5) < 2 {
+            AWKWARD[self.below(AWKWARD.len())]
+        } else {
+            ((self.next() >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0
+        }
+    }
+}
+
+/// The operations the device answers exactly.
+const EXACT: [Op; 16] = [
+    Op::Neg,
+    Op::Sqrt,
+    Op::Abs,
+    Op::Sign,
+    Op::Add,
+    Op::Sub,
+    Op::Mul,
+    Op::Div,
+    Op::Max,
+    Op::Min,
+    Op::Lt,
+    Op::Le,
+    Op::Eq,
+    Op::Ne,
+    Op::Select,
+    Op::Fma,
+];
+
+/// A model of about `nodes` operations over `symbols` symbols and `outputs` outputs,
+/// drawn from `ops`; half its powers have an exponent the engines answer inline.
+fn random_model(seed: u64, nodes: usize, symbols: usize, outputs: usize, ops: &[Op]) -> Model {
+    let mut rng = Rng(seed);
+    let mut g = Graph::new();
+    let mut made: Vec<NodeId> = (0..symbols)
+        .map(|s| g.symbol(SymbolId::from_index(s)))
+        .collect();
+    for _ in 0..nodes {
+        if rng.below(6) == 0 {
+            let c = rng.value();
+            made.push(g.constant(c));
+            continue;
+        }
+        let op = ops[rng.below(ops.len())];
+        let mut args = Vec::with_capacity(3);
+        for _ in 0..op.arity() {
+            let recent = made.len() - 1 - rng.below(made.len().min(5));
+            args.push(if rng.below(3) == 0 {
+                made[rng.below(made.len())]
+            } else {
+                made[recent]
+            });
+        }
+        if op == Op::Pow && rng.below(2) == 0 {
+            args[1] = g.constant([2.0, -1.0, 0.5, 3.0, -2.0][rng.below(5)]);
+        }
+        made.push(g.apply(op, &args));
+    }
+    let mut outs = vec![made[made.len() - 1]];
+    for _ in 1..outputs {
+        outs.push(made[symbols + rng.below(made.len() - symbols)]);
+    }
+    let names = (0..symbols).map(|s| format!("x{s}")).collect();
+    Model::seal(&g, &outs, names)
+}
+
+/// The ULP distance of two doubles: 0 for equal bits, two NaNs, or `+0` against `−0`
+/// (never asked of the exact operations, which are compared by bits); `u64::MAX` when
+/// one is NaN and the other is not.
+fn ulps(a: f64, b: f64) -> u64 {
+    if a.is_nan() || b.is_nan() {
+        return if a.is_nan() && b.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
+    }
+    let key = |x: f64| {
+        let i = x.to_bits() as i64;
+        if i < 0 {
+            i64::MIN - i
+        } else {
+            i
+        }
+    };
+    key(a).abs_diff(key(b))
+}
+
+/// OpenCL 1.2's stated bound for a double-precision built-in (section 7.4, table 7.2),
+/// in ULP, for the operations ddx hands to the device's math library.
+fn ulp_bound(op: Op) -> u64 {
+    use Op::*;
+    match op {
+        Exp | Log | Log10 => 3,
+        Sin | Cos | Sinh | Cosh | Asinh | Acosh | Hypot | Asin | Acos => 4,
+        Tan | Atan | Tanh => 5,
+        Atanh | Atan2 => 6,
+        Cbrt => 2,
+        Pow | Erf => 16,
+        _ => 0,
+    }
+}
+
+/// Whether `a` (the device) and `b` (the interpreter) agree for `op`: the same bits
+/// (any NaN for a NaN) for an exact operation, within the bound for the others.
+fn agree(op: Op, args: &[f64], a: f64, b: f64) -> bool {
+    if a.is_nan() && b.is_nan() {
+        return true;
+    }
+    let inline_pow = op == Op::Pow && matches!(args[1], 2.0 | -1.0 | 0.5);
+    if EXACT.contains(&op) || inline_pow {
+        return a.to_bits() == b.to_bits();
+    }
+    ulps(a, b) <= ulp_bound(op)
+}
+
+/// Input columns: `len` points of awkward and ordinary values per input.
+fn columns(rng: &mut Rng, inputs: usize, len: usize) -> Vec<Vec<f64>> {
+    (0..inputs)
+        .map(|_| (0..len).map(|_| rng.value()).collect())
+        .collect()
+}
+
+/// Runs `lane` on the device over `xs` (`len` points), answering its output columns.
+fn run_on_device(
+    gpu: &Arc<runtime::Gpu>,
+    lane: &Lane,
+    xs: &[Vec<f64>],
+    len: usize,
+) -> Vec<Vec<f64>> {
+    let kernel =
+        LaneKernel::build(gpu, lane, &source_of(lane)).expect("the device builds the kernel");
+    let mut out = vec![vec![f64::from_bits(0x7ff4_dead_beef_0001); len]; lane.outputs.len()];
+    let inputs: Vec<*const f64> = xs.iter().map(|c| c.as_ptr()).collect();
+    let outputs: Vec<*mut f64> = out.iter_mut().map(|c| c.as_mut_ptr()).collect();
+    let host = HostColumns {
+        len,
+        inputs: &inputs,
+        outputs: &outputs,
+    };
+    kernel.run_host(&host).expect("the kernel runs");
+    out
+}
+
+/// Checks every node of `lane` on the device against the interpreter's operation on the
+/// device's own arguments; answers the largest ULP difference seen per operation.
+fn check_nodes(gpu: &Arc<runtime::Gpu>, lane: &Lane, seed: u64, len: usize, worst: &mut [u64]) {
+    let all = Lane {
+        outputs: (0..lane.graph.len()).map(NodeId::from_index).collect(),
+        ..lane.clone()
+    };
+    let mut rng = Rng(seed);
+    let xs = columns(&mut rng, lane.symbols + lane.seeds, len);
+    let values = run_on_device(gpu, &all, &xs, len);
+    for (k, node) in lane.graph.nodes().iter().enumerate() {
+        for p in 0..len {
+            let got = values[k][p];
+            let want = match *node {
+                Node::Const(c) => c.value(),
+                Node::Symbol(s) => xs[s.index()][p],
+                Node::Seed(s) => xs[lane.symbols + s.index()][p],
+                Node::Apply(op, args) => {
+                    let a: Vec<f64> = args[..op.arity()]
+                        .iter()
+                        .map(|a| values[a.index()][p])
+                        .collect();
+                    let want = math::eval(op, &a);
+                    assert!(
+                        agree(op, &a, got, want),
+                        "{} lane, node {k} = {op}{a:?}: device {got:e} ({:#x}), interpreter \
+                         {want:e} ({:#x})",
+                        lane.kind.name(),
+                        got.to_bits(),
+                        want.to_bits()
+                    );
+                    if !got.is_nan() || !want.is_nan() {
+                        let d = ulps(got, want);
+                        worst[op as usize] = worst[op as usize].max(d);
+                    }
+                    continue;
+                }
+            };
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{} lane, leaf node {k}: device {got:e}, wanted {want:e}",
+                lane.kind.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_node_of_random_graphs_agrees_with_the_interpreter() {
+    let Some((_serial, gpu)) = device() else {
+        return;
+    };
+    let mut worst = vec![0u64; Op::ALL.len()];
+    for seed in 0..12u64 {
+        let model = random_model(seed, 40, 3, 2, &Op::ALL);
+        for kind in LaneKind::ALL {
+            let lane = ddx_ir::lane::build(&model, kind);
+            check_nodes(&gpu, &lane, seed ^ 0x5eed, 37, &mut worst);
+            let contracted = ddx_ir::contract::contract(&lane);
+            check_nodes(&gpu, &contracted, seed ^ 0xc0de, 37, &mut worst);
+        }
+    }
+    for op in Op::ALL {
+        if ulp_bound(op) > 0 {
+            eprintln!("{op}: largest difference {} ULP", worst[op as usize]);
+        }
+    }
+}
+
+/// Bits of a column, NaNs all alike.
+fn bits(c: &[f64]) -> Vec<u64> {
+    c.iter()
+        .map(|v| if v.is_nan() { u64::MAX } else { v.to_bits() })
+        .collect()
+}
+
+/// Whether `lane` holds a node the device's math library answers.
+fn transcendental(lane: &Lane) -> bool {
+    lane.graph.nodes().iter().any(|n| match *n {
+        Node::Apply(Op::Pow, [_, b, _]) => {
+            !matches!(lane.graph.constant_of(b), Some(2.0 | -1.0 | 0.5))
+        }
+        Node::Apply(op, _) => !EXACT.contains(&op),
+        _ => false,
+    })
+}
+
+/// Runs lane `kind` of `eq` over `xs` as a batch call, answering its output columns.
+fn lane_batch(eq: &Equation<System>, kind: LaneKind, xs: &[Vec<f64>], len: usize) -> Vec<Vec<f64>> {
+    let outputs = eq.lane(kind).outputs.len();
+    let mut out = vec![vec![0.0; len]; outputs];
+    let ins: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+    let mut outs: Vec<&mut [f64]> = out.iter_mut().map(Vec::as_mut_slice).collect();
+    eq.lane_batch(kind, &ins, &mut outs).expect("columns fit");
+    out
+}
+
+#[test]
+fn batch_calls_of_exact_graphs_equal_the_interpreter_bit_for_bit() {
+    let Some((_serial, _gpu)) = device() else {
+        return;
+    };
+    let mut exact_ops: Vec<Op> = EXACT.to_vec();
+    exact_ops.push(Op::Pow);
+    for seed in 0..10u64 {
+        let model = random_model(seed, 60, 3, 2, &exact_ops);
+        let oracle = Equation::<System>::from(model.clone());
+        let mut eq = Equation::<System>::from(model);
+        eq.set_options(Options::with_backend(Backend::Device));
+        for kind in LaneKind::ALL {
+            assert!(
+                eq.wait_for_kernel(kind),
+                "{kind:?}: {:?}",
+                eq.device_status()
+            );
+            let lane = eq.lane(kind).clone();
+            let inputs = lane.symbols + lane.seeds;
+            for len in [1, 7, 64, 129, 1000] {
+                let mut rng = Rng(seed * 1000 + len as u64);
+                let xs = columns(&mut rng, inputs, len);
+                let got = lane_batch(&eq, kind, &xs, len);
+                let want = lane_batch(&oracle, kind, &xs, len);
+                if transcendental(&lane) {
+                    continue; // checked node by node above
+                }
+                for (j, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        bits(g),
+                        bits(w),
+                        "seed {seed}, {kind:?}, output {j}, {len} points"
+                    );
+                }
+            }
+        }
+        assert!(matches!(eq.device_status(), Some(Ok(_))));
+    }
+}
+
+#[test]
+fn a_kernel_the_compiler_refuses_leaves_the_cpu_answering() {
+    let Some((_serial, _gpu)) = device() else {
+        return;
+    };
+    let model = random_model(7, 30, 2, 1, &Op::ALL);
+    let oracle = Equation::<System>::from(model.clone());
+    let mut eq = Equation::<System>::from(model);
+    BAD_SOURCE.store(true, Ordering::SeqCst);
+    eq.set_options(Options::with_backend(Backend::Device));
+    let built = eq.wait_for_kernel(LaneKind::Jacobian);
+    BAD_SOURCE.store(false, Ordering::SeqCst);
+    assert!(!built);
+    assert!(!eq.uses_kernel(LaneKind::Jacobian));
+    let e = eq
+        .device_status()
+        .expect("device backend")
+        .expect_err("refused");
+    assert_eq!(e.code(), Errc::DeviceCompile);
+    assert!(
+        e.to_string().contains("refused on purpose"),
+        "the driver's build log is in the status: {e}"
+    );
+    let xs = columns(&mut Rng(3), 2, 33);
+    assert_eq!(
+        lane_batch(&eq, LaneKind::Jacobian, &xs, 33)
+            .iter()
+            .map(|c| bits(c))
+            .collect::<Vec<_>>(),
+        lane_batch(&oracle, LaneKind::Jacobian, &xs, 33)
+            .iter()
+            .map(|c| bits(c))
+            .collect::<Vec<_>>()
+    );
+    // Another lane built afterwards is fine: only the refused one answers from the CPU.
+    assert!(eq.wait_for_kernel(LaneKind::Value));
+}
+
+#[test]
+fn a_launch_that_fails_retires_the_kernel_and_the_cpu_answers() {
+    let Some((_serial, _gpu)) = device() else {
+        return;
+    };
+    let model = random_model(11, 30, 2, 1, &Op::ALL);
+    let oracle = Equation::<System>::from(model.clone());
+    let mut eq = Equation::<System>::from(model);
+    eq.set_options(Options::with_backend(Backend::Device));
+    assert!(eq.wait_for_kernel(LaneKind::Gradient));
+    assert!(eq.uses_kernel(LaneKind::Gradient));
+    let xs = columns(&mut Rng(5), 2, 50);
+    BAD_LAUNCH.store(true, Ordering::SeqCst);
+    let got = lane_batch(&eq, LaneKind::Gradient, &xs, 50);
+    BAD_LAUNCH.store(false, Ordering::SeqCst);
+    let want = lane_batch(&oracle, LaneKind::Gradient, &xs, 50);
+    assert_eq!(
+        got.iter().map(|c| bits(c)).collect::<Vec<_>>(),
+        want.iter().map(|c| bits(c)).collect::<Vec<_>>()
+    );
+    let e = eq
+        .device_status()
+        .expect("device backend")
+        .expect_err("failed");
+    assert_eq!(e.code(), Errc::DeviceLaunch);
+    assert!(e.to_string().contains("clEnqueueNDRangeKernel"), "{e}");
+    assert!(!eq.uses_kernel(LaneKind::Gradient), "retired");
+    let again = lane_batch(&eq, LaneKind::Gradient, &xs, 50);
+    assert_eq!(
+        again.iter().map(|c| bits(c)).collect::<Vec<_>>(),
+        want.iter().map(|c| bits(c)).collect::<Vec<_>>()
+    );
+}
