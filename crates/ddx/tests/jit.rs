@@ -97,8 +97,12 @@ fn interpret_and_device_never_compile() {
         let mut eq = model();
         eq.set_options(options(backend));
         eq.gradient(POINT).expect("fits");
-        assert!(!eq.wait_for_kernel(LaneKind::Gradient));
-        assert!(!eq.uses_kernel(LaneKind::Gradient));
+        if backend == Backend::Interpret {
+            assert!(!eq.wait_for_kernel(LaneKind::Gradient));
+            assert!(!eq.uses_kernel(LaneKind::Gradient));
+        }
+        // Under `Device` a kernel may come from the device (tests/device.rs), never from
+        // the Cranelift JIT.
         assert_eq!(eq.kernel_level(LaneKind::Gradient), None);
         assert_eq!(eq.jit_status(), Default::default());
     }
