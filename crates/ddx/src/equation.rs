@@ -137,6 +137,33 @@ impl Core {
             .collect()
     }
 
+    /// A core whose lanes come ready-made (a loaded equation): each `(contract, lane)`
+    /// is lowered and placed as if it had been prepared here. The caller has checked each
+    /// lane against the model ([`Lane::check_layout`]); a kind given twice keeps the first.
+    pub(crate) fn with_lanes(model: Model, lanes: Vec<(bool, Lane)>) -> Self {
+        let core = Self::new(model);
+        for (contract, lane) in lanes {
+            let cell = &core.lanes[usize::from(contract)][lane.kind as usize];
+            let program = Program::lower(&lane, Schedule::Level);
+            let _ = cell.set(Prepared {
+                lane,
+                program,
+                batch: OnceLock::new(),
+            });
+        }
+        core
+    }
+
+    /// Every lane prepared so far, as `(contract, lane)`: the uncontracted ones first, each
+    /// variant in [`LaneKind::ALL`] order.
+    pub(crate) fn prepared_lanes(&self) -> impl Iterator<Item = (bool, &Lane)> {
+        [false, true].into_iter().flat_map(move |contract| {
+            self.lanes[usize::from(contract)]
+                .iter()
+                .filter_map(move |cell| cell.get().map(|p| (contract, &p.lane)))
+        })
+    }
+
     /// The lane `kind`, built and lowered on first use; contracted (see
     /// [`ddx_ir::contract`]) when `contract` is set.
     pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {
@@ -169,6 +196,8 @@ pub struct Equation<S: Shape = Scalar> {
     pub(crate) core: Arc<Core>,
     options: Options,
     pub(crate) jit: Jit,
+    /// Whether it came from a saved equation ([`Equation::loaded`]).
+    pub(crate) loaded: bool,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -182,6 +211,7 @@ impl<S: Shape> Clone for Equation<S> {
             core: Arc::clone(&self.core),
             options: self.options.clone(),
             jit: self.jit.clone(),
+            loaded: self.loaded,
             shape: PhantomData,
         }
     }
@@ -207,6 +237,19 @@ impl<S: Shape> Equation<S> {
             core: Arc::new(Core::new(model)),
             options: Options::default(),
             jit: Jit::default(),
+            loaded: false,
+            shape: PhantomData,
+        }
+    }
+
+    /// An equation over a ready-made core (a loaded one), with `options` and `jit` made
+    /// for them.
+    pub(crate) fn from_parts(core: Arc<Core>, options: Options, jit: Jit) -> Self {
+        Self {
+            core,
+            options,
+            jit,
+            loaded: true,
             shape: PhantomData,
         }
     }

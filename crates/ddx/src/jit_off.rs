@@ -36,6 +36,18 @@ impl Jit {
     pub(crate) fn new(_options: &Options, _core: &Arc<Core>, _prepared: &[LaneKind]) -> Jit {
         Jit
     }
+    /// Saved kernels are never run by this build: a loaded equation interprets.
+    pub(crate) fn with_saved(
+        _options: &Options,
+        _core: &Arc<Core>,
+        _prepared: &[LaneKind],
+        _saved: &[crate::archive::StoredKernel],
+    ) -> Jit {
+        Jit
+    }
+    pub(crate) fn saved(&self, _core: &Core) -> Vec<crate::archive::StoredKernel> {
+        Vec::new()
+    }
     #[inline]
     pub(crate) fn point(&self, _core: &Arc<Core>, _kind: LaneKind) -> Option<&Kernel> {
         None
