@@ -29,7 +29,7 @@ impl Kernel {
 }
 
 /// No compiled code.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Jit;
 
 impl Jit {
