@@ -14,6 +14,7 @@ fn model() -> Equation {
     .expect("builds")
 }
 
+#[cfg(feature = "jit")]
 fn answers(eq: &Equation) -> Vec<u64> {
     let x = [0.75, 1.5];
     let mut out = vec![eq.evaluate(x).expect("fits").to_bits()];
