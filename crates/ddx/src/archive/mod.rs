@@ -28,8 +28,9 @@ pub(crate) mod format;
 #[cfg(test)]
 mod tests;
 
-use crate::equation::{Core, Equation, ModelOutput, Shape};
+use crate::equation::{Equation, ModelOutput, Shape};
 use crate::options::OptLevel;
+use crate::prepared::PreparedLanes;
 use ddx_ir::{Error, LaneKind, Model};
 use format::{Decoded, Parts};
 use std::io::Write;
@@ -136,7 +137,7 @@ impl<S: Shape> Equation<S> {
     }
 
     fn encode(&self, path: &Path) -> Result<Vec<u8>, Error> {
-        let core = &self.core;
+        let core = &self.lanes;
         if core.prepared_lanes().any(|(_, l)| l.pattern.is_some()) {
             core.prepared(LaneKind::Gradient, false);
         }
@@ -184,7 +185,7 @@ impl<S: Shape> Equation<S> {
 
     fn from_decoded(d: Decoded) -> Self {
         let contract = d.options.codegen.contract;
-        let core = Arc::new(Core::with_lanes(d.model, d.lanes));
+        let core = Arc::new(PreparedLanes::with_lanes(d.model, d.lanes));
         let prepared = core.prepared_kinds(contract);
         let jit = crate::jit::Jit::with_saved(&d.options, &core, &prepared, &d.kernels);
         Equation::from_parts(core, d.options, jit)

@@ -31,8 +31,8 @@ pub(crate) use kernel::Kernel;
 pub(crate) use lower::Shape;
 
 pub(crate) use crate::archive::StoredKernel;
-use crate::equation::Core;
 use crate::options::{Backend, JitStatus, Lanes, OptLevel, Options, Warming};
+use crate::prepared::PreparedLanes;
 use ddx_ir::{Error, LaneKind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -215,7 +215,7 @@ impl State {
 
     /// Places each saved kernel whose key matches its lane here (see [`Jit::with_saved`]).
     /// Runs before any job is asked, so the tier it sets is what [`State::ask`] builds on.
-    fn adopt(&self, core: &Core, saved: &[StoredKernel]) {
+    fn adopt(&self, lanes: &PreparedLanes, saved: &[StoredKernel]) {
         let refuse = || {
             self.stats.refused.fetch_add(1, Ordering::Relaxed);
         };
@@ -237,7 +237,7 @@ impl State {
                 refuse();
                 continue;
             };
-            let lane = &core.prepared(s.kind, c.contract).lane;
+            let lane = &lanes.prepared(s.kind, c.contract).lane;
             let key = cache::Key::new(lane, c.shape, s.level, compiler.fingerprint());
             if key.bytes() != s.key {
                 refuse();
@@ -278,7 +278,7 @@ impl State {
     /// this function) and then finds nothing pending knows that every job asked so far
     /// has finished; and the jobs of one lane queue in the order of their tiers (a quick
     /// kernel can never be published over an optimised one).
-    fn ask(self: &Arc<Self>, core: &Arc<Core>, kind: LaneKind, upto: Tier) {
+    fn ask(self: &Arc<Self>, lanes: &Arc<PreparedLanes>, kind: LaneKind, upto: Tier) {
         let slot = self.slot(kind);
         // A hint without the lock: `asked` only grows, and what it shows is counted.
         if slot.asked.load(Ordering::Acquire) >= upto as u8 {
@@ -298,7 +298,7 @@ impl State {
         slot.asked.store(upto as u8, Ordering::Release);
         let job = compile::Job {
             state: Arc::clone(self),
-            core: Arc::clone(core),
+            lanes: Arc::clone(lanes),
             kind,
             from,
             upto,
@@ -347,8 +347,8 @@ impl Drop for Jit {
 impl Jit {
     /// The JIT for `options`; under `Compile`, starts compiling every lane in `prepared`
     /// (the lanes already used), the others as they are first needed.
-    pub(crate) fn new(options: &Options, core: &Arc<Core>, prepared: &[LaneKind]) -> Jit {
-        Jit::with_saved(options, core, prepared, &[])
+    pub(crate) fn new(options: &Options, lanes: &Arc<PreparedLanes>, prepared: &[LaneKind]) -> Jit {
+        Jit::with_saved(options, lanes, prepared, &[])
     }
 
     /// [`Jit::new`], with the kernels of a saved equation placed first: each one whose key
@@ -357,7 +357,7 @@ impl Jit {
     /// (counted in [`JitStatus::refused`]), and its lane compiles as it would have.
     pub(crate) fn with_saved(
         options: &Options,
-        core: &Arc<Core>,
+        lanes: &Arc<PreparedLanes>,
         prepared: &[LaneKind],
         saved: &[StoredKernel],
     ) -> Jit {
@@ -395,11 +395,11 @@ impl Jit {
             stats,
         });
         if !saved.is_empty() {
-            state.adopt(core, saved);
+            state.adopt(lanes, saved);
         }
         if state.config.backend == Backend::Compile {
             for &kind in prepared {
-                state.ask(core, kind, state.config.highest());
+                state.ask(lanes, kind, state.config.highest());
             }
         }
         Jit {
@@ -410,7 +410,7 @@ impl Jit {
 
     /// The machine code of every kernel answering now, with the key it was made for, for
     /// saving: one per lane (the tier answering), where `retain_object` kept the code.
-    pub(crate) fn saved(&self, core: &Core) -> Vec<StoredKernel> {
+    pub(crate) fn saved(&self, lanes: &PreparedLanes) -> Vec<StoredKernel> {
         let Some(state) = &self.state else {
             return Vec::new();
         };
@@ -426,7 +426,7 @@ impl Jit {
             let Some(code) = k.object() else {
                 continue;
             };
-            let lane = &core.prepared(kind, c.contract).lane;
+            let lane = &lanes.prepared(kind, c.contract).lane;
             let key = cache::Key::new(lane, c.shape, k.level(), compiler.fingerprint());
             out.push(StoredKernel {
                 kind,
@@ -442,7 +442,7 @@ impl Jit {
     /// The kernel answering a per-point call of `kind`; asks for one under `Compile` when
     /// none has been asked yet. One atomic load when a kernel is in place.
     #[inline]
-    pub(crate) fn point(&self, core: &Arc<Core>, kind: LaneKind) -> Option<&Kernel> {
+    pub(crate) fn point(&self, lanes: &Arc<PreparedLanes>, kind: LaneKind) -> Option<&Kernel> {
         let state = self.state.as_ref()?;
         let slot = state.slot(kind);
         if let Some(k) = slot.current() {
@@ -451,7 +451,7 @@ impl Jit {
         if state.config.backend == Backend::Compile
             && slot.asked.load(Ordering::Relaxed) == Tier::Nothing as u8
         {
-            state.ask(core, kind, state.config.highest());
+            state.ask(lanes, kind, state.config.highest());
         }
         None
     }
@@ -459,7 +459,12 @@ impl Jit {
     /// The kernel answering a batch call of `kind` over `points` points; counts the points
     /// under `Adapt` and asks for the tiers they buy.
     #[inline]
-    pub(crate) fn batch(&self, core: &Arc<Core>, kind: LaneKind, points: usize) -> Option<&Kernel> {
+    pub(crate) fn batch(
+        &self,
+        lanes: &Arc<PreparedLanes>,
+        kind: LaneKind,
+        points: usize,
+    ) -> Option<&Kernel> {
         let state = self.state.as_ref()?;
         if state.config.backend == Backend::Adapt {
             let slot = state.slot(kind);
@@ -473,12 +478,12 @@ impl Jit {
                     Tier::Quick
                 };
                 if slot.asked.load(Ordering::Relaxed) < upto as u8 {
-                    state.ask(core, kind, upto);
+                    state.ask(lanes, kind, upto);
                 }
             }
             return slot.current();
         }
-        self.point(core, kind)
+        self.point(lanes, kind)
     }
 
     /// Whether a kernel answers `kind` now.
@@ -502,12 +507,12 @@ impl Jit {
     /// pending by the time `asked` shows it ([`State::ask`]), so when this returns every
     /// such job has finished and published whatever it made: under `Compile`, `false`
     /// means no kernel will come for these options (the reason is in the status).
-    pub(crate) fn wait(&self, core: &Arc<Core>, kind: LaneKind) -> bool {
+    pub(crate) fn wait(&self, lanes: &Arc<PreparedLanes>, kind: LaneKind) -> bool {
         let Some(state) = &self.state else {
             return false;
         };
         if state.config.backend == Backend::Compile {
-            state.ask(core, kind, state.config.highest());
+            state.ask(lanes, kind, state.config.highest());
         }
         let slot = state.slot(kind);
         let mut inner = slot.lock();
