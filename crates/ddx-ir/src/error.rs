@@ -370,6 +370,51 @@ pub enum Error {
         /// The OpenCL call and its error code.
         detail: String,
     },
+    /// A saved equation could not be read or written: the system refused (the OS error is
+    /// in `detail`).
+    #[error("archive_io: {}: {detail}", archive_source(.path))]
+    ArchiveIo {
+        /// The file (empty for bytes in memory).
+        path: std::path::PathBuf,
+        /// What failed, with the system's message.
+        detail: String,
+    },
+    /// The bytes are not a ddx equation file, or are of a format version this build does
+    /// not read.
+    #[error("bad_archive: {}: {detail}", archive_source(.path))]
+    BadArchive {
+        /// The file (empty for bytes in memory).
+        path: std::path::PathBuf,
+        /// What was found instead.
+        detail: String,
+    },
+    /// A ddx equation file whose checksum or structure does not hold (damaged, truncated,
+    /// or inconsistent).
+    #[error("archive_corrupt: {}: {detail}", archive_source(.path))]
+    ArchiveCorrupt {
+        /// The file (empty for bytes in memory).
+        path: std::path::PathBuf,
+        /// What does not hold.
+        detail: String,
+    },
+    /// A sound ddx equation file that does not describe this equation, or not one of this
+    /// shape (a scalar file loaded as a system, or the other way round).
+    #[error("archive_mismatch: {}: {detail}", archive_source(.path))]
+    ArchiveMismatch {
+        /// The file (empty for bytes in memory).
+        path: std::path::PathBuf,
+        /// What differs.
+        detail: String,
+    },
+}
+
+/// How an archive error names where the bytes came from.
+fn archive_source(path: &std::path::Path) -> String {
+    if path.as_os_str().is_empty() {
+        "the equation bytes".into()
+    } else {
+        format!("{}", path.display())
+    }
 }
 
 /// `n` and `noun`, in the plural unless `n` is 1: `1 value`, `0 values`.
@@ -452,6 +497,14 @@ pub enum Errc {
     DeviceCompile,
     /// See [`Error::DeviceLaunch`].
     DeviceLaunch,
+    /// See [`Error::ArchiveIo`].
+    ArchiveIo,
+    /// See [`Error::BadArchive`].
+    BadArchive,
+    /// See [`Error::ArchiveCorrupt`].
+    ArchiveCorrupt,
+    /// See [`Error::ArchiveMismatch`].
+    ArchiveMismatch,
 }
 
 impl Errc {
@@ -486,6 +539,10 @@ impl Errc {
             Errc::NoDevice => "no_device",
             Errc::DeviceCompile => "device_compile",
             Errc::DeviceLaunch => "device_launch",
+            Errc::ArchiveIo => "archive_io",
+            Errc::BadArchive => "bad_archive",
+            Errc::ArchiveCorrupt => "archive_corrupt",
+            Errc::ArchiveMismatch => "archive_mismatch",
         }
     }
 }
@@ -528,6 +585,10 @@ impl Error {
             Error::NoDevice { .. } => Errc::NoDevice,
             Error::DeviceCompile { .. } => Errc::DeviceCompile,
             Error::DeviceLaunch { .. } => Errc::DeviceLaunch,
+            Error::ArchiveIo { .. } => Errc::ArchiveIo,
+            Error::BadArchive { .. } => Errc::BadArchive,
+            Error::ArchiveCorrupt { .. } => Errc::ArchiveCorrupt,
+            Error::ArchiveMismatch { .. } => Errc::ArchiveMismatch,
         }
     }
 }

@@ -110,6 +110,8 @@ pub struct Equation<S: Shape = Scalar> {
     pub(crate) jit: Jit,
     /// The OpenCL device backend (active under `Backend::Device`).
     pub(crate) device: Device,
+    /// Whether it came from a saved equation ([`Equation::loaded`]).
+    pub(crate) loaded: bool,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -124,6 +126,7 @@ impl<S: Shape> Clone for Equation<S> {
             options: self.options.clone(),
             jit: self.jit.clone(),
             device: self.device.clone(),
+            loaded: self.loaded,
             shape: PhantomData,
         }
     }
@@ -150,6 +153,21 @@ impl<S: Shape> Equation<S> {
             options: Options::default(),
             jit: Jit::default(),
             device: Device::default(),
+            loaded: false,
+            shape: PhantomData,
+        }
+    }
+
+    /// An equation over ready-made lanes (a loaded one), with `options` and `jit` made
+    /// for them.
+    pub(crate) fn from_parts(lanes: Arc<PreparedLanes>, options: Options, jit: Jit) -> Self {
+        let device = Device::new(&options, &lanes, &[]);
+        Self {
+            lanes,
+            options,
+            jit,
+            device,
+            loaded: true,
             shape: PhantomData,
         }
     }
@@ -164,9 +182,9 @@ impl<S: Shape> Equation<S> {
     /// Any other change discards every compiled kernel and abandons any compile in flight
     /// (it is never installed): under [`Backend::Compile`] the lanes already used start
     /// compiling again at once, the others when first needed; under [`Backend::Adapt`]
-    /// batch traffic starts counting again from zero. [`Backend::Device`] answers from the
-    /// interpreter until this build has a device backend; [`Backend::Interpret`] asks no
-    /// compiler at all. Options the code generator cannot honour (a lane width it does not
+    /// batch traffic starts counting again from zero; under [`Backend::Device`] the lanes
+    /// already used start building for the device (see [`Equation::device_status`]);
+    /// [`Backend::Interpret`] asks no compiler at all. Options the code generator cannot honour (a lane width it does not
     /// make) leave the equation interpreting, with the reason in
     /// [`Equation::jit_status`].
     ///

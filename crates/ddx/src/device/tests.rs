@@ -430,4 +430,3 @@ fn a_launch_that_fails_retires_the_kernel_and_the_cpu_answers() {
         want.iter().map(|c| bits(c)).collect::<Vec<_>>()
     );
 }
-
