@@ -65,7 +65,8 @@ impl DeviceColumns {
 #[derive(Debug)]
 pub(crate) enum LaneKernel {}
 
-/// A batch call's host columns (never read in this build).
+/// A batch call's host columns (never read in this build: no kernel runs them).
+#[allow(dead_code)]
 pub(crate) struct HostColumns<'a> {
     pub(crate) len: usize,
     pub(crate) inputs: &'a [*const f64],

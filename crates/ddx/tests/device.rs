@@ -231,7 +231,7 @@ fn select_and_nan_follow_the_rules_on_the_device() {
     let nan = f64::NAN;
     let a = vec![nan, 0.0, -0.0, 1.0, nan, 2.0, -3.0, f64::INFINITY];
     let b = vec![1.0, nan, 0.0, 1.0, nan, -2.0, 0.0, -0.0];
-    let xs = vec![a, b];
+    let xs = [a, b];
     let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
     let run = |e: &Equation| {
         let mut v = vec![vec![0.0; 8]; 1];
