@@ -228,7 +228,7 @@ fn main() {
         println!("\n| function | domain | largest ULP difference | at |\n|---|---|---|---|");
         let big = 700.0;
         type F = fn(Expr, Expr) -> Expr;
-        let unary: [(&str, F, [f64; 4]); 17] = [
+        let unary: [(&str, F, [f64; 4]); 20] = [
             ("sin", |a, _| a.sin(), [-10.0, 10.0, 0.0, 0.0]),
             ("cos", |a, _| a.cos(), [-10.0, 10.0, 0.0, 0.0]),
             ("tan", |a, _| a.tan(), [-1.5, 1.5, 0.0, 0.0]),
@@ -246,6 +246,9 @@ fn main() {
             ("acosh", |a, _| a.acosh(), [1.0, 50.0, 0.0, 0.0]),
             ("atanh", |a, _| a.atanh(), [-1.0, 1.0, 0.0, 0.0]),
             ("erf", |a, _| a.erf(), [-6.0, 6.0, 0.0, 0.0]),
+            ("log1p", |a, _| ddx::log1p(a), [-0.9, 10.0, 0.0, 0.0]),
+            ("expm1", |a, _| ddx::expm1(a), [-5.0, 5.0, 0.0, 0.0]),
+            ("log2", |a, _| ddx::log2(a), [1e-5, 1e5, 0.0, 0.0]),
         ];
         for (name, f, dom) in unary {
             ulps(name, f, dom, len);

@@ -172,6 +172,8 @@ fn arithmetic_models_agree_bit_for_bit_at_odd_batch_lengths() {
         select(r.lt(0.5), r * r, a.max(b) / (c * c + 1.0).sqrt())
             + a.sign() * b.min(c)
             + select(a.ne(b), a - b, c)
+            + b.powi(3)
+            + c.powi(-2)
     })
     .expect("builds");
     for kind in [

@@ -18,7 +18,8 @@
 //! non-finite ones by their bits.
 //!
 //! The transcendental functions are the device's own (`exp`, `sin`, `pow` away from the
-//! exponents `2`, `−1`, `½`, …), within the error bounds OpenCL states for double precision.
+//! exponents `2`, `−1`, `½`, …), within the error bounds OpenCL states for double precision;
+//! `powi` is ddx's own binary powering, written out, so it is exact too.
 
 use ddx_ir::{Lane, Node, Op};
 use std::fmt::Write;
@@ -40,6 +41,25 @@ double ddx_pow(double a, double b) {
     if (b == -1.0) return 1.0 / a;
     if (b == 0.5) return a == -INFINITY ? INFINITY : sqrt(a) + 0.0;
     return pow(a, b);
+}
+
+/* powi as every ddx engine computes it (ddx_ir::math::powi): binary powering, low bit
+   first, 1 / a^n for n < 0; NaN for an n that is not an integer; the device's pow for
+   |n| >= 2^63. */
+double ddx_powi(double a, double n) {
+    if (n - trunc(n) != 0.0 || isnan(n)) return NAN;
+    double m = fabs(n);
+    if (m >= 0x1p63) return pow(a, n);
+    ulong k = (ulong)m;
+    double r = 1.0;
+    double b = a;
+    for (;;) {
+        if (k & 1UL) r *= b;
+        k >>= 1;
+        if (k == 0UL) break;
+        b *= b;
+    }
+    return n < 0.0 ? 1.0 / r : r;
 }
 
 ";
@@ -105,6 +125,11 @@ fn expression(op: Op, a: &str, b: &str, c: &str) -> String {
         // NaN counts as true: only a zero condition takes the second arm.
         Select => format!("({a} == 0.0) ? {c} : {b}"),
         Fma => format!("fma({a}, {b}, {c})"),
+        Log1p => call("log1p"),
+        Expm1 => call("expm1"),
+        Log2 => call("log2"),
+        Recip => format!("1.0 / {a}"),
+        Powi => format!("ddx_powi({a}, {b})"),
     }
 }
 
