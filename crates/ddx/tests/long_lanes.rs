@@ -20,7 +20,7 @@ fn least_squares(terms: usize) -> Equation {
             let t = i as f64 / terms as f64;
             let y = 2.0 * (-0.7 * t).exp() + 0.1 + 1e-3 * (i % 7) as f64;
             let r = a * (-(b * t)).exp() + c - y;
-            sum = sum + r * r;
+            sum += r * r;
         }
         sum
     })
@@ -40,7 +40,11 @@ fn a_5000_term_least_squares_hessian_compiles_and_agrees() {
     assert!(nodes > 200_000, "{nodes} nodes");
     let oracle = eq.clone(); // shares the lanes; stays `Interpret`
     eq.set_options(Options::with_backend(Backend::Compile));
-    assert!(eq.wait_for_kernel(LaneKind::Hessian), "{:?}", eq.jit_status());
+    assert!(
+        eq.wait_for_kernel(LaneKind::Hessian),
+        "{:?}",
+        eq.jit_status()
+    );
     let status = eq.jit_status();
     let lane = status.lane(LaneKind::Hessian).expect("asked");
     assert_eq!(lane.error, None);
@@ -79,7 +83,10 @@ fn a_lane_of_a_million_nodes_compiles_and_agrees() {
     assert!(eq.wait_for_kernel(LaneKind::Value), "{:?}", eq.jit_status());
     assert!(!oracle.uses_kernel(LaneKind::Value));
     for x in [[0.5, -0.25], [1e300, 3.0], [-0.0, f64::NAN], [2.0, 1e-3]] {
-        let (got, want) = (eq.evaluate(x).expect("fits"), oracle.evaluate(x).expect("fits"));
+        let (got, want) = (
+            eq.evaluate(x).expect("fits"),
+            oracle.evaluate(x).expect("fits"),
+        );
         assert!(
             got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
             "at {x:?}: {got} vs {want}"

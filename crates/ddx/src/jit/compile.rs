@@ -16,16 +16,16 @@
 
 use super::lower::{self, Shape};
 use super::{cache, Kernel, State, Tier};
-use crate::equation::Core;
 use crate::options::{OptLevel, MAX_KERNEL_NODES};
+use crate::prepared::PreparedLanes;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::{CodegenError, Context};
 use ddx_ir::{Error, Lane, LaneKind};
+use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::collections::BinaryHeap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 /// Lanes of more nodes than this get the single-pass register allocator at the optimised
@@ -241,7 +241,7 @@ impl Compiler {
 /// A request to the compile pool: climb lane `kind` from tier `from` to `upto`.
 pub(crate) struct Job {
     pub(crate) state: Arc<State>,
-    pub(crate) core: Arc<Core>,
+    pub(crate) lanes: Arc<PreparedLanes>,
     pub(crate) kind: LaneKind,
     /// The lane's node count: the job's priority (fewer first) and its class (a lane over
     /// [`SMALL_NODES`] is large).
@@ -424,7 +424,7 @@ fn run(job: Job) {
     drop(PAUSE.lock().unwrap_or_else(|e| e.into_inner()));
     let Job {
         state,
-        core,
+        lanes,
         kind,
         from,
         upto,
@@ -434,7 +434,7 @@ fn run(job: Job) {
         #[cfg(test)]
         state.hold.enter();
         let climbed = catch_unwind(AssertUnwindSafe(|| {
-            let lane = &core.prepared(kind, state.config.contract).lane;
+            let lane = &lanes.prepared(kind, state.config.contract).lane;
             climb(&state, lane, from, upto)
         }));
         match climbed {
@@ -524,7 +524,12 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
 
 /// The cache key of `lane`'s kernel at `level` under `c`: the host's fingerprint names
 /// the segment length too, which decides how the code is laid out.
-fn key(c: &super::Config, compiler: &Compiler, lane: &Lane, level: OptLevel) -> cache::Key {
+pub(crate) fn key(
+    c: &super::Config,
+    compiler: &Compiler,
+    lane: &Lane,
+    level: OptLevel,
+) -> cache::Key {
     let host = format!("{} segment={}", compiler.fingerprint(), c.segment);
     cache::Key::new(lane, c.shape, level, &host)
 }
@@ -535,20 +540,22 @@ fn cached(state: &State, compiler: &Compiler, lane: &Lane, level: OptLevel) -> O
     let c = &state.config;
     let dir = c.cache_dir.as_ref()?;
     match cache::read(dir, &key(c, compiler, lane, level)) {
-        cache::Entry::Valid(code) => match Kernel::new(&code, lane, c.shape, level, c.retain, c.segment) {
-            Ok(k) => {
-                state
-                    .stats
-                    .lane(lane.kind)
-                    .loaded
-                    .fetch_add(1, Ordering::Relaxed);
-                Some(k)
+        cache::Entry::Valid(code) => {
+            match Kernel::new(&code, lane, c.shape, level, c.retain, c.segment) {
+                Ok(k) => {
+                    state
+                        .stats
+                        .lane(lane.kind)
+                        .loaded
+                        .fetch_add(1, Ordering::Relaxed);
+                    Some(k)
+                }
+                Err(e) => {
+                    state.stats.fail(lane.kind, e);
+                    None
+                }
             }
-            Err(e) => {
-                state.stats.fail(lane.kind, e);
-                None
-            }
-        },
+        }
         cache::Entry::Refused => {
             state.stats.refused.fetch_add(1, Ordering::Relaxed);
             None

@@ -112,7 +112,11 @@ impl Kernel {
             None => None,
         };
         // A segmented kernel is made of point functions.
-        let shape = if segments.is_some() { Shape::Point } else { shape };
+        let shape = if segments.is_some() {
+            Shape::Point
+        } else {
+            shape
+        };
         let mut map = MmapMut::map_anon(code.len()).map_err(|e| object(&format!("map: {e}")))?;
         map.copy_from_slice(code);
         let map = map
@@ -141,7 +145,6 @@ impl Kernel {
     }
 
     /// The retained code bytes, if `retain_object` asked for them.
-    #[allow(dead_code)] // read by the archive writer of a later issue
     pub(crate) fn object(&self) -> Option<&[u8]> {
         self.object.as_deref()
     }

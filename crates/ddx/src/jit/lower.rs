@@ -243,11 +243,17 @@ impl Plan {
 /// `extern "C" fn(inputs: *const f64, outputs: *mut f64, table: *const MathTable,
 /// scratch: *mut f64)`, inputs and outputs as a [`Shape::Point`] kernel's (the segment
 /// stores the outputs it computes), `scratch` holding [`Plan::scratch`] slots.
-pub(crate) fn segment_function(lane: &Lane, plan: &Plan, s: usize, isa: &dyn TargetIsa) -> Function {
+pub(crate) fn segment_function(
+    lane: &Lane,
+    plan: &Plan,
+    s: usize,
+    isa: &dyn TargetIsa,
+) -> Function {
     let ptr = isa.pointer_type();
     let call_conv = isa.default_call_conv();
     let mut sig = Signature::new(call_conv);
-    sig.params.extend(std::iter::repeat_n(AbiParam::new(ptr), 4));
+    sig.params
+        .extend(std::iter::repeat_n(AbiParam::new(ptr), 4));
     let mut func = Function::with_name_signature(UserFuncName::default(), sig);
     let mut fctx = FunctionBuilderContext::new();
     let mut b = FunctionBuilder::new(&mut func, &mut fctx);
@@ -482,7 +488,14 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
 
     /// Node `id` as a segment reads it without computing it: a constant, an input, or
     /// (an operation of an earlier segment) its scratch slot.
-    fn import(&mut self, lane: &Lane, plan: &Plan, id: usize, inputs: Value, scratch: Value) -> Value {
+    fn import(
+        &mut self,
+        lane: &Lane,
+        plan: &Plan,
+        id: usize,
+        inputs: Value,
+        scratch: Value,
+    ) -> Value {
         match lane.graph.nodes()[id] {
             Node::Const(c) => self.constant(c.value()),
             Node::Symbol(s) => self.load(inputs, s.index()),

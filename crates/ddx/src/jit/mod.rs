@@ -20,7 +20,7 @@
 //!   for it.
 //! - A lane is compiled once per tier per state: [`Slot::asked`] only grows.
 
-mod cache;
+pub(crate) mod cache;
 mod compile;
 mod kernel;
 mod lower;
@@ -30,8 +30,9 @@ mod tests;
 pub(crate) use kernel::Kernel;
 pub(crate) use lower::Shape;
 
-use crate::equation::Core;
+pub(crate) use crate::archive::StoredKernel;
 use crate::options::{Backend, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming};
+use crate::prepared::PreparedLanes;
 use ddx_ir::{Error, LaneKind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -261,6 +262,56 @@ impl State {
         &self.slots[kind as usize]
     }
 
+    /// Places each saved kernel whose key matches its lane here (see [`Jit::with_saved`]).
+    /// Runs before any job is asked, so the tier it sets is what [`State::ask`] builds on.
+    fn adopt(&self, lanes: &PreparedLanes, saved: &[StoredKernel]) {
+        let refuse = || {
+            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+        };
+        let compiler = match compile::compiler() {
+            Ok(c) => c,
+            Err(e) => {
+                saved.iter().for_each(|_| refuse());
+                for s in saved {
+                    self.stats.fail(s.kind, e.clone());
+                }
+                return;
+            }
+        };
+        let c = &self.config;
+        for s in saved {
+            let tier = if s.level == c.level(Tier::Top) {
+                c.highest()
+            } else if s.level == OptLevel::None {
+                Tier::Quick
+            } else {
+                refuse();
+                continue;
+            };
+            let lane = &lanes.prepared(s.kind, c.contract).lane;
+            let key = compile::key(c, compiler, lane, s.level);
+            if key.bytes() != s.key {
+                refuse();
+                continue;
+            }
+            match Kernel::new(&s.code, lane, c.shape, s.level, c.retain, c.segment) {
+                Ok(k) => {
+                    let slot = self.slot(s.kind);
+                    slot.publish(k);
+                    slot.asked.store(tier as u8, Ordering::Release);
+                    self.stats
+                        .lane(s.kind)
+                        .loaded
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    refuse();
+                    self.stats.fail(s.kind, e);
+                }
+            }
+        }
+    }
+
     pub(crate) fn abandoned(&self) -> bool {
         self.abandoned.load(Ordering::Acquire)
     }
@@ -281,7 +332,7 @@ impl State {
     /// this function) and then finds nothing pending knows that every job asked so far
     /// has finished. The jobs of one lane are queued in the order of their tiers (and
     /// [`Slot::publish`] never puts a quick kernel over an optimised one).
-    fn ask(self: &Arc<Self>, core: &Arc<Core>, kind: LaneKind, upto: Tier) {
+    fn ask(self: &Arc<Self>, lanes: &Arc<PreparedLanes>, kind: LaneKind, upto: Tier) {
         let slot = self.slot(kind);
         // A hint without the lock: `asked` only grows, and what it shows is counted.
         if slot.asked.load(Ordering::Acquire) >= upto as u8 {
@@ -289,7 +340,7 @@ impl State {
         }
         // The lane's length is the job's priority. Calls have prepared their lane already;
         // a wait may build it here, outside the slot's lock.
-        let nodes = core.prepared(kind, self.config.contract).lane.graph.len();
+        let nodes = lanes.prepared(kind, self.config.contract).lane.graph.len();
         let mut inner = slot.lock();
         let before = slot.asked.load(Ordering::Acquire);
         if before >= upto as u8 {
@@ -304,7 +355,7 @@ impl State {
         slot.asked.store(upto as u8, Ordering::Release);
         let job = compile::Job {
             state: Arc::clone(self),
-            core: Arc::clone(core),
+            lanes: Arc::clone(lanes),
             kind,
             nodes,
             from,
@@ -354,7 +405,20 @@ impl Drop for Jit {
 impl Jit {
     /// The JIT for `options`; under `Compile`, starts compiling every lane in `prepared`
     /// (the lanes already used), the others as they are first needed.
-    pub(crate) fn new(options: &Options, core: &Arc<Core>, prepared: &[LaneKind]) -> Jit {
+    pub(crate) fn new(options: &Options, lanes: &Arc<PreparedLanes>, prepared: &[LaneKind]) -> Jit {
+        Jit::with_saved(options, lanes, prepared, &[])
+    }
+
+    /// [`Jit::new`], with the kernels of a saved equation placed first: each one whose key
+    /// is the one this build would give its lane on this host, under these options,
+    /// answers at once (counted in [`JitStatus::loaded`]); any other is never run
+    /// (counted in [`JitStatus::refused`]), and its lane compiles as it would have.
+    pub(crate) fn with_saved(
+        options: &Options,
+        lanes: &Arc<PreparedLanes>,
+        prepared: &[LaneKind],
+        saved: &[StoredKernel],
+    ) -> Jit {
         if !matches!(options.backend, Backend::Compile | Backend::Adapt) {
             // `Device` answers from the interpreter until a device backend exists.
             return Jit::default();
@@ -390,9 +454,12 @@ impl Jit {
             #[cfg(test)]
             hold: tests::Hold::default(),
         });
+        if !saved.is_empty() {
+            state.adopt(lanes, saved);
+        }
         if state.config.backend == Backend::Compile {
             for &kind in prepared {
-                state.ask(core, kind, state.config.highest());
+                state.ask(lanes, kind, state.config.highest());
             }
         }
         Jit {
@@ -401,10 +468,41 @@ impl Jit {
         }
     }
 
+    /// The machine code of every kernel answering now, with the key it was made for, for
+    /// saving: one per lane (the tier answering), where `retain_object` kept the code.
+    pub(crate) fn saved(&self, lanes: &PreparedLanes) -> Vec<StoredKernel> {
+        let Some(state) = &self.state else {
+            return Vec::new();
+        };
+        let Ok(compiler) = compile::compiler() else {
+            return Vec::new();
+        };
+        let c = &state.config;
+        let mut out = Vec::new();
+        for kind in LaneKind::ALL {
+            let Some(k) = state.slot(kind).current() else {
+                continue;
+            };
+            let Some(code) = k.object() else {
+                continue;
+            };
+            let lane = &lanes.prepared(kind, c.contract).lane;
+            let key = compile::key(c, compiler, lane, k.level());
+            out.push(StoredKernel {
+                kind,
+                level: k.level(),
+                key: key.bytes(),
+                fingerprint: compiler.fingerprint().to_string(),
+                code: code.to_vec(),
+            });
+        }
+        out
+    }
+
     /// The kernel answering a per-point call of `kind`; asks for one under `Compile` when
     /// none has been asked yet. One atomic load when a kernel is in place.
     #[inline]
-    pub(crate) fn point(&self, core: &Arc<Core>, kind: LaneKind) -> Option<&Kernel> {
+    pub(crate) fn point(&self, lanes: &Arc<PreparedLanes>, kind: LaneKind) -> Option<&Kernel> {
         let state = self.state.as_ref()?;
         let slot = state.slot(kind);
         if let Some(k) = slot.current() {
@@ -413,7 +511,7 @@ impl Jit {
         if state.config.backend == Backend::Compile
             && slot.asked.load(Ordering::Relaxed) == Tier::Nothing as u8
         {
-            state.ask(core, kind, state.config.highest());
+            state.ask(lanes, kind, state.config.highest());
         }
         None
     }
@@ -421,7 +519,12 @@ impl Jit {
     /// The kernel answering a batch call of `kind` over `points` points; counts the points
     /// under `Adapt` and asks for the tiers they buy.
     #[inline]
-    pub(crate) fn batch(&self, core: &Arc<Core>, kind: LaneKind, points: usize) -> Option<&Kernel> {
+    pub(crate) fn batch(
+        &self,
+        lanes: &Arc<PreparedLanes>,
+        kind: LaneKind,
+        points: usize,
+    ) -> Option<&Kernel> {
         let state = self.state.as_ref()?;
         if state.config.backend == Backend::Adapt {
             let slot = state.slot(kind);
@@ -435,12 +538,12 @@ impl Jit {
                     Tier::Quick
                 };
                 if slot.asked.load(Ordering::Relaxed) < upto as u8 {
-                    state.ask(core, kind, upto);
+                    state.ask(lanes, kind, upto);
                 }
             }
             return slot.current();
         }
-        self.point(core, kind)
+        self.point(lanes, kind)
     }
 
     /// Whether a kernel answers `kind` now.
@@ -464,12 +567,12 @@ impl Jit {
     /// pending by the time `asked` shows it ([`State::ask`]), so when this returns every
     /// such job has finished and published whatever it made: under `Compile`, `false`
     /// means no kernel will come for these options (the reason is in the status).
-    pub(crate) fn wait(&self, core: &Arc<Core>, kind: LaneKind) -> bool {
+    pub(crate) fn wait(&self, lanes: &Arc<PreparedLanes>, kind: LaneKind) -> bool {
         let Some(state) = &self.state else {
             return false;
         };
         if state.config.backend == Backend::Compile {
-            state.ask(core, kind, state.config.highest());
+            state.ask(lanes, kind, state.config.highest());
         }
         let slot = state.slot(kind);
         let mut inner = slot.lock();

@@ -288,7 +288,9 @@ fn a_plan_gives_a_slot_to_exactly_the_values_crossing_a_boundary() {
             let read_later = lane.graph.nodes()[id + 1..]
                 .iter()
                 .enumerate()
-                .any(|(k, n)| (id + 1 + k) / per > id / per && n.args().iter().any(|a| a.index() == id));
+                .any(|(k, n)| {
+                    (id + 1 + k) / per > id / per && n.args().iter().any(|a| a.index() == id)
+                });
             let wants = read_later && matches!(node, ddx_ir::Node::Apply(..));
             assert_eq!(plan.has_slot(id), wants, "{kind:?} node {id}");
             crossing += usize::from(wants);
@@ -688,7 +690,10 @@ fn a_small_lane_compiles_while_a_large_one_is_compiling() {
     small.set_options(o);
     assert!(small.wait_for_kernel(kind), "{:?}", small.jit_status());
     // The small kernel is in place, and the large job has not been let go.
-    assert!(state.hold.holding(), "the small kernel waited for the large compile");
+    assert!(
+        state.hold.holding(),
+        "the small kernel waited for the large compile"
+    );
     assert!(!large.uses_kernel(kind));
     state.hold.release();
     assert!(large.wait_for_kernel(kind), "{:?}", large.jit_status());
@@ -748,5 +753,8 @@ fn the_status_reports_each_lane() {
     assert_eq!(jacobian.error, Some(fail("jacobian")));
     assert_eq!(s.error, Some(fail("jacobian")), "the most recent of all");
     assert!(s.lane(LaneKind::Hessian).is_none(), "never asked");
-    assert_eq!(s.compiled, s.lanes.iter().map(|l| l.compiled).sum::<usize>());
+    assert_eq!(
+        s.compiled,
+        s.lanes.iter().map(|l| l.compiled).sum::<usize>()
+    );
 }
