@@ -28,13 +28,16 @@ impl Kernel {
     }
 }
 
-/// No compiled code.
-#[derive(Debug, Default)]
-pub(crate) struct Jit;
+/// No compiled code. (A field, not a unit struct, so that `Jit::default()` reads the
+/// same in both builds.)
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Jit {
+    _none: (),
+}
 
 impl Jit {
     pub(crate) fn new(_options: &Options, _core: &Arc<Core>, _prepared: &[LaneKind]) -> Jit {
-        Jit
+        Jit::default()
     }
     #[inline]
     pub(crate) fn point(&self, _core: &Arc<Core>, _kind: LaneKind) -> Option<&Kernel> {
