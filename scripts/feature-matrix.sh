@@ -12,7 +12,9 @@
 # It runs `cargo clippy --all-targets -- -D warnings` (the cost of `cargo check`, and
 # dead code behind a feature is an error); tests run for the default set only.
 #
-# Usage: scripts/feature-matrix.sh [--list]   (--list prints the combinations only)
+# Usage: scripts/feature-matrix.sh [--list | CARGO-ARGS...]
+#   --list prints the combinations only; other arguments go to each `cargo clippy`
+#   (e.g. `--profile NAME`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,5 +52,5 @@ while read -r pkg feats; do
     args=(-p "$pkg" --no-default-features)
     [[ "$feats" != "-" ]] && args+=(--features "$feats")
     echo "feature-matrix: cargo clippy ${args[*]} --all-targets"
-    cargo clippy --locked "${args[@]}" --all-targets -- -D warnings
+    cargo clippy --locked "${args[@]}" "$@" --all-targets -- -D warnings
 done <<<"$combos"
