@@ -50,7 +50,7 @@ impl Jit {
         _prepared: &[LaneKind],
         _saved: &[crate::archive::StoredKernel],
     ) -> Jit {
-        Jit
+        Jit::default()
     }
     pub(crate) fn saved(&self, _core: &PreparedLanes) -> Vec<crate::archive::StoredKernel> {
         Vec::new()
