@@ -270,7 +270,7 @@ impl<S: Shape> Equation<S> {
     }
 }
 
-#[cfg(all(test, feature = "jit"))]
+#[cfg(all(test, any(feature = "jit", feature = "opencl")))]
 impl<S: Shape> Equation<S> {
     /// Runs lane `kind` over raw columns: its inputs (symbols, then seeds) and outputs in
     /// the lane's order, checked as a batch call checks them.
