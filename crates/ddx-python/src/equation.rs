@@ -21,23 +21,24 @@ use crate::errors::{raise, OrRaise};
 use crate::expression::Expression;
 use crate::options;
 use crate::points::{self, Kind, Spelled, Values};
-use ddx::{Errc, Expr, LaneKind, System};
+use crate::shape::AnyEquation;
+use ddx::{Errc, Expr, LaneKind};
 use numpy::{PyArray2, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyBytes;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 /// A built equation: `ddx.Equation`.
 #[pyclass(frozen, weakref, module = "ddx", name = "Equation")]
 pub(crate) struct Equation {
-    inner: RwLock<Arc<ddx::Equation<System>>>,
+    inner: RwLock<Arc<AnyEquation>>,
     /// Built as a system (a tuple of outputs, a list of texts): answers keep the output
     /// axis even when there is one output.
     system: bool,
-    /// Read from an archive rather than built.
-    loaded: bool,
 }
 
 /// The lane kind a `want` number names (`ddx.Want`'s values are `LaneKind`'s order).
@@ -116,20 +117,19 @@ fn input_data<'a>(block: &'a Block<'_>, p: Option<usize>, store: &'a mut Vec<f64
 }
 
 impl Equation {
-    pub(crate) fn new(eq: ddx::Equation<System>, system: bool, loaded: bool) -> Self {
+    pub(crate) fn new(eq: AnyEquation) -> Self {
         Self {
+            system: eq.is_system(),
             inner: RwLock::new(Arc::new(eq)),
-            system,
-            loaded,
         }
     }
 
     /// The Rust equation now in force.
-    pub(crate) fn rust(&self) -> Arc<ddx::Equation<System>> {
+    pub(crate) fn rust(&self) -> Arc<AnyEquation> {
         Arc::clone(&self.inner.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    fn replace(&self, eq: ddx::Equation<System>) {
+    fn replace(&self, eq: AnyEquation) {
         *self.inner.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(eq);
     }
 
@@ -334,7 +334,7 @@ impl Equation {
     /// Whether this equation was read from a file rather than built.
     #[getter]
     fn loaded(&self) -> bool {
-        self.loaded
+        self.rust().loaded()
     }
 
     /// `f` at the point or batch.
@@ -558,6 +558,34 @@ impl Equation {
         crate::call::Call::bind(slf, x, lane_kind(want)?)
     }
 
+    /// This equation as bytes: its symbols, graph, the lanes prepared so far, its options
+    /// and the kernels it kept (`Options.retain_object`), as `save` writes them.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let eq = self.rust();
+        let bytes = py.detach(|| eq.to_bytes()).or_raise()?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Writes this equation to `path` (atomically: a reader sees the old file or the new).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let eq = self.rust();
+        py.detach(|| eq.save(&path)).or_raise()
+    }
+
+    /// Raises `ddx.Error` unless the file at `path` holds this equation (`archive_io`,
+    /// `bad_archive`, `archive_corrupt`, `archive_mismatch` say why).
+    fn verify(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let eq = self.rust();
+        py.detach(|| eq.verify(&path)).or_raise()
+    }
+
+    /// Pickles through the archive bytes (kernels included; one made for another host or
+    /// build is never run: its lane compiles instead).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Py<PyAny>, (Bound<'py, PyBytes>,))> {
+        let f = py.import("ddx._ddx")?.getattr("from_bytes")?.unbind();
+        Ok((f, (self.to_bytes(py)?,)))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let eq = self.rust();
         let symbols = PyList::new(py, eq.symbols())?.repr()?;
@@ -570,7 +598,7 @@ impl Equation {
 
     /// Each output with its structurally nonzero partials underneath.
     fn __str__(&self) -> String {
-        self.rust().to_string()
+        self.rust().text()
     }
 }
 
@@ -618,7 +646,7 @@ fn not_an_output(obj: &Bound<'_, PyAny>) -> PyErr {
 fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
     let mut failure: Option<PyErr> = None;
     let mut system = false;
-    let built = ddx::rt::equation(|| -> Vec<Expr> {
+    let built = ddx::ir::build(|| -> Vec<Expr> {
         match model.call0().and_then(|out| model_outputs(&out)) {
             Ok((exprs, sys)) => {
                 system = sys;
@@ -633,7 +661,10 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
     if let Some(e) = failure {
         return Err(e);
     }
-    Ok(Equation::new(built.or_raise()?, system, false))
+    let model = built.or_raise()?;
+    Ok(Equation::new(
+        AnyEquation::from_model(model, system).or_raise()?,
+    ))
 }
 
 /// The scalar equation `text` describes, e.g. `"exp(x) * sin(y)"`.
@@ -641,17 +672,38 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
 fn equation_text(text: &str) -> PyResult<Equation> {
     let formula = ddx::Formula::parse(text).or_raise()?;
     let model = ddx::ir::text::model(&[formula]).or_raise()?;
-    Ok(Equation::new(ddx::Equation::from(model), false, false))
+    Ok(Equation::new(
+        AnyEquation::from_model(model, false).or_raise()?,
+    ))
 }
 
 /// The system whose function `i` is `texts[i]`.
 #[pyfunction]
 fn system_text(texts: Vec<String>) -> PyResult<Equation> {
+    let model = ddx::ir::text::parse_model(&texts).or_raise()?;
     Ok(Equation::new(
-        ddx::rt::system_text(&texts).or_raise()?,
-        true,
-        false,
+        AnyEquation::from_model(model, true).or_raise()?,
     ))
+}
+
+/// The equation saved at `path` (no model runs, nothing is rebuilt).
+#[pyfunction]
+fn load(py: Python<'_>, path: PathBuf) -> PyResult<Equation> {
+    let eq = py.detach(|| AnyEquation::load(&path)).or_raise()?;
+    Ok(Equation::new(eq))
+}
+
+/// The equation `bytes` hold (as `Equation.to_bytes` made them); what unpickling calls.
+#[pyfunction]
+fn from_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Equation> {
+    let eq = py.detach(|| AnyEquation::from_bytes(bytes)).or_raise()?;
+    Ok(Equation::new(eq))
+}
+
+/// Raises unless this build can read the equation file at `path` at all.
+#[pyfunction]
+fn verify_file(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    py.detach(|| ddx::verify(&path)).or_raise()
 }
 
 /// Adds `Equation` and its constructors to the module.
@@ -661,5 +713,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(equation_model, m)?)?;
     m.add_function(wrap_pyfunction!(equation_text, m)?)?;
     m.add_function(wrap_pyfunction!(system_text, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_file, m)?)?;
     Ok(())
 }
