@@ -36,8 +36,14 @@ fn rows_mut(data: &mut [f64], rows: usize, p: usize) -> RowsMut<'_> {
 }
 
 /// The rows of a dense `(m, n, p)` Jacobian that hold its structural nonzeros, in slot
-/// order (the pattern's cells are row-major, so this is one pass).
-fn pattern_rows<'a, S: Shape>(eq: &Equation<S>, data: &'a mut [f64], p: usize) -> RowsMut<'a> {
+/// order (the pattern's cells are row-major, so this is one pass); with `fresh`, the rows
+/// off the pattern are zeroed on the way.
+fn pattern_rows<'a, S: Shape>(
+    eq: &Equation<S>,
+    data: &'a mut [f64],
+    p: usize,
+    fresh: bool,
+) -> RowsMut<'a> {
     let n = eq.arity();
     let mut all = rows_mut(data, eq.outputs() * n, p).into_iter().enumerate();
     let mut out = RowsMut::new();
@@ -48,7 +54,13 @@ fn pattern_rows<'a, S: Shape>(eq: &Equation<S>, data: &'a mut [f64], p: usize) -
                 out.push(row);
                 break;
             }
+            if fresh {
+                row.fill(0.0);
+            }
         }
+    }
+    if fresh {
+        all.for_each(|(_, row)| row.fill(0.0));
     }
     out
 }
@@ -64,6 +76,9 @@ pub(crate) struct Out<'a> {
     pub(crate) hessian: Option<&'a mut [f64]>,
     /// `(k, p)`: `J·v` (`k = m`), `wᵀ·J` or `H·v` (`k = n`).
     pub(crate) products: Option<&'a mut [f64]>,
+    /// The buffers are new and uninitialised: the cells off the Jacobian's and the
+    /// Hessian's patterns are zeroed here (a bound `Call` zeroes them once, when bound).
+    pub(crate) fresh: bool,
 }
 
 /// Lengths of the buffers each kind fills, for callers sizing them.
@@ -111,7 +126,7 @@ fn run_shape<S: Shape>(
     let xs = rows(xs, n, p);
     let mut values = out.values.map(|v| rows_mut(v, m, p)).unwrap_or_default();
     let mut partials = match out.jacobian {
-        Some(j) => pattern_rows(eq, j, p),
+        Some(j) => pattern_rows(eq, j, p, out.fresh),
         None => RowsMut::new(),
     };
     let seed_rows = if kind == LaneKind::Vjp { m } else { n };
@@ -136,6 +151,9 @@ fn run_shape<S: Shape>(
                 eq.hessian_batch(&xs, &mut values, &mut partials, &mut compressed)?;
             }
             if let Some(h) = out.hessian {
+                if out.fresh {
+                    h.fill(0.0);
+                }
                 scatter_hessian(eq, scratch, h, p);
             }
             Ok(())

@@ -58,9 +58,17 @@ fn options_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
         .map(|m| m.bind(py))
 }
 
-/// A fresh zeroed float64 array of `shape` and its data.
+/// A fresh zeroed float64 array of `shape`.
 fn zeros<'py>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<f64>> {
     PyArrayDyn::<f64>::zeros(py, shape, false)
+}
+
+/// A fresh, uninitialised, C-contiguous float64 array of `shape`, for a call that writes
+/// every element before anyone reads it ([`blocks::run`] with `fresh`).
+fn empty<'py>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<f64>> {
+    // SAFETY: float64 has no invalid bit patterns, and the array is filled (or dropped
+    // on an error) before Python sees it.
+    unsafe { PyArrayDyn::<f64>::new(py, shape, false) }
 }
 
 /// The data of an array made by [`zeros`], for the Rust calls to fill.
@@ -70,7 +78,8 @@ fn zeros<'py>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<f64>> {
 // The data is NumPy's, reached through a shared handle, as `as_slice_mut` does.
 #[allow(clippy::mut_from_ref)]
 unsafe fn data<'a>(a: &'a Bound<'_, PyArrayDyn<f64>>) -> &'a mut [f64] {
-    // SAFETY: the caller's contract; a fresh array from `zeros` is C-contiguous.
+    // SAFETY: the caller's contract; an array from `zeros` or `empty` is C-contiguous
+    // (the bytes of `empty` come from NumPy's allocator, across FFI: unknown, not invalid).
     unsafe { a.as_slice_mut() }.unwrap_or(&mut [])
 }
 
@@ -217,12 +226,12 @@ impl Equation {
         } else {
             self.symbol_shape(m, n, 1, p)
         };
-        let values = wants_values.then(|| zeros(py, &[m * pp]));
-        let jacobian = wants_jacobian.then(|| zeros(py, &jac_shape));
+        let values = wants_values.then(|| empty(py, &[m * pp]));
+        let jacobian = wants_jacobian.then(|| empty(py, &jac_shape));
         let hessian =
-            (kind == LaneKind::Hessian).then(|| zeros(py, &self.symbol_shape(m, n, 2, p)));
+            (kind == LaneKind::Hessian).then(|| empty(py, &self.symbol_shape(m, n, 2, p)));
         let product_rows = blocks::product_rows(&eq, kind);
-        let product = (product_rows > 0).then(|| zeros(py, &[product_rows * pp]));
+        let product = (product_rows > 0).then(|| empty(py, &[product_rows * pp]));
         {
             // SAFETY: every array was made just above and is held only here.
             let out = unsafe {
@@ -231,6 +240,7 @@ impl Equation {
                     jacobian: jacobian.as_ref().map(|a| data(a)),
                     hessian: hessian.as_ref().map(|a| data(a)),
                     products: product.as_ref().map(|a| data(a)),
+                    fresh: true,
                 }
             };
             let mut scratch = Vec::new();
