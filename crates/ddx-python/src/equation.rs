@@ -705,8 +705,8 @@ fn load(py: Python<'_>, path: PathBuf) -> PyResult<Equation> {
 
 /// The equation `bytes` hold (as `Equation.to_bytes` made them); what unpickling calls.
 #[pyfunction]
-fn from_bytes(py: Python<'_>, bytes: &[u8]) -> PyResult<Equation> {
-    let eq = py.detach(|| AnyEquation::from_bytes(bytes)).or_raise()?;
+fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Equation> {
+    let eq = py.detach(|| AnyEquation::from_bytes(data)).or_raise()?;
     Ok(Equation::new(eq))
 }
 
