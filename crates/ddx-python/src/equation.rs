@@ -21,7 +21,7 @@ use crate::errors::{raise, OrRaise};
 use crate::expression::Expression;
 use crate::options;
 use crate::points::{self, Kind, Spelled, Values};
-use crate::shape::AnyEquation;
+use crate::shape::{on, AnyEquation};
 use ddx::{Errc, Expr, LaneKind};
 use numpy::{PyArray2, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -431,33 +431,19 @@ impl Equation {
     /// The `k`-th derivative `dᵏf/dxᵏ` at `x0` of a function of one symbol and one output
     /// (`k = 0` is the value), by one sweep of Taylor arithmetic; `k ≤ ddx.MAX_ORDER`.
     fn univariate_derivative(&self, k: usize, x0: f64) -> PyResult<f64> {
-        let eq = self.rust();
-        if k > ddx::MAX_ORDER {
-            return Err(ddx::Error::OrderTooHigh {
-                order: k,
-                max: ddx::MAX_ORDER,
-            })
-            .or_raise();
-        }
-        let (n, m) = (eq.arity(), eq.outputs());
-        if n != 1 || m != 1 {
-            return Err(ddx::Error::NotUnivariate {
-                symbols: n,
-                outputs: m,
-            })
-            .or_raise();
-        }
-        let model = eq.model();
-        let series =
-            ddx::ir::ad::taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], k)
-                .or_raise()?;
-        let factorial: f64 = (1..=k).map(|i| i as f64).product();
-        let coefficient = series
-            .first()
-            .and_then(|s| s.get(k))
-            .copied()
-            .unwrap_or(f64::NAN);
-        Ok(factorial * coefficient)
+        on!(&*self.rust(), e => e.univariate_derivative_of_order(k, x0)).or_raise()
+    }
+
+    /// Every derivative `f(x0), f'(x0), …, f⁽ᵏ⁾(x0)` (`k + 1` values) from one sweep, each
+    /// the bits `univariate_derivative` answers.
+    fn univariate_derivatives<'py>(
+        &self,
+        py: Python<'py>,
+        k: usize,
+        x0: f64,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let d = on!(&*self.rust(), e => e.univariate_derivatives(k, x0)).or_raise()?;
+        Ok(numpy::PyArray1::from_vec(py, d))
     }
 
     /// How many colour groups compress the Hessian (products `H·v_k` per Hessian).

@@ -72,9 +72,6 @@ impl AnyEquation {
     pub(crate) fn symbols(&self) -> &[String] {
         on!(self, e => e.symbols())
     }
-    pub(crate) fn model(&self) -> &Model {
-        on!(self, e => e.model())
-    }
     pub(crate) fn evaluate_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), Error> {
         on!(self, e => e.evaluate_into(x, out))
     }

@@ -87,9 +87,14 @@ UNARY = {
     "atanh": (ddx.atanh, sp.atanh, _unit),
     "erf": (ddx.erf, sp.erf, _id),
     "neg": (lambda a: -a, lambda a: -a, _id),
+    "log1p": (ddx.log1p, lambda a: sp.log(1 + a), _pos),
+    "expm1": (ddx.expm1, lambda a: sp.exp(a) - 1, _bounded),
+    "log2": (ddx.log2, lambda a: sp.log(a, 2), _pos),
+    "recip": (ddx.recip, lambda a: 1 / a, _pos),
 }
 
 BINARY = ("add", "sub", "mul", "div", "pow", "atan2", "hypot", "max", "min")
+INTEGER_POWERS = (-3, -1, 0, 2, 5)
 COMPARE = ("lt", "le", "gt", "ge")
 POWERS = (2.0, 3.0, -1.0, 0.5, -2.0, 1.5)
 
@@ -98,6 +103,7 @@ OPS = (
     [("unary", name) for name in sorted(UNARY)]
     + [("binary", name) for name in BINARY]
     + [("powc", p) for p in POWERS]
+    + [("powi", k) for k in INTEGER_POWERS]
     + [("compare", name) for name in COMPARE]
     + [("select", name) for name in COMPARE]
 )
@@ -119,8 +125,8 @@ def random_tree(rng, symbols, depth, root=None):
         return ("unary", name, sub())
     if kind == "binary":
         return ("binary", name, sub(), sub())
-    if kind == "powc":
-        return ("powc", sub(), name)
+    if kind in ("powc", "powi"):
+        return (kind, sub(), name)
     if kind == "compare":
         return ("compare", name, sub(), sub())
     return ("select", name, sub(), sub(), sub(), sub())
@@ -172,6 +178,11 @@ def build(t, lib, env):
         if lib is sp:
             return a ** (sp.Integer(int(p)) if p.is_integer() else sp.Rational(str(p)))
         return a**p
+    if kind == "powi":
+        a, k = build(t[1], lib, env), t[2]
+        if k < 0:
+            a = _pos(a, lib)
+        return a ** sp.Integer(k) if lib is sp else ddx.powi(a, k)
     if kind == "compare":
         rel = _compare(t[1], build(t[2], lib, env), build(t[3], lib, env), lib)
         return sp.Piecewise((1, rel), (0, True)) if lib is sp else rel
