@@ -28,6 +28,45 @@ pub enum CliError {
         /// Why.
         source: std::io::Error,
     },
+    /// A CSV file is malformed as a whole (no header, a symbol with no column).
+    #[error("{}: {what}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+    /// One record of a CSV file is malformed (a short row, a bad quote, invalid UTF-8).
+    #[error("{}: row {row} (line {line}): {what}", path.display())]
+    Row {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based data row (the header is row 0).
+        row: u64,
+        /// The 1-based line of the file.
+        line: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// One cell of a CSV file is not a number.
+    #[error(
+        "{}: row {row} (line {line}), column {column} `{name}`: `{cell}` is not a number",
+        path.display()
+    )]
+    Cell {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based data row.
+        row: u64,
+        /// The 1-based line of the file.
+        line: u64,
+        /// The 1-based column.
+        column: usize,
+        /// The column's header.
+        name: String,
+        /// The cell as written.
+        cell: String,
+    },
 }
 
 impl CliError {

@@ -6,6 +6,7 @@
 //! Every failure is a [`CliError`]: `main` prints it on stderr after `ddx: ` and exits
 //! nonzero; no input makes the binary panic.
 
+mod batch;
 mod error;
 mod eval;
 mod inspect;
@@ -36,6 +37,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Eval(eval::EvalArgs),
+    Batch(batch::BatchArgs),
     Check(inspect::CheckArgs),
     Dot(inspect::DotArgs),
 }
@@ -43,6 +45,7 @@ enum Command {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Eval(a) => eval::run(&a),
+        Command::Batch(a) => batch::run(&a),
         Command::Check(a) => inspect::check(&a),
         Command::Dot(a) => inspect::dot(&a),
     }
