@@ -1,18 +1,19 @@
 //! [`Equation`]: a sealed model and the lanes prepared from it, answering per-point calls.
 //!
-//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`, Hessian, `hvp`) is built and lowered the first time a
-//! call needs it, under a [`OnceLock`], so a fresh equation may be shared by many threads
+//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`, Hessian, `hvp`) is built and lowered
+//! in `crate::prepared` (the seam every engine reads) the first time a call needs it,
+//! under a [`OnceLock`](std::sync::OnceLock), so a fresh equation may be shared by many threads
 //! from its first call: exactly one of them prepares a lane, the others wait for it and
 //! then read it. A caller who only evaluates never pays for a derivative.
 
-use crate::interp::{Program, Schedule};
 use crate::jit::Jit;
 use crate::options::{JitStatus, OptLevel, Options, Warming};
 use crate::point::{Point, Role};
+use crate::prepared::{Prepared, PreparedLanes};
 use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 // Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
 pub(crate) mod second_order;
@@ -92,70 +93,6 @@ impl ModelOutput for Vec<Expr> {
     }
 }
 
-/// A lane and its lowered programs.
-#[derive(Debug)]
-pub(crate) struct Prepared {
-    pub(crate) lane: Lane,
-    /// Scheduled for one point at a time.
-    pub(crate) program: Program,
-    /// Scheduled for blocks of points, lowered on the first batch call.
-    batch: OnceLock<Program>,
-}
-
-impl Prepared {
-    /// The program for blocks of points.
-    pub(crate) fn batch(&self) -> &Program {
-        self.batch
-            .get_or_init(|| Program::lower(&self.lane, Schedule::Graph))
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct Core {
-    pub(crate) model: Model,
-    /// The lanes as the passes build them, and contracted (`Codegen::contract`).
-    lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
-}
-
-impl Core {
-    pub(crate) fn new(model: Model) -> Self {
-        Self {
-            model,
-            lanes: Default::default(),
-        }
-    }
-
-    /// The lanes already prepared, of the variant `contract` selects.
-    pub(crate) fn prepared_kinds(&self, contract: bool) -> Vec<LaneKind> {
-        LaneKind::ALL
-            .into_iter()
-            .filter(|&k| {
-                self.lanes[usize::from(contract)][k as usize]
-                    .get()
-                    .is_some()
-            })
-            .collect()
-    }
-
-    /// The lane `kind`, built and lowered on first use; contracted (see
-    /// [`ddx_ir::contract`]) when `contract` is set.
-    pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {
-        self.lanes[usize::from(contract)][kind as usize].get_or_init(|| {
-            let lane = if contract {
-                ddx_ir::contract::contract(&self.prepared(kind, false).lane)
-            } else {
-                ddx_ir::lane::build(&self.model, kind)
-            };
-            let program = Program::lower(&lane, Schedule::Level);
-            Prepared {
-                lane,
-                program,
-                batch: OnceLock::new(),
-            }
-        })
-    }
-}
-
 /// A function of named symbols, ready to answer values and derivatives.
 ///
 /// Built by [`rt::equation`](crate::rt::equation) from a model closure. It owns all it
@@ -166,7 +103,8 @@ impl Core {
 /// Conventions: `n` = [`arity`](Equation::arity) symbols in canonical (alphabetical) order,
 /// `m` = [`outputs`](Equation::outputs) functions. Matrices are dense and row-major.
 pub struct Equation<S: Shape = Scalar> {
-    pub(crate) core: Arc<Core>,
+    /// The engine seam: the model and the lanes prepared from it, shared by clones.
+    pub(crate) lanes: Arc<PreparedLanes>,
     options: Options,
     pub(crate) jit: Jit,
     shape: PhantomData<fn() -> S>,
@@ -179,7 +117,7 @@ pub struct Equation<S: Shape = Scalar> {
 impl<S: Shape> Clone for Equation<S> {
     fn clone(&self) -> Self {
         Self {
-            core: Arc::clone(&self.core),
+            lanes: Arc::clone(&self.lanes),
             options: self.options.clone(),
             jit: self.jit.clone(),
             shape: PhantomData,
@@ -204,7 +142,7 @@ const STACK_OUTPUTS: usize = 64;
 impl<S: Shape> Equation<S> {
     pub(crate) fn from_model(model: Model) -> Self {
         Self {
-            core: Arc::new(Core::new(model)),
+            lanes: Arc::new(PreparedLanes::new(model)),
             options: Options::default(),
             jit: Jit::default(),
             shape: PhantomData,
@@ -235,8 +173,8 @@ impl<S: Shape> Equation<S> {
         if self.options != options {
             self.options = options;
             self.jit = Jit::default();
-            let prepared = self.core.prepared_kinds(self.options.codegen.contract);
-            self.jit = Jit::new(&self.options, &self.core, &prepared);
+            let prepared = self.lanes.prepared_kinds(self.options.codegen.contract);
+            self.jit = Jit::new(&self.options, &self.lanes, &prepared);
         }
         self
     }
@@ -255,7 +193,7 @@ impl<S: Shape> Equation<S> {
     /// [`Backend::Compile`]: crate::Backend::Compile
     /// [`Backend::Adapt`]: crate::Backend::Adapt
     pub fn wait_for_kernel(&self, want: LaneKind) -> bool {
-        self.jit.wait(&self.core, want)
+        self.jit.wait(&self.lanes, want)
     }
 
     /// The optimisation level of the kernel answering lane `want` — first
@@ -282,12 +220,12 @@ impl<S: Shape> Equation<S> {
 
     /// The lane `kind` of the variant the options select (contracted or not).
     pub(crate) fn prepared(&self, kind: LaneKind) -> &Prepared {
-        self.core.prepared(kind, self.options.codegen.contract)
+        self.lanes.prepared(kind, self.options.codegen.contract)
     }
 
     /// The sealed value graph.
     pub fn model(&self) -> &Model {
-        &self.core.model
+        &self.lanes.model
     }
 
     /// The lane graph a call of kind `kind` runs (built on first use).
@@ -298,17 +236,17 @@ impl<S: Shape> Equation<S> {
     /// The symbol names in canonical order: alphabetical by the bytes of the name. This is
     /// the order positional points are read in and every result is laid out in.
     pub fn symbols(&self) -> &[String] {
-        self.core.model.symbols()
+        self.lanes.model.symbols()
     }
 
     /// The symbol count `n`.
     pub fn arity(&self) -> usize {
-        self.core.model.arity()
+        self.lanes.model.arity()
     }
 
     /// The function count `m` (1 for a [`Scalar`] equation).
     pub fn outputs(&self) -> usize {
-        self.core.model.outputs().len()
+        self.lanes.model.outputs().len()
     }
 
     /// The point as `n` values in canonical order, from any [`Point`] spelling.
@@ -350,7 +288,7 @@ impl<S: Shape> Equation<S> {
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
         let p = self.prepared(kind);
-        if let Some(k) = self.jit.point(&self.core, kind) {
+        if let Some(k) = self.jit.point(&self.lanes, kind) {
             let n = p.program.outputs();
             let mut stack = [0.0; STACK_OUTPUTS];
             let mut heap = Vec::new();
@@ -372,7 +310,7 @@ impl<S: Shape> Equation<S> {
     /// Runs lane `kind` at one point into `out` (one value per output).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
         let p = self.prepared(kind);
-        match self.jit.point(&self.core, kind) {
+        match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),
             None => p.program.run(inputs, out),
         }

@@ -1,8 +1,8 @@
 //! The code generator's place in a build without the `jit` feature: every lane answers
 //! from the interpreter, whatever the backend, and nothing is ever compiled.
 
-use crate::equation::Core;
 use crate::options::{JitStatus, OptLevel, Options, Warming};
+use crate::prepared::PreparedLanes;
 use ddx_ir::LaneKind;
 use std::sync::Arc;
 
@@ -33,17 +33,21 @@ impl Kernel {
 pub(crate) struct Jit;
 
 impl Jit {
-    pub(crate) fn new(_options: &Options, _core: &Arc<Core>, _prepared: &[LaneKind]) -> Jit {
+    pub(crate) fn new(
+        _options: &Options,
+        _core: &Arc<PreparedLanes>,
+        _prepared: &[LaneKind],
+    ) -> Jit {
         Jit
     }
     #[inline]
-    pub(crate) fn point(&self, _core: &Arc<Core>, _kind: LaneKind) -> Option<&Kernel> {
+    pub(crate) fn point(&self, _core: &Arc<PreparedLanes>, _kind: LaneKind) -> Option<&Kernel> {
         None
     }
     #[inline]
     pub(crate) fn batch(
         &self,
-        _core: &Arc<Core>,
+        _core: &Arc<PreparedLanes>,
         _kind: LaneKind,
         _points: usize,
     ) -> Option<&Kernel> {
@@ -55,7 +59,7 @@ impl Jit {
     pub(crate) fn level(&self, _kind: LaneKind) -> Option<OptLevel> {
         None
     }
-    pub(crate) fn wait(&self, _core: &Arc<Core>, _kind: LaneKind) -> bool {
+    pub(crate) fn wait(&self, _core: &Arc<PreparedLanes>, _kind: LaneKind) -> bool {
         false
     }
     pub(crate) fn warming(&self, _kind: LaneKind) -> Option<Warming> {

@@ -53,6 +53,7 @@ mod jit;
 mod jit;
 mod options;
 pub mod point;
+mod prepared;
 mod print;
 mod text;
 

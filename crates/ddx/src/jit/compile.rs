@@ -10,8 +10,8 @@
 
 use super::lower::{self, Shape};
 use super::{cache, Kernel, State, Tier};
-use crate::equation::Core;
 use crate::options::{OptLevel, MAX_KERNEL_NODES};
+use crate::prepared::PreparedLanes;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
@@ -182,7 +182,7 @@ impl Compiler {
 /// A request to the compile thread: climb lane `kind` from tier `from` to `upto`.
 pub(crate) struct Job {
     pub(crate) state: Arc<State>,
-    pub(crate) core: Arc<Core>,
+    pub(crate) lanes: Arc<PreparedLanes>,
     pub(crate) kind: LaneKind,
     pub(crate) from: Tier,
     pub(crate) upto: Tier,
@@ -222,14 +222,14 @@ fn run(job: Job) {
     let _paused = PAUSE.lock().unwrap_or_else(|e| e.into_inner());
     let Job {
         state,
-        core,
+        lanes,
         kind,
         from,
         upto,
     } = job;
     if !state.abandoned() {
         let climbed = catch_unwind(AssertUnwindSafe(|| {
-            let lane = &core.prepared(kind, state.config.contract).lane;
+            let lane = &lanes.prepared(kind, state.config.contract).lane;
             climb(&state, lane, from, upto)
         }));
         match climbed {

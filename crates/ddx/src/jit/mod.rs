@@ -30,8 +30,8 @@ mod tests;
 pub(crate) use kernel::Kernel;
 pub(crate) use lower::Shape;
 
-use crate::equation::Core;
 use crate::options::{Backend, JitStatus, Lanes, OptLevel, Options, Warming};
+use crate::prepared::PreparedLanes;
 use ddx_ir::{Error, LaneKind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -232,7 +232,7 @@ impl State {
     /// this function) and then finds nothing pending knows that every job asked so far
     /// has finished; and the jobs of one lane queue in the order of their tiers (a quick
     /// kernel can never be published over an optimised one).
-    fn ask(self: &Arc<Self>, core: &Arc<Core>, kind: LaneKind, upto: Tier) {
+    fn ask(self: &Arc<Self>, lanes: &Arc<PreparedLanes>, kind: LaneKind, upto: Tier) {
         let slot = self.slot(kind);
         // A hint without the lock: `asked` only grows, and what it shows is counted.
         if slot.asked.load(Ordering::Acquire) >= upto as u8 {
@@ -252,7 +252,7 @@ impl State {
         slot.asked.store(upto as u8, Ordering::Release);
         let job = compile::Job {
             state: Arc::clone(self),
-            core: Arc::clone(core),
+            lanes: Arc::clone(lanes),
             kind,
             from,
             upto,
@@ -301,7 +301,7 @@ impl Drop for Jit {
 impl Jit {
     /// The JIT for `options`; under `Compile`, starts compiling every lane in `prepared`
     /// (the lanes already used), the others as they are first needed.
-    pub(crate) fn new(options: &Options, core: &Arc<Core>, prepared: &[LaneKind]) -> Jit {
+    pub(crate) fn new(options: &Options, lanes: &Arc<PreparedLanes>, prepared: &[LaneKind]) -> Jit {
         if !matches!(options.backend, Backend::Compile | Backend::Adapt) {
             // `Device` answers from the interpreter until a device backend exists.
             return Jit::default();
@@ -337,7 +337,7 @@ impl Jit {
         });
         if state.config.backend == Backend::Compile {
             for &kind in prepared {
-                state.ask(core, kind, state.config.highest());
+                state.ask(lanes, kind, state.config.highest());
             }
         }
         Jit {
@@ -349,7 +349,7 @@ impl Jit {
     /// The kernel answering a per-point call of `kind`; asks for one under `Compile` when
     /// none has been asked yet. One atomic load when a kernel is in place.
     #[inline]
-    pub(crate) fn point(&self, core: &Arc<Core>, kind: LaneKind) -> Option<&Kernel> {
+    pub(crate) fn point(&self, lanes: &Arc<PreparedLanes>, kind: LaneKind) -> Option<&Kernel> {
         let state = self.state.as_ref()?;
         let slot = state.slot(kind);
         if let Some(k) = slot.current() {
@@ -358,7 +358,7 @@ impl Jit {
         if state.config.backend == Backend::Compile
             && slot.asked.load(Ordering::Relaxed) == Tier::Nothing as u8
         {
-            state.ask(core, kind, state.config.highest());
+            state.ask(lanes, kind, state.config.highest());
         }
         None
     }
@@ -366,7 +366,12 @@ impl Jit {
     /// The kernel answering a batch call of `kind` over `points` points; counts the points
     /// under `Adapt` and asks for the tiers they buy.
     #[inline]
-    pub(crate) fn batch(&self, core: &Arc<Core>, kind: LaneKind, points: usize) -> Option<&Kernel> {
+    pub(crate) fn batch(
+        &self,
+        lanes: &Arc<PreparedLanes>,
+        kind: LaneKind,
+        points: usize,
+    ) -> Option<&Kernel> {
         let state = self.state.as_ref()?;
         if state.config.backend == Backend::Adapt {
             let slot = state.slot(kind);
@@ -380,12 +385,12 @@ impl Jit {
                     Tier::Quick
                 };
                 if slot.asked.load(Ordering::Relaxed) < upto as u8 {
-                    state.ask(core, kind, upto);
+                    state.ask(lanes, kind, upto);
                 }
             }
             return slot.current();
         }
-        self.point(core, kind)
+        self.point(lanes, kind)
     }
 
     /// Whether a kernel answers `kind` now.
@@ -409,12 +414,12 @@ impl Jit {
     /// pending by the time `asked` shows it ([`State::ask`]), so when this returns every
     /// such job has finished and published whatever it made: under `Compile`, `false`
     /// means no kernel will come for these options (the reason is in the status).
-    pub(crate) fn wait(&self, core: &Arc<Core>, kind: LaneKind) -> bool {
+    pub(crate) fn wait(&self, lanes: &Arc<PreparedLanes>, kind: LaneKind) -> bool {
         let Some(state) = &self.state else {
             return false;
         };
         if state.config.backend == Backend::Compile {
-            state.ask(core, kind, state.config.highest());
+            state.ask(lanes, kind, state.config.highest());
         }
         let slot = state.slot(kind);
         let mut inner = slot.lock();
