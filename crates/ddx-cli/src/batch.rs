@@ -190,7 +190,7 @@ fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>), CliErr
 }
 
 /// A CSV reading error as the one-line message of its row.
-fn csv_error(path: &Path, e: &csv::Error) -> CliError {
+pub(crate) fn csv_error(path: &Path, e: &csv::Error) -> CliError {
     let what = match e.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
@@ -222,7 +222,7 @@ fn csv_error(path: &Path, e: &csv::Error) -> CliError {
 }
 
 /// Parses one cell.
-fn cell(bytes: &[u8]) -> Option<f64> {
+pub(crate) fn cell(bytes: &[u8]) -> Option<f64> {
     std::str::from_utf8(bytes).ok()?.trim().parse::<f64>().ok()
 }
 

@@ -67,6 +67,20 @@ pub enum CliError {
         /// The cell as written.
         cell: String,
     },
+    /// A fit failed: it diverged, or its start or data give non-finite residuals.
+    #[error("{0}")]
+    Fit(#[from] ddx_fit::FitError),
+    /// A NIST StRD file could not be read or its model built.
+    #[error("{0}")]
+    Nist(#[from] ddx_models::nist::NistError),
+    /// The plot could not be drawn.
+    #[error("{}: cannot draw the plot: {what}", path.display())]
+    Plot {
+        /// The SVG file.
+        path: PathBuf,
+        /// What the plotting library reported.
+        what: String,
+    },
 }
 
 impl CliError {

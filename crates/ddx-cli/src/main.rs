@@ -9,7 +9,9 @@
 mod batch;
 mod error;
 mod eval;
+mod fit;
 mod inspect;
+mod plot;
 
 use clap::{Parser, Subcommand};
 use error::CliError;
@@ -38,6 +40,7 @@ struct Cli {
 enum Command {
     Eval(eval::EvalArgs),
     Batch(batch::BatchArgs),
+    Fit(fit::FitArgs),
     Check(inspect::CheckArgs),
     Dot(inspect::DotArgs),
 }
@@ -46,6 +49,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Eval(a) => eval::run(&a),
         Command::Batch(a) => batch::run(&a),
+        Command::Fit(a) => fit::run(&a),
         Command::Check(a) => inspect::check(&a),
         Command::Dot(a) => inspect::dot(&a),
     }
