@@ -107,6 +107,8 @@ pub struct Equation<S: Shape = Scalar> {
     pub(crate) lanes: Arc<PreparedLanes>,
     options: Options,
     pub(crate) jit: Jit,
+    /// Whether it came from a saved equation ([`Equation::loaded`]).
+    pub(crate) loaded: bool,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -120,6 +122,7 @@ impl<S: Shape> Clone for Equation<S> {
             lanes: Arc::clone(&self.lanes),
             options: self.options.clone(),
             jit: self.jit.clone(),
+            loaded: self.loaded,
             shape: PhantomData,
         }
     }
@@ -145,6 +148,19 @@ impl<S: Shape> Equation<S> {
             lanes: Arc::new(PreparedLanes::new(model)),
             options: Options::default(),
             jit: Jit::default(),
+            loaded: false,
+            shape: PhantomData,
+        }
+    }
+
+    /// An equation over ready-made lanes (a loaded one), with `options` and `jit` made
+    /// for them.
+    pub(crate) fn from_parts(lanes: Arc<PreparedLanes>, options: Options, jit: Jit) -> Self {
+        Self {
+            lanes,
+            options,
+            jit,
+            loaded: true,
             shape: PhantomData,
         }
     }

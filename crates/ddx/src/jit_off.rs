@@ -40,6 +40,18 @@ impl Jit {
     ) -> Jit {
         Jit
     }
+    /// Saved kernels are never run by this build: a loaded equation interprets.
+    pub(crate) fn with_saved(
+        _options: &Options,
+        _core: &Arc<PreparedLanes>,
+        _prepared: &[LaneKind],
+        _saved: &[crate::archive::StoredKernel],
+    ) -> Jit {
+        Jit
+    }
+    pub(crate) fn saved(&self, _core: &PreparedLanes) -> Vec<crate::archive::StoredKernel> {
+        Vec::new()
+    }
     #[inline]
     pub(crate) fn point(&self, _core: &Arc<PreparedLanes>, _kind: LaneKind) -> Option<&Kernel> {
         None

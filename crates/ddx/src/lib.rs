@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod archive;
 mod batch;
 mod equation;
 pub mod interp;
@@ -57,6 +58,7 @@ mod prepared;
 mod print;
 mod text;
 
+pub use archive::verify;
 pub use batch::PARALLEL_WORK;
 pub use ddx_ir::{
     abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, hypot, ln, log,
@@ -114,6 +116,31 @@ pub mod rt {
     ) -> Result<Equation<R::Shape>, Error> {
         crate::equation::build(model)
     }
+
+    /// The equation of `model`, kept in the file at `path` between runs: `path` is a
+    /// cache, `model` the equation as it would be written anyway.
+    ///
+    /// `model` runs every time (as for [`equation`]). When the file at `path` holds an
+    /// equation of this shape over the same symbols and the same model graph, node for
+    /// node, that equation is answered, with every lane and kernel it holds
+    /// ([`Equation::loaded`] is true). Otherwise — no file, a damaged or foreign one, or
+    /// one written for an edited model — the equation is built from `model`, its value
+    /// and Jacobian lanes are prepared, and it is saved to `path`, replacing what was
+    /// there ([`Equation::loaded`] is false). Call [`Equation::save`] later to keep more
+    /// in the file (other lanes, kernels compiled since).
+    ///
+    /// # Errors
+    /// Those of [`equation`] for `model`; [`Error::ArchiveIo`] when the rebuilt
+    /// equation cannot be written to `path`. A file that cannot be read or loaded is
+    /// never an error: it is rebuilt.
+    pub fn equation_cached<R: ModelOutput>(
+        path: impl AsRef<std::path::Path>,
+        model: impl FnOnce() -> R,
+    ) -> Result<Equation<R::Shape>, Error> {
+        crate::archive::equation_cached(path.as_ref(), model)
+    }
+
+    pub use crate::archive::verify;
 }
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -101,12 +101,17 @@ pub struct Options {
     pub warm_points: u64,
     /// Under [`Backend::Adapt`], further points that buy the optimised tier.
     pub hot_points: u64,
-    /// Keep a copy of each kernel's machine code, for saving an equation with its kernels.
+    /// Keep a copy of each kernel's machine code, so that [`Equation::save`] (and
+    /// [`Equation::to_bytes`]) can write it: a loaded equation then answers from that
+    /// code at once, compiling nothing.
     ///
-    /// This build has no such save yet, so nothing reads the copy: it costs one heap copy
-    /// of every kernel's code (about 15–25 bytes per lane node; both tiers of a lane are
-    /// kept) for as long as the options are in force, and nothing else. On by default, so
-    /// that a later save needs no recompiling; turn it off to save the memory.
+    /// It costs one heap copy of every kernel's code (about 15–25 bytes per lane node;
+    /// both tiers of a lane are kept) for as long as the options are in force. On by
+    /// default; a caller who never saves turns it off, and a saved file then holds the
+    /// equation and its lanes but no code.
+    ///
+    /// [`Equation::save`]: crate::Equation::save
+    /// [`Equation::to_bytes`]: crate::Equation::to_bytes
     pub retain_object: bool,
     /// Keep compiled code in this directory between runs (made when missing).
     ///
@@ -175,11 +180,14 @@ pub struct Warming {
 pub struct JitStatus {
     /// Kernels compiled by the code generator.
     pub compiled: usize,
-    /// Kernels loaded from [`Options::cache_dir`] instead of compiled.
+    /// Kernels loaded from [`Options::cache_dir`], or from a saved equation
+    /// ([`Equation::load`](crate::Equation::load)), instead of compiled.
     pub loaded: usize,
     /// Cache entries found but refused (damaged, truncated, stale or for another key); each
     /// was compiled instead and rewritten. An entry that is simply not there is not
-    /// counted, nor one that could not be read (see [`JitStatus::cache_error`]).
+    /// counted, nor one that could not be read (see [`JitStatus::cache_error`]). Also the
+    /// kernels of a loaded equation that were not made for this host, this build's code
+    /// generator or these options: they are never run, and their lanes compile.
     pub refused: usize,
     /// Cache entries written.
     pub written: usize,

@@ -76,6 +76,28 @@ impl PreparedLanes {
             .collect()
     }
 
+    /// A set whose lanes come ready-made (a loaded equation): each `(contract, lane)` is
+    /// lowered and placed as if it had been prepared here. The caller has checked each lane
+    /// against the model ([`Lane::check_layout`]); a kind given twice keeps the first.
+    pub(crate) fn with_lanes(model: Model, lanes: Vec<(bool, Lane)>) -> Self {
+        let set = Self::new(model);
+        for (contract, lane) in lanes {
+            let cell = &set.lanes[usize::from(contract)][lane.kind as usize];
+            let _ = cell.set(Prepared::new(lane));
+        }
+        set
+    }
+
+    /// Every lane prepared so far, as `(contract, lane)`: the plain ones first, each
+    /// variant in [`LaneKind::ALL`] order.
+    pub(crate) fn prepared_lanes(&self) -> impl Iterator<Item = (bool, &Lane)> {
+        [false, true].into_iter().flat_map(move |contract| {
+            self.lanes[usize::from(contract)]
+                .iter()
+                .filter_map(move |cell| cell.get().map(|p| (contract, &p.lane)))
+        })
+    }
+
     /// The lane `kind`, built and lowered on first use; contracted (see
     /// [`ddx_ir::contract`]) when `contract` is set.
     pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {

@@ -82,7 +82,6 @@ impl Kernel {
     }
 
     /// The retained code bytes, if `retain_object` asked for them.
-    #[allow(dead_code)] // read by the archive writer of a later issue
     pub(crate) fn object(&self) -> Option<&[u8]> {
         self.object.as_deref()
     }

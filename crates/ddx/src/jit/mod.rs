@@ -20,7 +20,7 @@
 //!   for it.
 //! - A lane is compiled once per tier per state: [`Slot::asked`] only grows.
 
-mod cache;
+pub(crate) mod cache;
 mod compile;
 mod kernel;
 mod lower;
@@ -30,6 +30,7 @@ mod tests;
 pub(crate) use kernel::Kernel;
 pub(crate) use lower::Shape;
 
+pub(crate) use crate::archive::StoredKernel;
 use crate::options::{Backend, JitStatus, Lanes, OptLevel, Options, Warming};
 use crate::prepared::PreparedLanes;
 use ddx_ir::{Error, LaneKind};
@@ -212,6 +213,51 @@ impl State {
         &self.slots[kind as usize]
     }
 
+    /// Places each saved kernel whose key matches its lane here (see [`Jit::with_saved`]).
+    /// Runs before any job is asked, so the tier it sets is what [`State::ask`] builds on.
+    fn adopt(&self, lanes: &PreparedLanes, saved: &[StoredKernel]) {
+        let refuse = || {
+            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+        };
+        let compiler = match compile::compiler() {
+            Ok(c) => c,
+            Err(e) => {
+                saved.iter().for_each(|_| refuse());
+                self.stats.fail(e);
+                return;
+            }
+        };
+        let c = &self.config;
+        for s in saved {
+            let tier = if s.level == c.level(Tier::Top) {
+                c.highest()
+            } else if s.level == OptLevel::None {
+                Tier::Quick
+            } else {
+                refuse();
+                continue;
+            };
+            let lane = &lanes.prepared(s.kind, c.contract).lane;
+            let key = cache::Key::new(lane, c.shape, s.level, compiler.fingerprint());
+            if key.bytes() != s.key {
+                refuse();
+                continue;
+            }
+            match Kernel::new(&s.code, lane, c.shape, s.level, c.retain) {
+                Ok(k) => {
+                    let slot = self.slot(s.kind);
+                    slot.publish(k);
+                    slot.asked.store(tier as u8, Ordering::Release);
+                    self.stats.loaded.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    refuse();
+                    self.stats.fail(e);
+                }
+            }
+        }
+    }
+
     pub(crate) fn abandoned(&self) -> bool {
         self.abandoned.load(Ordering::Acquire)
     }
@@ -302,6 +348,19 @@ impl Jit {
     /// The JIT for `options`; under `Compile`, starts compiling every lane in `prepared`
     /// (the lanes already used), the others as they are first needed.
     pub(crate) fn new(options: &Options, lanes: &Arc<PreparedLanes>, prepared: &[LaneKind]) -> Jit {
+        Jit::with_saved(options, lanes, prepared, &[])
+    }
+
+    /// [`Jit::new`], with the kernels of a saved equation placed first: each one whose key
+    /// is the one this build would give its lane on this host, under these options,
+    /// answers at once (counted in [`JitStatus::loaded`]); any other is never run
+    /// (counted in [`JitStatus::refused`]), and its lane compiles as it would have.
+    pub(crate) fn with_saved(
+        options: &Options,
+        lanes: &Arc<PreparedLanes>,
+        prepared: &[LaneKind],
+        saved: &[StoredKernel],
+    ) -> Jit {
         if !matches!(options.backend, Backend::Compile | Backend::Adapt) {
             // `Device` answers from the interpreter until a device backend exists.
             return Jit::default();
@@ -335,6 +394,9 @@ impl Jit {
             slots: std::array::from_fn(|_| Slot::default()),
             stats,
         });
+        if !saved.is_empty() {
+            state.adopt(lanes, saved);
+        }
         if state.config.backend == Backend::Compile {
             for &kind in prepared {
                 state.ask(lanes, kind, state.config.highest());
@@ -344,6 +406,37 @@ impl Jit {
             state: Some(state),
             refused: None,
         }
+    }
+
+    /// The machine code of every kernel answering now, with the key it was made for, for
+    /// saving: one per lane (the tier answering), where `retain_object` kept the code.
+    pub(crate) fn saved(&self, lanes: &PreparedLanes) -> Vec<StoredKernel> {
+        let Some(state) = &self.state else {
+            return Vec::new();
+        };
+        let Ok(compiler) = compile::compiler() else {
+            return Vec::new();
+        };
+        let c = &state.config;
+        let mut out = Vec::new();
+        for kind in LaneKind::ALL {
+            let Some(k) = state.slot(kind).current() else {
+                continue;
+            };
+            let Some(code) = k.object() else {
+                continue;
+            };
+            let lane = &lanes.prepared(kind, c.contract).lane;
+            let key = cache::Key::new(lane, c.shape, k.level(), compiler.fingerprint());
+            out.push(StoredKernel {
+                kind,
+                level: k.level(),
+                key: key.bytes(),
+                fingerprint: compiler.fingerprint().to_string(),
+                code: code.to_vec(),
+            });
+        }
+        out
     }
 
     /// The kernel answering a per-point call of `kind`; asks for one under `Compile` when
