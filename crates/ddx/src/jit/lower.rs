@@ -13,7 +13,8 @@
 //! - `sign`, `max`, `min`, comparisons and `select` are built from ordered compares and
 //!   selects so that NaN operands follow ddx's rules, not the CPU's `minsd`/`maxsd`;
 //! - `pow` with the constant exponent `2`, `-1` or `0.5` is the correctly rounded operation
-//!   `math::pow` defines for it; every other transcendental (and `fma` on a CPU without the
+//!   `math::pow` defines for it (`powi` with `2` or `-1` likewise, and `recip` is a
+//!   division); every other transcendental (and `fma` on a CPU without the
 //!   instruction) is an indirect call through the `MathTable` pointer the kernel receives.
 //!
 //! The function references no symbol and no data outside itself (constants are immediates
@@ -360,6 +361,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             Op::Neg => self.b.ins().fneg(a),
             Op::Abs => self.b.ins().fabs(a),
             Op::Sqrt => self.b.ins().sqrt(a),
+            Op::Recip => {
+                let one = self.constant(1.0);
+                self.b.ins().fdiv(one, a)
+            }
             Op::Sign => {
                 // x > 0 → 1; x < 0 → -1; x == 0 → 0; NaN → x.
                 let zero = self.constant(0.0);
@@ -405,8 +410,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let holds = self.b.ins().bor(lt, gt);
                 self.truth(holds)
             }
-            Op::Pow if exponent == Some(2.0) => self.b.ins().fmul(a, a),
-            Op::Pow if exponent == Some(-1.0) => {
+            Op::Pow | Op::Powi if exponent == Some(2.0) => self.b.ins().fmul(a, a),
+            Op::Pow | Op::Powi if exponent == Some(-1.0) => {
                 let one = self.constant(1.0);
                 self.b.ins().fdiv(one, a)
             }

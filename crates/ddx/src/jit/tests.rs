@@ -93,6 +93,10 @@ pub(crate) fn random_model(seed: u64, nodes: usize, symbols: usize, outputs: usi
             // The exponents engines answer inline.
             args[1] = g.constant([2.0, -1.0, 0.5, 3.0, -2.0][rng.below(5)]);
         }
+        if op == Op::Powi && rng.below(4) != 0 {
+            // Integer exponents (elsewhere powi is NaN), the inline ones among them.
+            args[1] = g.constant([2.0, -1.0, 3.0, -2.0, 7.0][rng.below(5)]);
+        }
         made.push(g.apply(op, &args));
     }
     let mut outs = vec![made[made.len() - 1]];
