@@ -162,8 +162,10 @@ impl<S: Shape> Equation<S> {
     /// lanes saved are answered from as they are, and each saved kernel that was made for
     /// this host by this build answers at once ([`Equation::uses_kernel`] is true,
     /// [`JitStatus::loaded`](crate::JitStatus::loaded) counts it). Any other kernel is
-    /// never run: under [`Backend::Compile`](crate::Backend::Compile) its lane compiles as
-    /// it would have (counted in [`JitStatus::refused`](crate::JitStatus::refused)).
+    /// never run (counted in [`JitStatus::refused`](crate::JitStatus::refused)). Loading
+    /// asks nothing of the compiler: under [`Backend::Compile`](crate::Backend::Compile) a
+    /// lane without a kernel of its own compiles when it is first called (or waited for),
+    /// as any lane first used after the options were set does.
     ///
     /// # Errors
     /// - [`Error::BadArchive`]: not a ddx equation, or a format version this build does
@@ -184,10 +186,11 @@ impl<S: Shape> Equation<S> {
     }
 
     fn from_decoded(d: Decoded) -> Self {
-        let contract = d.options.codegen.contract;
         let core = Arc::new(PreparedLanes::with_lanes(d.model, d.lanes));
-        let prepared = core.prepared_kinds(contract);
-        let jit = crate::jit::Jit::with_saved(&d.options, &core, &prepared, &d.kernels);
+        // Nothing is asked of the compiler now: a lane without a (matching) kernel
+        // compiles when it is first called, as a lane first prepared after the options
+        // were set does.
+        let jit = crate::jit::Jit::with_saved(&d.options, &core, &[], &d.kernels);
         Equation::from_parts(core, d.options, jit)
     }
 
