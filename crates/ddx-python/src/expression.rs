@@ -221,7 +221,15 @@ unary! {
     sin => sin, cos => cos, tan => tan, exp => exp, log => ln, log10 => log10,
     sqrt => sqrt, cbrt => cbrt, abs => abs, sign => sign, asin => asin, acos => acos,
     atan => atan, sinh => sinh, cosh => cosh, tanh => tanh, asinh => asinh,
-    acosh => acosh, atanh => atanh, erf => erf,
+    acosh => acosh, atanh => atanh, erf => erf, log1p => ln_1p, expm1 => exp_m1,
+    log2 => log2, recip => recip,
+}
+
+/// `powi(x, n)`: `x` to the integer power `n` (binary powering, the same bits on every
+/// engine); `n` is never differentiated.
+#[pyfunction]
+fn powi(x: &Bound<'_, PyAny>, n: i32) -> PyResult<Expression> {
+    Ok(Expression(argument(x)?.powi(n)))
 }
 
 /// `ln(x)`: the natural logarithm, the same as `log(x)`.
@@ -277,6 +285,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(var, m)?)?;
     m.add_function(wrap_pyfunction!(ln, m)?)?;
     m.add_function(wrap_pyfunction!(select, m)?)?;
+    m.add_function(wrap_pyfunction!(powi, m)?)?;
     register_unary(m)?;
     register_binary(m)
 }

@@ -165,3 +165,24 @@ def test_introspection(f):
     assert f.nodes() == f.nodes(want=ddx.Want.JACOBIAN)
     dot = f.to_dot()
     assert dot.startswith("digraph") and len(f.to_dot(all=True)) >= len(dot)
+
+
+def test_added_operations_against_closed_forms():
+    # log1p, expm1, log2, recip, powi: values as Python's math computes them, gradients
+    # against the textbook derivatives; log1p keeps the digits of a tiny x.
+    eq = ddx.equation(
+        lambda: ddx.log1p(ddx.var("x"))
+        + ddx.expm1(ddx.var("y"))
+        + ddx.log2(ddx.var("x") + 1)
+        + ddx.recip(ddx.var("y") + 2)
+        + ddx.powi(ddx.var("x"), 3)
+    )
+    for x, y in [(0.5, 0.25), (1e-12, -1e-9), (3.0, 2.0)]:
+        want = math.log1p(x) + math.expm1(y) + math.log2(x + 1) + 1 / (y + 2) + x * (x * x)
+        assert math.isclose(eq.evaluate([x, y]), want, rel_tol=1e-15)
+        g = eq.gradient([x, y])
+        gx = 1 / (1 + x) + 1 / ((x + 1) * math.log(2)) + 3 * x * x
+        gy = math.exp(y) - 1 / (y + 2) ** 2
+        assert math.isclose(g[0], gx, rel_tol=1e-14) and math.isclose(g[1], gy, rel_tol=1e-14)
+    tiny = ddx.equation(lambda: ddx.log1p(ddx.var("x")))
+    assert tiny.evaluate([1e-17]) == 1e-17

@@ -61,13 +61,13 @@ mod text;
 pub use archive::verify;
 pub use batch::PARALLEL_WORK;
 pub use ddx_ir::{
-    abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, hypot, ln, log,
-    log10, max, min, pow, select, sign, sin, sinh, sqrt, tan, tanh, Block, Cell, Errc, Error, Expr,
-    LaneKind, Model, Sparsity, VectorRole,
+    abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, exp_m1, expm1,
+    hypot, ln, ln_1p, log, log10, log1p, log2, max, min, pow, powi, recip, select, sign, sin, sinh,
+    sqrt, tan, tanh, Block, Cell, Errc, Error, Expr, LaneKind, Model, Sparsity, VectorRole,
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
 pub use options::{
-    Backend, Codegen, JitStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
+    Backend, Codegen, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
 };
 pub use point::{Point, Role};
 // Issue 4: second order.
