@@ -24,7 +24,11 @@ fn compiled(n: usize, retain: bool) -> Equation {
     let mut o = Options::with_backend(Backend::Compile);
     o.retain_object = retain;
     eq.set_options(o);
-    assert!(eq.wait_for_kernel(LaneKind::Jacobian), "{:?}", eq.jit_status());
+    assert!(
+        eq.wait_for_kernel(LaneKind::Jacobian),
+        "{:?}",
+        eq.jit_status()
+    );
     eq
 }
 

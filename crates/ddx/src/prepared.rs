@@ -23,22 +23,27 @@ use std::sync::OnceLock;
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub(crate) lane: Lane,
-    /// Scheduled for one point at a time.
-    pub(crate) program: Program,
+    /// Scheduled for one point at a time, lowered on the first per-point call the
+    /// interpreter answers (a lane a kernel answers never needs it).
+    program: OnceLock<Program>,
     /// Scheduled for blocks of points, lowered on the first batch call.
     batch: OnceLock<Program>,
 }
 
 impl Prepared {
-    /// The lane `lane`, lowered for one point at a time (the block program waits for the
-    /// first batch call).
+    /// The lane `lane`; its programs are lowered when first needed.
     pub(crate) fn new(lane: Lane) -> Self {
-        let program = Program::lower(&lane, Schedule::Level);
         Prepared {
             lane,
-            program,
+            program: OnceLock::new(),
             batch: OnceLock::new(),
         }
+    }
+
+    /// The program for one point at a time.
+    pub(crate) fn program(&self) -> &Program {
+        self.program
+            .get_or_init(|| Program::lower(&self.lane, Schedule::Level))
     }
 
     /// The program for blocks of points.

@@ -6,9 +6,9 @@
 //! Forged structures (a checksummed file claiming 2^60 nodes, a kernel for another host)
 //! are made with the format's own types, in `src/archive/tests.rs`.
 
-use ddx::{rt, select, Equation, Errc, Expr, LaneKind, Options, Scalar, Shape, System};
 #[cfg(feature = "jit")]
 use ddx::Backend;
+use ddx::{rt, select, Equation, Errc, Expr, LaneKind, Options, Scalar, Shape, System};
 use std::path::Path;
 
 fn scalar_model() -> Equation {

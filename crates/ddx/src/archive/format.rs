@@ -26,9 +26,10 @@
 //! length, and a claim beyond the bytes present runs out of input), and then every part:
 //! graphs through [`Graph::from_nodes`] (the IR verifier's per-node check), the model
 //! through [`Model::from_parts`], each lane through [`Lane::check_layout`], patterns and
-//! colourings through their checked constructors, and the cross-lane facts calls rely on
-//! (one Jacobian pattern for every lane that has one, and a gradient lane whenever any
-//! lane has a pattern, since the equation's pattern is read from it).
+//! colourings through their checked constructors, and one Jacobian pattern for every lane
+//! that has one. No call relies on one lane's layout to run another (each batch call sizes
+//! its blocks from the lane it runs), so a lane built later from the model cannot
+//! disagree with a loaded one in a way that reaches memory.
 
 use super::StoredKernel;
 use crate::options::{Backend, Codegen, Lanes, OptLevel, Options};
@@ -423,14 +424,6 @@ fn parts(body: Body<'_>) -> Result<Decoded, Refusal> {
     if let Some(first) = patterns.next() {
         if patterns.any(|p| p != first) {
             return Err("the lanes disagree on the Jacobian pattern"
-                .to_string()
-                .into());
-        }
-        if !lanes
-            .iter()
-            .any(|(c, l)| !*c && l.kind == LaneKind::Gradient)
-        {
-            return Err("lanes with a Jacobian pattern, but no gradient lane"
                 .to_string()
                 .into());
         }

@@ -122,9 +122,7 @@ impl<S: Shape> Equation<S> {
     /// This equation as the bytes [`Equation::save`] writes: symbols, model graph, every
     /// lane prepared so far (with its Jacobian pattern and Hessian colouring), the options
     /// (less [`Options::cache_dir`] and [`Options::device`], which are the machine's), and
-    /// each kernel answering now whose code [`Options::retain_object`] kept. A lane with a
-    /// Jacobian pattern brings the gradient lane with it (built now if it was not), since
-    /// the equation's pattern is read from that lane.
+    /// each kernel answering now whose code [`Options::retain_object`] kept.
     ///
     /// # Errors
     /// None in practice: [`Error::ArchiveIo`] if the encoder fails.
@@ -138,9 +136,6 @@ impl<S: Shape> Equation<S> {
 
     fn encode(&self, path: &Path) -> Result<Vec<u8>, Error> {
         let core = &self.lanes;
-        if core.prepared_lanes().any(|(_, l)| l.pattern.is_some()) {
-            core.prepared(LaneKind::Gradient, false);
-        }
         let kernels = self.jit.saved(core);
         let mut options = self.options().clone();
         options.cache_dir = None;
