@@ -3,9 +3,9 @@
 //!
 //! "build + compile": a fresh equation from the closure to its Jacobian kernel in place
 //! (`wait_for_kernel(Jacobian)`, both tiers), as `benches/compile.rs` measures it.
-//! "load": `Equation::load` of a file saved from such an equation (its Jacobian lane and
-//! kernel, and the gradient lane the pattern is read from), until the Jacobian kernel
-//! answers: nothing compiles (checked). "from_bytes": the same from bytes in memory (no
+//! "load": `Equation::load` of a file saved from such an equation (the model, its
+//! Jacobian lane and kernel), until the Jacobian kernel answers: nothing compiles
+//! (checked). "from_bytes": the same from bytes in memory (no
 //! file read). Also the file's size per node of the lanes it holds, with and without code.
 //!
 //! Run: `cargo bench -p ddx-models --bench archive`. Each time is the median of 21 runs
@@ -74,10 +74,8 @@ fn main() {
         eq.save(&path).expect("saves");
         let bytes = std::fs::read(&path).expect("reads");
         let plain = compiled(n, false).to_bytes().expect("encodes");
-        let nodes: usize = [LaneKind::Jacobian, LaneKind::Gradient]
-            .iter()
-            .map(|&k| eq.lane(k).graph.len())
-            .sum();
+        // The file holds the model graph and the Jacobian lane.
+        let nodes = eq.lane(LaneKind::Jacobian).graph.len();
         let (mut c, mut l, mut b) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..22 {
             let compile = ms(|| drop(compiled(n, true)));

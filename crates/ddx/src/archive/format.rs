@@ -477,37 +477,44 @@ fn graph(
     }
     let mut nodes = Vec::with_capacity(rec.nodes.len());
     for (i, n) in rec.nodes.iter().enumerate() {
-        let arg = |back: u32| -> Result<NodeId, String> {
-            i.checked_sub(back as usize)
-                .filter(|_| back > 0)
-                .map(NodeId::from_index)
-                .ok_or_else(|| format!("n{i}: an argument {back} nodes back"))
-        };
-        let apply = |op: u8, args: &[u32]| -> Result<Node, String> {
-            let op = *ops
-                .get(usize::from(op))
-                .ok_or_else(|| format!("n{i}: operation {op} of {}", ops.len()))?;
-            if op.arity() != args.len() {
-                return Err(format!("n{i}: {op} with {} arguments", args.len()));
-            }
-            let mut a = [NO_ARG; 3];
-            for (slot, &back) in a.iter_mut().zip(args) {
-                *slot = arg(back)?;
-            }
-            Ok(Node::Apply(op, a))
-        };
         nodes.push(match *n {
             NodeRec::Const(v) => Node::Const(ddx_ir::Constant::new(v)),
             NodeRec::Symbol(s) => Node::Symbol(SymbolId(s)),
             NodeRec::Seed(s) => Node::Seed(SeedId(s)),
-            NodeRec::Unary(op, a) => apply(op, &[a])?,
-            NodeRec::Binary(op, a, b) => apply(op, &[a, b])?,
-            NodeRec::Ternary(op, a, b, c) => apply(op, &[a, b, c])?,
+            NodeRec::Unary(op, a) => apply(ops, i, op, [a, 0, 0], 1)?,
+            NodeRec::Binary(op, a, b) => apply(ops, i, op, [a, b, 0], 2)?,
+            NodeRec::Ternary(op, a, b, c) => apply(ops, i, op, [a, b, c], 3)?,
         });
     }
     let graph = Graph::from_nodes(nodes, symbols, seeds).map_err(|v| v.to_string())?;
     let outputs = rec.outputs.iter().map(|&o| NodeId(o)).collect();
     Ok((graph, outputs))
+}
+
+/// Node `i`: operation `op` (an index into `ops`) of the first `arity` of `backs`, each
+/// a distance back from `i`.
+#[inline]
+fn apply(ops: &[Op], i: usize, op: u8, backs: [u32; 3], arity: usize) -> Result<Node, String> {
+    let Some(&found) = ops.get(usize::from(op)) else {
+        return Err(bad_node(i, format!("operation {op} of {}", ops.len())));
+    };
+    if found.arity() != arity {
+        return Err(bad_node(i, format!("{found} with {arity} arguments")));
+    }
+    let mut args = [NO_ARG; 3];
+    for (slot, &back) in args.iter_mut().zip(&backs[..arity]) {
+        let back = back as usize;
+        if back == 0 || back > i {
+            return Err(bad_node(i, format!("an argument {back} nodes back")));
+        }
+        *slot = NodeId::from_index(i - back);
+    }
+    Ok(Node::Apply(found, args))
+}
+
+#[cold]
+fn bad_node(i: usize, what: String) -> String {
+    format!("n{i}: {what}")
 }
 
 fn pattern(rec: &PatternRec) -> Result<Sparsity, String> {
