@@ -167,7 +167,7 @@ fn lanes_of_another_model_never_overrun() {
     let cols = [vec![0.5; 4], vec![1.5; 4]];
     let xs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
     for partials in [eq.jacobian_columns(), dense.jacobian_columns()] {
-        let mut v = vec![vec![0.0; 4]];
+        let mut v = [vec![0.0; 4]];
         let mut d = vec![vec![0.0; 4]; partials];
         let mut h = vec![vec![0.0; 4]; eq.hessian_columns()];
         let mut p = vec![vec![0.0; 4]; 2];
