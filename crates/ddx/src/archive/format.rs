@@ -26,10 +26,12 @@
 //! length, and a claim beyond the bytes present runs out of input), and then every part:
 //! graphs through [`Graph::from_nodes`] (the IR verifier's per-node check), the model
 //! through [`Model::from_parts`], each lane through [`Lane::check_layout`], patterns and
-//! colourings through their checked constructors, and one Jacobian pattern for every lane
-//! that has one. No call relies on one lane's layout to run another (each batch call sizes
-//! its blocks from the lane it runs), so a lane built later from the model cannot
-//! disagree with a loaded one in a way that reaches memory.
+//! colourings through their checked constructors. Lanes are not required to agree with
+//! each other or with the model (that would mean rebuilding them): no call relies on one
+//! lane's layout to run another (each batch call sizes its blocks from the lane it runs),
+//! so lanes that disagree — which only a forged file can hold — answer differently but
+//! never reach outside their own outputs, and such an equation saves to a file that
+//! loads again.
 
 use super::StoredKernel;
 use crate::options::{Backend, Codegen, Lanes, OptLevel, Options};
@@ -419,14 +421,6 @@ fn parts(body: Body<'_>) -> Result<Decoded, Refusal> {
             return Err(format!("the {} lane is stored twice", lane.kind.name()).into());
         }
         lanes.push((rec.contract, lane));
-    }
-    let mut patterns = lanes.iter().filter_map(|(_, l)| l.pattern.as_ref());
-    if let Some(first) = patterns.next() {
-        if patterns.any(|p| p != first) {
-            return Err("the lanes disagree on the Jacobian pattern"
-                .to_string()
-                .into());
-        }
     }
     let options = options(&body.options)?;
     let mut kernels = Vec::with_capacity(body.kernels.len());
