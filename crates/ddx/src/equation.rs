@@ -323,7 +323,7 @@ impl<S: Shape> Equation<S> {
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
         let p = self.prepared(kind);
         if let Some(k) = self.jit.point(&self.lanes, kind) {
-            let n = p.program.outputs();
+            let n = p.lane.outputs.len();
             let mut stack = [0.0; STACK_OUTPUTS];
             let mut heap = Vec::new();
             let out = if n <= STACK_OUTPUTS {
@@ -338,7 +338,7 @@ impl<S: Shape> Equation<S> {
             }
         } else {
             // The lane's own input block: its length holds by construction.
-            let ran = p.program.run_with(inputs, sink);
+            let ran = p.program().run_with(inputs, sink);
             debug_assert!(ran.is_ok(), "{ran:?}");
         }
     }
@@ -350,7 +350,7 @@ impl<S: Shape> Equation<S> {
             Some(k) => k.run_point(inputs, out),
             None => {
                 // The caller checked `out`; the inputs are the lane's own block.
-                let ran = p.program.run(inputs, out);
+                let ran = p.program().run(inputs, out);
                 debug_assert!(ran.is_ok(), "{ran:?}");
             }
         }
@@ -360,7 +360,7 @@ impl<S: Shape> Equation<S> {
     fn tail(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.prepared(kind);
         let values = p.lane.values;
-        let mut out = Vec::with_capacity(p.program.outputs() - values);
+        let mut out = Vec::with_capacity(p.program().outputs() - values);
         self.eval(kind, inputs, |k, v| {
             if k >= values {
                 out.push(v);
@@ -371,7 +371,7 @@ impl<S: Shape> Equation<S> {
 
     fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.prepared(kind);
-        let mut out = zeros(p.program.outputs());
+        let mut out = zeros(p.program().outputs());
         self.eval_into(kind, inputs, &mut out);
         out
     }
