@@ -8,18 +8,25 @@
 //! into a nested one, is caught and reported rather than misread.
 //!
 //! **Invariant**: arena tags are never reused, so a stale handle can never alias a live
-//! arena.
+//! arena. Tags are `u64`s counted up from 1: at one build a nanosecond the counter would
+//! take 584 years to wrap, so within a process's life it cannot.
 
 use crate::expr::{Expr, Poison, Repr};
 use crate::{math, Error, Graph, Model, NodeId, Op, SymbolId};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-static NEXT_TAG: AtomicU32 = AtomicU32::new(1);
+static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
+
+/// The next arena tag from `counter`: a `u64`, so never a tag handed out before (see the
+/// module invariant; a `u32` wrapped after 2³² builds and let a stale handle alias).
+fn next_tag(counter: &AtomicU64) -> u64 {
+    counter.fetch_add(1, Ordering::Relaxed)
+}
 
 struct Arena {
-    tag: u32,
+    tag: u64,
     graph: Graph,
     names: Vec<String>,
     by_name: FxHashMap<String, SymbolId>,
@@ -52,7 +59,7 @@ impl Drop for PopGuard {
 /// - [`Error::NoOutputs`] when the closure returns no outputs;
 /// - [`Error::NoGraph`] when no output depends on a symbol (all are literals).
 pub fn build(model: impl FnOnce() -> Vec<Expr>) -> Result<Model, Error> {
-    let tag = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
+    let tag = next_tag(&NEXT_TAG);
     let depth = STACK.with(|s| {
         let mut s = s.borrow_mut();
         s.push(Arena {
@@ -104,7 +111,7 @@ pub fn build(model: impl FnOnce() -> Vec<Expr>) -> Result<Model, Error> {
 /// The error for a handle from arena `tag`, seen outside it: [`Error::ForeignExpression`]
 /// when that arena is open on this thread (an enclosing model), else
 /// [`Error::SealedArena`] (it has been sealed, or belongs to another thread's closure).
-fn stale(tag: u32) -> Error {
+fn stale(tag: u64) -> Error {
     let open = STACK.with(|s| s.borrow().iter().any(|a| a.tag == tag));
     if open {
         Error::ForeignExpression
@@ -206,7 +213,7 @@ fn record(e: Error) {
 /// For printing an [`Expr`]: a copy of what node `id` of the open arena `tag` reaches, the
 /// root's id in that copy, and the arena's symbol names (`names[i]` names `SymbolId(i)`).
 /// `None` when no arena `tag` is open on this thread, or the arena stack is being changed.
-pub(crate) fn snapshot(tag: u32, id: NodeId) -> Option<(Graph, NodeId, Vec<String>)> {
+pub(crate) fn snapshot(tag: u64, id: NodeId) -> Option<(Graph, NodeId, Vec<String>)> {
     STACK.with(|s| {
         let s = s.try_borrow().ok()?;
         let a = s.iter().find(|a| a.tag == tag)?;
@@ -216,4 +223,18 @@ pub(crate) fn snapshot(tag: u32, id: NodeId) -> Option<(Graph, NodeId, Vec<Strin
         let (graph, roots) = a.graph.extract(&[id]);
         Some((graph, *roots.first()?, a.names.clone()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_do_not_wrap_past_u32() {
+        // After 2³² builds a `u32` tag wrapped to 0 and then 1, the first arena's tag:
+        // a stale handle from it would have read a live arena's nodes.
+        let counter = AtomicU64::new(u64::from(u32::MAX));
+        let tags: Vec<u64> = (0..3).map(|_| next_tag(&counter)).collect();
+        assert_eq!(tags, [0xffff_ffff, 0x1_0000_0000, 0x1_0000_0001]);
+    }
 }

@@ -33,6 +33,7 @@
 //! pattern, 2 on an arrowhead (one dense row and column plus the diagonal), and `n` on a
 //! dense one; the order visited is discussed at [`star_colouring`].
 
+use crate::error::{Block, Error};
 use crate::Sparsity;
 
 /// A colour per vertex of a symmetric pattern, and how many colours there are.
@@ -382,13 +383,65 @@ impl HessianLayout {
             .collect()
     }
 
-    /// Scatters one compressed block (`block[k·n + row]`, `columns()` long) into a dense,
-    /// row-major `n × n` matrix, zeros off the pattern.
-    pub fn scatter(&self, block: &[f64], dense: &mut [f64]) {
+    /// Scatters one compressed block (`block[k·n + row]`, [`HessianLayout::columns`]
+    /// long) into a dense, row-major `n × n` matrix, zeros off the pattern.
+    ///
+    /// # Errors
+    /// [`Error::WrongColumnCount`] (block [`Block::Hessians`]) unless `block` is
+    /// `columns()` long, [`Error::WrongOutputLength`] unless `dense` is `n · n` long;
+    /// nothing is written then.
+    pub fn scatter(&self, block: &[f64], dense: &mut [f64]) -> Result<(), Error> {
+        self.check_block(block)?;
         let n = self.symbols();
+        let len = n.checked_mul(n);
+        if len != Some(dense.len()) {
+            return Err(Error::WrongOutputLength {
+                expected: len.unwrap_or(usize::MAX),
+                got: dense.len(),
+            });
+        }
         dense.fill(0.0);
         for (c, &col) in self.pattern.entries().iter().zip(&self.columns) {
-            dense[c.row * n + c.column] = block[col];
+            // Both in range by construction (`laid_out`); `get` keeps it so.
+            if let (Some(d), Some(&v)) = (dense.get_mut(c.row * n + c.column), block.get(col)) {
+                *d = v;
+            }
+        }
+        Ok(())
+    }
+
+    /// Gathers one compressed block (`block[k·n + row]`, [`HessianLayout::columns`] long)
+    /// into `values`, one value per cell of [`HessianLayout::pattern`] in its
+    /// [`Sparsity::entries`] order: the sparse form of what [`HessianLayout::scatter`]
+    /// writes densely.
+    ///
+    /// # Errors
+    /// [`Error::WrongColumnCount`] (block [`Block::Hessians`]) unless `block` is
+    /// `columns()` long, [`Error::WrongOutputLength`] unless `values` holds one value per
+    /// cell; nothing is written then.
+    pub fn gather(&self, block: &[f64], values: &mut [f64]) -> Result<(), Error> {
+        self.check_block(block)?;
+        if values.len() != self.columns.len() {
+            return Err(Error::WrongOutputLength {
+                expected: self.columns.len(),
+                got: values.len(),
+            });
+        }
+        for (v, &col) in values.iter_mut().zip(&self.columns) {
+            *v = block.get(col).copied().unwrap_or(0.0);
+        }
+        Ok(())
+    }
+
+    fn check_block(&self, block: &[f64]) -> Result<(), Error> {
+        if block.len() == self.columns() {
+            Ok(())
+        } else {
+            Err(Error::WrongColumnCount {
+                block: Block::Hessians,
+                expected: self.columns(),
+                got: block.len(),
+            })
         }
     }
 
@@ -574,11 +627,60 @@ mod tests {
             }
         }
         let mut dense = vec![f64::NAN; n * n];
-        l.scatter(&block, &mut dense);
+        l.scatter(&block, &mut dense).unwrap();
         assert_eq!(dense, h);
+        // The sparse form: the same cells, in pattern order.
+        let mut values = vec![f64::NAN; l.pattern().nonzeros()];
+        l.gather(&block, &mut values).unwrap();
+        for (c, v) in l.pattern().entries().iter().zip(&values) {
+            assert_eq!(*v, h[c.row * n + c.column]);
+        }
         assert_eq!(l.cell(0, 5), None);
         assert_eq!(l.cell(99, 0), None);
         let c = l.cell(0, 11).expect("on the pattern");
         assert_eq!(block[c], h[11]);
+    }
+
+    #[test]
+    fn scatter_and_gather_refuse_short_buffers() {
+        // A tridiagonal pattern of 4 symbols: 3 colours, 12 compressed columns, 10 cells.
+        let pairs: Vec<(usize, usize)> = (0..4usize)
+            .flat_map(|i| {
+                (0..4usize)
+                    .filter(move |&j| i.abs_diff(j) <= 1)
+                    .map(move |j| (i, j))
+            })
+            .collect();
+        let l = HessianLayout::new(Sparsity::new(4, 4, pairs));
+        let block = vec![1.0; l.columns()];
+        let mut dense = vec![7.0; 16];
+        let short = Error::WrongColumnCount {
+            block: Block::Hessians,
+            expected: l.columns(),
+            got: 3,
+        };
+        assert_eq!(l.scatter(&block[..3], &mut dense), Err(short.clone()));
+        assert_eq!(
+            l.scatter(&block, &mut dense[..5]),
+            Err(Error::WrongOutputLength {
+                expected: 16,
+                got: 5
+            })
+        );
+        assert!(
+            dense.iter().all(|&d| d == 7.0),
+            "nothing written on an error"
+        );
+        let mut values = vec![7.0; 10];
+        assert_eq!(l.gather(&block[..3], &mut values), Err(short));
+        assert_eq!(
+            l.gather(&block, &mut values[..9]),
+            Err(Error::WrongOutputLength {
+                expected: 10,
+                got: 9
+            })
+        );
+        assert!(l.scatter(&block, &mut dense).is_ok());
+        assert!(l.gather(&block, &mut values).is_ok());
     }
 }

@@ -406,6 +406,24 @@ pub enum Error {
         /// What differs.
         detail: String,
     },
+    /// A per-point call's answer would hold more values than the equation allows
+    /// (`ddx::Options::answer_limit`, 2²⁸ values by default): nothing was allocated or
+    /// computed. Raise the limit, or ask for the sparse answer (`sparse_jacobian`,
+    /// `sparse_hessian`), which holds only the structural nonzeros.
+    #[error(
+        "too_large: `{call}` would answer {values} values, more than the limit of {limit} \
+         (Options::answer_limit); raise the limit, or ask for the sparse answer \
+         (sparse_jacobian, sparse_hessian)"
+    )]
+    TooLarge {
+        /// The call refused.
+        call: &'static str,
+        /// How many `f64` values its answer would hold (`m·n` for a dense Jacobian,
+        /// `m·n·n` for dense Hessians), exactly.
+        values: u128,
+        /// The limit in force.
+        limit: usize,
+    },
 }
 
 /// How an archive error names where the bytes came from.
@@ -505,6 +523,8 @@ pub enum Errc {
     ArchiveCorrupt,
     /// See [`Error::ArchiveMismatch`].
     ArchiveMismatch,
+    /// See [`Error::TooLarge`].
+    TooLarge,
 }
 
 impl Errc {
@@ -543,6 +563,7 @@ impl Errc {
             Errc::BadArchive => "bad_archive",
             Errc::ArchiveCorrupt => "archive_corrupt",
             Errc::ArchiveMismatch => "archive_mismatch",
+            Errc::TooLarge => "too_large",
         }
     }
 }
@@ -589,6 +610,7 @@ impl Error {
             Error::BadArchive { .. } => Errc::BadArchive,
             Error::ArchiveCorrupt { .. } => Errc::ArchiveCorrupt,
             Error::ArchiveMismatch { .. } => Errc::ArchiveMismatch,
+            Error::TooLarge { .. } => Errc::TooLarge,
         }
     }
 }

@@ -31,7 +31,7 @@ impl Poison {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Repr {
     Const(f64),
-    Node { arena: u32, id: crate::NodeId },
+    Node { arena: u64, id: crate::NodeId },
     Poison(Poison),
 }
 

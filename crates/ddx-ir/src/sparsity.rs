@@ -1,5 +1,7 @@
 //! Sparsity patterns: which cells of a Jacobian structurally exist.
 
+use crate::error::{Block, Error};
+
 /// One structurally nonzero cell of an `rows × columns` matrix, and the slot (compressed
 /// column) that holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -100,12 +102,66 @@ impl Sparsity {
             .ok()
     }
 
-    /// Scatters compressed values (`values[slot]`) into a dense row-major `rows × columns`
-    /// matrix, zeros elsewhere.
-    pub fn scatter(&self, values: &[f64], dense: &mut [f64]) {
+    /// Scatters compressed values (`values[slot]`, [`Sparsity::nonzeros`] long) into a
+    /// dense row-major `rows × columns` matrix, zeros elsewhere.
+    ///
+    /// # Errors
+    /// [`Error::WrongColumnCount`] (block [`Block::Partials`]) unless `values` holds one
+    /// value per cell, [`Error::WrongOutputLength`] unless `dense` is `rows · columns`
+    /// long; nothing is written then.
+    pub fn scatter(&self, values: &[f64], dense: &mut [f64]) -> Result<(), Error> {
+        if values.len() != self.cells.len() {
+            return Err(Error::WrongColumnCount {
+                block: Block::Partials,
+                expected: self.cells.len(),
+                got: values.len(),
+            });
+        }
+        let len = self.rows.checked_mul(self.columns);
+        if len != Some(dense.len()) {
+            return Err(Error::WrongOutputLength {
+                expected: len.unwrap_or(usize::MAX),
+                got: dense.len(),
+            });
+        }
         dense.fill(0.0);
         for (c, v) in self.cells.iter().zip(values) {
-            dense[c.row * self.columns + c.column] = *v;
+            // In range for a pattern made as `new` asks; `get_mut` keeps one made
+            // otherwise from indexing out of `dense`.
+            if let Some(d) = dense.get_mut(c.row * self.columns + c.column) {
+                *d = *v;
+            }
         }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scatter_refuses_short_buffers() {
+        // [[a, 0, b], [0, c, 0]]
+        let p = Sparsity::new(2, 3, [(0, 0), (0, 2), (1, 1)]);
+        let mut dense = [7.0; 6];
+        assert_eq!(
+            p.scatter(&[1.0, 2.0], &mut dense),
+            Err(Error::WrongColumnCount {
+                block: Block::Partials,
+                expected: 3,
+                got: 2
+            })
+        );
+        assert_eq!(
+            p.scatter(&[1.0, 2.0, 3.0], &mut dense[..4]),
+            Err(Error::WrongOutputLength {
+                expected: 6,
+                got: 4
+            })
+        );
+        assert_eq!(dense, [7.0; 6], "nothing written on an error");
+        p.scatter(&[1.0, 2.0, 3.0], &mut dense).unwrap();
+        assert_eq!(dense, [1.0, 0.0, 2.0, 0.0, 3.0, 0.0]);
     }
 }

@@ -42,6 +42,7 @@ pub(crate) const CODES: &[Errc] = &[
     Errc::BadArchive,
     Errc::ArchiveCorrupt,
     Errc::ArchiveMismatch,
+    Errc::TooLarge,
 ];
 
 /// The spellings of [`CODES`], for `ddx._errors` to build `errc` from.

@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 // Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
 pub(crate) mod second_order;
+// Issue 11: sparse per-point answers (pattern + values).
+pub(crate) mod sparse;
 
 mod private {
     pub trait Sealed {}
@@ -193,7 +195,14 @@ impl<S: Shape> Equation<S> {
     /// [`Backend::Device`]: crate::Backend::Device
     /// [`Backend::Interpret`]: crate::Backend::Interpret
     pub fn set_options(&mut self, options: Options) -> &mut Self {
-        if self.options != options {
+        let policy_only = Options {
+            answer_limit: self.options.answer_limit,
+            ..options.clone()
+        } == self.options;
+        if policy_only {
+            // Only the answer limit differs (or nothing): no kernel depends on it.
+            self.options.answer_limit = options.answer_limit;
+        } else {
             self.options = options;
             self.jit = Jit::default();
             let prepared = self.lanes.prepared_kinds(self.options.codegen.contract);
@@ -382,7 +391,9 @@ impl<S: Shape> Equation<S> {
                 sink(i, v);
             }
         } else {
-            p.program().run_with(inputs, sink);
+            // The lane's own input block: its length holds by construction.
+            let ran = p.program().run_with(inputs, sink);
+            debug_assert!(ran.is_ok(), "{ran:?}");
         }
     }
 
@@ -391,7 +402,11 @@ impl<S: Shape> Equation<S> {
         let p = self.prepared(kind);
         match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),
-            None => p.program().run(inputs, out),
+            None => {
+                // The caller checked `out`; the inputs are the lane's own block.
+                let ran = p.program().run(inputs, out);
+                debug_assert!(ran.is_ok(), "{ran:?}");
+            }
         }
     }
 
@@ -434,7 +449,13 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// Those of [`Equation::point`].
     pub fn jacobian(&self, point: impl Point) -> Result<Vec<f64>, Error> {
-        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense(LaneKind::Jacobian, x))
+        let len = self.answer_len("jacobian", &[self.outputs(), self.arity()])?;
+        self.with_inputs(
+            &point,
+            0,
+            |_| Ok(()),
+            |x| self.dense(LaneKind::Jacobian, x, len),
+        )
     }
 
     /// The same `m × n` block as [`Equation::jacobian`], from a lane that does not compute
@@ -443,7 +464,13 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// Those of [`Equation::point`].
     pub fn gradient(&self, point: impl Point) -> Result<Vec<f64>, Error> {
-        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense(LaneKind::Gradient, x))
+        let len = self.answer_len("gradient", &[self.outputs(), self.arity()])?;
+        self.with_inputs(
+            &point,
+            0,
+            |_| Ok(()),
+            |x| self.dense(LaneKind::Gradient, x, len),
+        )
     }
 
     /// `f(x)` written into `out` (`m` values): [`Equation::evaluate`] without allocating,
@@ -453,7 +480,7 @@ impl<S: Shape> Equation<S> {
     /// [`Error::WrongOutputLength`] unless `out` is `m` long (nothing is written); those of
     /// [`Equation::point`].
     pub fn evaluate_into(&self, point: impl Point, out: &mut [f64]) -> Result<(), Error> {
-        check_output(out, self.outputs())?;
+        check_output(out, Some(self.outputs()))?;
         self.with_inputs(
             &point,
             0,
@@ -469,7 +496,7 @@ impl<S: Shape> Equation<S> {
     /// [`Error::WrongOutputLength`] unless `out` is `m·n` long (nothing is written); those
     /// of [`Equation::point`].
     pub fn jacobian_into(&self, point: impl Point, out: &mut [f64]) -> Result<(), Error> {
-        check_output(out, self.outputs() * self.arity())?;
+        check_output(out, self.outputs().checked_mul(self.arity()))?;
         self.with_inputs(
             &point,
             0,
@@ -485,7 +512,7 @@ impl<S: Shape> Equation<S> {
     /// [`Error::WrongOutputLength`] unless `out` is `m·n` long (nothing is written); those
     /// of [`Equation::point`].
     pub fn gradient_into(&self, point: impl Point, out: &mut [f64]) -> Result<(), Error> {
-        check_output(out, self.outputs() * self.arity())?;
+        check_output(out, self.outputs().checked_mul(self.arity()))?;
         self.with_inputs(
             &point,
             0,
@@ -495,8 +522,8 @@ impl<S: Shape> Equation<S> {
     }
 
     /// Runs a Jacobian-shaped lane and writes its cells into a dense row-major `m × n`.
-    fn dense(&self, kind: LaneKind, x: &[f64]) -> Vec<f64> {
-        let mut dense = zeros(self.outputs() * self.arity());
+    fn dense(&self, kind: LaneKind, x: &[f64], len: usize) -> Vec<f64> {
+        let mut dense = zeros(len);
         self.dense_into(kind, x, &mut dense);
         dense
     }
@@ -519,6 +546,26 @@ impl<S: Shape> Equation<S> {
                     dense[c.row * n + c.column] = v;
                 }
             });
+        }
+    }
+
+    /// The length of an answer of `sizes` (its dimensions: `[m, n]`, `[m, n, n]`), checked
+    /// against [`Options::answer_limit`] before anything is allocated.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] past the limit, naming `call`.
+    pub(crate) fn answer_len(&self, call: &'static str, sizes: &[usize]) -> Result<usize, Error> {
+        let values = sizes
+            .iter()
+            .fold(1u128, |p, &s| p.saturating_mul(s as u128));
+        let limit = self.options.answer_limit;
+        match usize::try_from(values) {
+            Ok(len) if len <= limit => Ok(len),
+            _ => Err(Error::TooLarge {
+                call,
+                values,
+                limit,
+            }),
         }
     }
 
@@ -563,13 +610,14 @@ impl<S: Shape> Equation<S> {
     }
 }
 
-/// Checks an output buffer's length.
-fn check_output(out: &[f64], expected: usize) -> Result<(), Error> {
-    if out.len() == expected {
+/// Checks an output buffer's length against `expected` (`None`: a length past `usize`,
+/// which no buffer has).
+pub(crate) fn check_output(out: &[f64], expected: Option<usize>) -> Result<(), Error> {
+    if Some(out.len()) == expected {
         Ok(())
     } else {
         Err(Error::WrongOutputLength {
-            expected,
+            expected: expected.unwrap_or(usize::MAX),
             got: out.len(),
         })
     }

@@ -78,6 +78,7 @@ pub use point::{Point, Role};
 // Issue 4: second order.
 pub use ddx_ir::{Colouring, HessianLayout};
 pub use equation::second_order::{SymbolRef, MAX_ORDER};
+pub use equation::sparse::SparseAnswer;
 // Issue 3: text.
 pub use ddx_ir::text::MAX_TEXT_NODES;
 pub use ddx_ir::Formula;

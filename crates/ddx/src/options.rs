@@ -135,6 +135,18 @@ pub struct Options {
     pub cache_dir: Option<PathBuf>,
     /// Under [`Backend::Device`], a case-insensitive match on platform and device name.
     pub device: Option<String>,
+    /// The most `f64` values one per-point call may allocate for its answer:
+    /// [`Options::DEFAULT_ANSWER_LIMIT`] (2²⁸ values, 2 GiB) unless raised.
+    ///
+    /// A call whose answer would hold more — a dense Jacobian (`m·n` values), dense
+    /// Hessians (`m·n·n`), a sparse answer (its nonzeros, per output) — answers
+    /// [`Error::TooLarge`](ddx_ir::Error::TooLarge) before it allocates or computes
+    /// anything, so asking too much is an error value, never an allocation failure that
+    /// aborts the process. Past dense sizes, the sparse calls
+    /// ([`Equation::sparse_jacobian`](crate::Equation::sparse_jacobian),
+    /// [`Equation::sparse_hessian`](crate::Equation::sparse_hessian)) answer only the
+    /// structural nonzeros. Policy only: changing it keeps every compiled kernel.
+    pub answer_limit: usize,
 }
 
 impl Default for Options {
@@ -148,11 +160,17 @@ impl Default for Options {
             retain_object: true,
             cache_dir: None,
             device: None,
+            answer_limit: Self::DEFAULT_ANSWER_LIMIT,
         }
     }
 }
 
 impl Options {
+    /// The default [`Options::answer_limit`]: 2²⁸ = 268 435 456 values (2 GiB of `f64`),
+    /// e.g. a dense `16384 × 16384` Jacobian or a scalar function's dense Hessian of
+    /// 16 384 symbols.
+    pub const DEFAULT_ANSWER_LIMIT: usize = 1 << 28;
+
     /// Default options with `backend`.
     pub fn with_backend(backend: Backend) -> Self {
         Self {

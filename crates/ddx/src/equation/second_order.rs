@@ -72,7 +72,7 @@ impl<T: SymbolRef + ?Sized> SymbolRef for &T {
 pub const MAX_ORDER: usize = taylor::MAX_DEGREE;
 
 impl<S: Shape> Equation<S> {
-    fn hessian_layout(&self) -> &HessianLayout {
+    pub(crate) fn hessian_layout(&self) -> &HessianLayout {
         self.prepared(LaneKind::Hessian)
             .lane
             .hessian
@@ -92,13 +92,22 @@ impl<S: Shape> Equation<S> {
     /// differ outright: `pow(x, y)` at `(0, 1)` has `H(x, y) = 1` and `H(y, x) = 0`. Where an expression's second derivative is not finite (IEEE arithmetic,
     /// e.g. `sqrt` at 0), the cell says so; an untaken `select` arm's never reaches it.
     ///
+    /// Dense Hessians hold `m·n²` values: past [`Options::answer_limit`] (2²⁸ by
+    /// default) the call refuses before computing anything, and
+    /// [`Equation::sparse_hessian`] answers the structural nonzeros only.
+    ///
     /// # Errors
-    /// Those of [`Equation::point`].
+    /// [`Error::TooLarge`] when `m·n·n` exceeds [`Options::answer_limit`] (checked
+    /// first); those of [`Equation::point`].
+    ///
+    /// [`Options::answer_limit`]: crate::Options::answer_limit
     pub fn hessian(&self, point: impl Point) -> Result<Vec<f64>, Error> {
-        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense_hessian(x))
+        let (m, n) = (self.outputs(), self.arity());
+        let len = self.answer_len("hessian", &[m, n, n])?;
+        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense_hessian(x, len))?
     }
 
-    fn dense_hessian(&self, x: &[f64]) -> Vec<f64> {
+    fn dense_hessian(&self, x: &[f64], len: usize) -> Result<Vec<f64>, Error> {
         let p = self.prepared(LaneKind::Hessian);
         let layout = self.hessian_layout();
         let (m, n) = (self.outputs(), self.arity());
@@ -111,14 +120,16 @@ impl<S: Shape> Equation<S> {
             }
         });
         let c = layout.columns();
-        let mut dense = super::zeros(m * n * n);
-        for (block, h) in blocks
-            .chunks_exact(c.max(1))
-            .zip(dense.chunks_exact_mut(n * n))
-        {
-            layout.scatter(block, h);
+        let mut dense = super::zeros(len);
+        if c > 0 {
+            for (block, h) in blocks
+                .chunks_exact(c)
+                .zip(dense.chunks_exact_mut((n * n).max(1)))
+            {
+                layout.scatter(block, h)?;
+            }
         }
-        dense
+        Ok(dense)
     }
 
     /// How many colour groups compress the Hessian: the number of products `H·v_k` one

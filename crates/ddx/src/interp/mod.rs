@@ -19,7 +19,7 @@ mod lower;
 pub(crate) use block::Columns;
 pub use lower::Schedule;
 
-use ddx_ir::Op;
+use ddx_ir::{Error, Op};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -85,15 +85,22 @@ pub struct Program {
 
 static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
 
-/// A thread's slot array, and which program's constants it holds.
+/// A thread's slot array, and which program's constants it holds (`0`: none).
 struct Scratch {
     program: u64,
     slots: Vec<f64>,
 }
 
+impl Scratch {
+    const EMPTY: Scratch = Scratch {
+        program: 0,
+        slots: Vec::new(),
+    };
+}
+
 thread_local! {
-    static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch { program: 0, slots: Vec::new() }) };
-    static BLOCK_SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch { program: 0, slots: Vec::new() }) };
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::EMPTY) };
+    static BLOCK_SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::EMPTY) };
 }
 
 impl Program {
@@ -135,37 +142,69 @@ impl Program {
     /// Evaluates at one point: `inputs` holds [`Program::inputs`] values (symbols in
     /// canonical order, then seeds), `out` receives [`Program::outputs`] values.
     ///
-    /// # Panics
-    /// If the slice lengths differ from the program's (callers check them first).
-    pub fn run(&self, inputs: &[f64], out: &mut [f64]) {
-        assert_eq!(out.len(), self.outputs.len(), "output count");
-        self.run_with(inputs, |k, v| out[k] = v);
+    /// # Errors
+    /// As [`Program::run_with`]; [`Error::WrongOutputLength`] unless `out` is
+    /// [`Program::outputs`] long. Nothing is written on an error.
+    pub fn run(&self, inputs: &[f64], out: &mut [f64]) -> Result<(), Error> {
+        if out.len() != self.outputs.len() {
+            return Err(Error::WrongOutputLength {
+                expected: self.outputs.len(),
+                got: out.len(),
+            });
+        }
+        self.run_with(inputs, |k, v| out[k] = v)
     }
 
     /// Evaluates at one point and hands each output `(index, value)` to `sink`, in order.
     ///
-    /// # Panics
-    /// If `inputs` is not [`Program::inputs`] long.
-    pub fn run_with(&self, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
-        assert_eq!(inputs.len(), self.inputs, "input count");
-        SCRATCH.with(|s| {
-            let mut s = s.borrow_mut();
-            let s = &mut *s;
-            if s.program != self.id {
-                s.slots.clear();
-                s.slots.resize(self.slots, 0.0);
-                s.slots[..self.consts.len()].copy_from_slice(&self.consts);
-                s.program = self.id;
-            }
-            let base = self.consts.len();
-            s.slots[base..base + self.inputs].copy_from_slice(inputs);
-            // SAFETY: `lower` checked every slot index in `instrs` against `self.slots`,
-            // and the scratch array holds exactly `self.slots` values.
-            unsafe { dispatch(&self.runs, &self.instrs, s.slots.as_mut_ptr()) };
-            for (k, &slot) in self.outputs.iter().enumerate() {
-                sink(k, s.slots[slot as usize]);
+    /// `sink` may run programs itself (this one or another): each thread keeps one
+    /// scratch array, and a run that finds it in use by the run whose sink called it works
+    /// in a fresh one of its own.
+    ///
+    /// # Errors
+    /// [`Error::WrongArity`] when `inputs` has more than [`Program::inputs`] values,
+    /// [`Error::ShortPoint`] when it has fewer; `sink` is not called then.
+    pub fn run_with(&self, inputs: &[f64], sink: impl FnMut(usize, f64)) -> Result<(), Error> {
+        if inputs.len() != self.inputs {
+            return Err(if inputs.len() > self.inputs {
+                Error::WrongArity {
+                    expected: self.inputs,
+                    got: inputs.len(),
+                }
+            } else {
+                Error::ShortPoint {
+                    expected: self.inputs,
+                    got: inputs.len(),
+                }
+            });
+        }
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut s) => self.run_in(&mut s, inputs, sink),
+            // Re-entered from a sink: this thread's scratch is the outer run's.
+            Err(_) => {
+                let mut fresh = Scratch::EMPTY;
+                self.run_in(&mut fresh, inputs, sink)
             }
         });
+        Ok(())
+    }
+
+    /// [`Program::run_with`] in scratch `s`, once the lengths are checked.
+    fn run_in(&self, s: &mut Scratch, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
+        if s.program != self.id {
+            s.slots.clear();
+            s.slots.resize(self.slots, 0.0);
+            s.slots[..self.consts.len()].copy_from_slice(&self.consts);
+            s.program = self.id;
+        }
+        let base = self.consts.len();
+        s.slots[base..base + self.inputs].copy_from_slice(inputs);
+        // SAFETY: `lower` checked every slot index in `instrs` against `self.slots`,
+        // and the scratch array holds exactly `self.slots` values.
+        unsafe { dispatch(&self.runs, &self.instrs, s.slots.as_mut_ptr()) };
+        for (k, &slot) in self.outputs.iter().enumerate() {
+            sink(k, s.slots[slot as usize]);
+        }
     }
 }
 
