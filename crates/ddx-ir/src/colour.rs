@@ -542,7 +542,7 @@ mod tests {
             }
             // Some diagonals missing.
             for i in 0..n {
-                if xorshift(&mut s) % 3 != 0 {
+                if !xorshift(&mut s).is_multiple_of(3) {
                     cells.push((i, i));
                 }
             }

@@ -257,7 +257,7 @@ impl<S: Shape> Equation<S> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "jit"))]
 impl<S: Shape> Equation<S> {
     /// Runs lane `kind` over raw columns: its inputs (symbols, then seeds) and outputs in
     /// the lane's order, checked as a batch call checks them.

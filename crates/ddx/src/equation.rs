@@ -206,6 +206,15 @@ impl<S: Shape> Equation<S> {
     /// [`Backend::Adapt`] it waits only for what batch traffic has already bought. Under
     /// the other backends it answers `false` at once. The only call that ever blocks.
     ///
+    /// What a wait depends on: only on compiles, never on a call. The lane's compile jobs
+    /// go to the process's compile pool (a worker per core, at least 2 and at most 8,
+    /// shared by every equation), which takes waiting jobs shortest lane first, then in
+    /// the order asked. So a wait lasts as long as this lane's own compiles plus the time
+    /// until a worker is free for them: the compiles of lanes of as many nodes or fewer,
+    /// from any equation, asked earlier or in the meantime, may go first. A lane of at
+    /// most 16 384 nodes never waits for a longer lane's compile, since all but one worker
+    /// at most compile such longer lanes.
+    ///
     /// [`Backend::Compile`]: crate::Backend::Compile
     /// [`Backend::Adapt`]: crate::Backend::Adapt
     pub fn wait_for_kernel(&self, want: LaneKind) -> bool {

@@ -28,9 +28,12 @@ impl Kernel {
     }
 }
 
-/// No compiled code.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Jit;
+/// No compiled code. (A field, not a unit struct, so that `Jit::default()` reads the
+/// same in both builds.)
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Jit {
+    _none: (),
+}
 
 impl Jit {
     pub(crate) fn new(
@@ -38,7 +41,7 @@ impl Jit {
         _core: &Arc<PreparedLanes>,
         _prepared: &[LaneKind],
     ) -> Jit {
-        Jit
+        Jit::default()
     }
     /// Saved kernels are never run by this build: a loaded equation interprets.
     pub(crate) fn with_saved(
@@ -47,7 +50,7 @@ impl Jit {
         _prepared: &[LaneKind],
         _saved: &[crate::archive::StoredKernel],
     ) -> Jit {
-        Jit
+        Jit::default()
     }
     pub(crate) fn saved(&self, _core: &PreparedLanes) -> Vec<crate::archive::StoredKernel> {
         Vec::new()

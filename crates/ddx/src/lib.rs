@@ -67,7 +67,7 @@ pub use ddx_ir::{
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
 pub use options::{
-    Backend, Codegen, JitStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
+    Backend, Codegen, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
 };
 pub use point::{Point, Role};
 // Issue 4: second order.

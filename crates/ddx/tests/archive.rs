@@ -6,7 +6,9 @@
 //! Forged structures (a checksummed file claiming 2^60 nodes, a kernel for another host)
 //! are made with the format's own types, in `src/archive/tests.rs`.
 
-use ddx::{rt, select, Backend, Equation, Errc, Expr, LaneKind, Options, Scalar, Shape, System};
+use ddx::{rt, select, Equation, Errc, Expr, LaneKind, Scalar, Shape, System};
+#[cfg(feature = "jit")]
+use ddx::{Backend, Options};
 
 fn scalar_model() -> Equation {
     rt::equation(|| {
@@ -78,6 +80,7 @@ fn answers<S: Shape>(eq: &Equation<S>) -> Vec<u64> {
 }
 
 /// Under `Compile`, every lane's optimised kernel in place.
+#[cfg(feature = "jit")]
 fn compiled<S: Shape>(mut eq: Equation<S>, contract: bool) -> Equation<S> {
     let mut o = Options::with_backend(Backend::Compile);
     o.codegen.contract = contract;
