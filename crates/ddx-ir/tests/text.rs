@@ -404,8 +404,12 @@ fn nesting_at_the_limit_parses_on_a_small_stack() {
     let run = || {
         for shape in NESTINGS {
             let text = nested(shape, MAX_DEPTH);
-            let f = Formula::parse(&text)
+            Formula::parse(&text)
                 .unwrap_or_else(|e| panic!("{shape:?} at the limit does not parse:\n{e}"));
+            // Built, printed and parsed again at a sixteenth of the limit (the whole depth
+            // costs a minute per shape in a debug build; `tests/deep_text.rs` in the ddx
+            // crate takes a 2·10⁴-level text through every stage).
+            let f = Formula::parse(&nested(shape, MAX_DEPTH / 16)).unwrap();
             let m = ddx_ir::text::model(&[f]).unwrap();
             let printed = infix(m.graph(), m.outputs()[0], m.symbols()).to_string();
             assert_eq!(canonical(&model(&printed)), canonical(&m), "{shape:?}");
@@ -413,7 +417,7 @@ fn nesting_at_the_limit_parses_on_a_small_stack() {
                 too_deep(&nested(shape, MAX_DEPTH + 1)),
                 "{shape:?} past the limit"
             );
-            let far = format!("{}{}", shape.0.repeat(100_000), shape.1);
+            let far = format!("{}{}", shape.0.repeat(MAX_DEPTH + 100_000), shape.1);
             let e = Formula::parse(&far).unwrap_err();
             assert_eq!(e.code(), Errc::BadSyntax, "{shape:?} far past the limit");
             let _ = e.to_string();
@@ -429,7 +433,7 @@ fn nesting_at_the_limit_parses_on_a_small_stack() {
 
 #[test]
 fn deep_inputs_are_refused_not_overflowed() {
-    let n = 200_000;
+    let n = MAX_DEPTH + 200_000;
     for text in [
         format!("{}x{}", "(".repeat(n), ")".repeat(n)),
         format!("{}x", "-".repeat(n)),

@@ -26,12 +26,16 @@ use rustc_hash::FxHashMap;
 /// The deepest nesting the parser accepts: each parenthesis, call argument, sign and
 /// right operand of an infix operator opens one level, and the whole text is one.
 ///
-/// The parser keeps its levels on the heap, so the limit is not what keeps the stack safe
-/// (any text parses, or is refused, in a fixed amount of stack); it bounds nesting well
-/// past anything written by hand (Python refuses about 200 nested parentheses). Folding
-/// can make a graph nest deeper than the text it was parsed from (see
+/// No stage after the parser recurses either: folding is local to each new node, the
+/// printer walks with an explicit stack, the archive writes and reads nodes in order, and
+/// every pass is one loop over the nodes. So the limit is not what keeps the stack safe
+/// (any text parses, or is refused, in a fixed amount of stack); it bounds the work a text
+/// can ask for before it is refused. It is 2¹⁶ = 65 536 levels: machine-written formulas
+/// fit (a Horner polynomial of degree 10⁴ nests 2·10⁴ levels, a continued fraction of
+/// depth 10⁴ as many), where the former limit of 256 refused a Horner polynomial of degree
+/// 128. Folding can make a graph nest deeper than the text it was parsed from (see
 /// [`infix`](super::infix)), so printed text may exceed it.
-pub const MAX_DEPTH: usize = 256;
+pub const MAX_DEPTH: usize = 1 << 16;
 
 pub(crate) struct Parser<'a> {
     text: &'a str,
