@@ -314,7 +314,7 @@ impl<S: Shape> Equation<S> {
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
         let p = self.prepared(kind);
         if let Some(k) = self.jit.point(&self.lanes, kind) {
-            let n = p.program.outputs();
+            let n = p.lane.outputs.len();
             let mut stack = [0.0; STACK_OUTPUTS];
             let mut heap = Vec::new();
             let out = if n <= STACK_OUTPUTS {
@@ -328,7 +328,7 @@ impl<S: Shape> Equation<S> {
                 sink(i, v);
             }
         } else {
-            p.program.run_with(inputs, sink);
+            p.program().run_with(inputs, sink);
         }
     }
 
@@ -337,7 +337,7 @@ impl<S: Shape> Equation<S> {
         let p = self.prepared(kind);
         match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),
-            None => p.program.run(inputs, out),
+            None => p.program().run(inputs, out),
         }
     }
 
@@ -345,7 +345,7 @@ impl<S: Shape> Equation<S> {
     fn tail(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.prepared(kind);
         let values = p.lane.values;
-        let mut out = Vec::with_capacity(p.program.outputs() - values);
+        let mut out = Vec::with_capacity(p.program().outputs() - values);
         self.eval(kind, inputs, |k, v| {
             if k >= values {
                 out.push(v);
@@ -356,7 +356,7 @@ impl<S: Shape> Equation<S> {
 
     fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.prepared(kind);
-        let mut out = zeros(p.program.outputs());
+        let mut out = zeros(p.program().outputs());
         self.eval_into(kind, inputs, &mut out);
         out
     }
