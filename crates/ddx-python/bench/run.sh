@@ -16,11 +16,12 @@ if [ ! -x "$venv/bin/python" ]; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r compare/requirements.txt
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin==1.16.0 pydantic==2.14.4
+export DDX_PYTHON_BUILD_STAMP="$root"
 wheels=$(mktemp -d)
 "$venv/bin/maturin" build --quiet --release --manifest-path crates/ddx-python/Cargo.toml -o "$wheels"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheels"/*.whl
 cargo build --quiet --release -p ddx --example huber_batch
-rust=$("${CARGO_TARGET_DIR:-target}/release/examples/huber_batch")
-echo "$rust"
+rust="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/release/examples/huber_batch"
 cd "$venv/.."   # not the source tree, so that `import ddx` finds the installed wheel
+"$root/$venv/bin/python" -c "import ddx._ddx as m; assert m._build_stamp == '$root', m._build_stamp"
 "$root/$venv/bin/python" "$root/crates/ddx-python/bench/bench.py" --rust "$rust"

@@ -226,20 +226,38 @@ impl Equation {
         } else {
             self.symbol_shape(m, n, 1, p)
         };
-        let values = wants_values.then(|| empty(py, &[m * pp]));
+        // A scalar function's value (and `J·v`) at one point is a `float`: kept on the
+        // stack, no array made.
+        let value_shape = self.value_shape(m, p);
+        let product_shape = if kind == LaneKind::Jvp {
+            value_shape.clone()
+        } else {
+            let mut s = vec![n];
+            s.extend(p);
+            s
+        };
+        let (mut value_cell, mut product_cell) = ([0.0], [0.0]);
+        let values = (wants_values && !value_shape.is_empty()).then(|| empty(py, &value_shape));
         let jacobian = wants_jacobian.then(|| empty(py, &jac_shape));
         let hessian =
             (kind == LaneKind::Hessian).then(|| empty(py, &self.symbol_shape(m, n, 2, p)));
-        let product_rows = blocks::product_rows(&eq, kind);
-        let product = (product_rows > 0).then(|| empty(py, &[product_rows * pp]));
+        let wants_product = blocks::product_rows(&eq, kind) > 0;
+        let product =
+            (wants_product && !product_shape.is_empty()).then(|| empty(py, &product_shape));
         {
             // SAFETY: every array was made just above and is held only here.
             let out = unsafe {
                 Out {
-                    values: values.as_ref().map(|a| data(a)),
+                    values: wants_values.then(|| match &values {
+                        Some(a) => data(a),
+                        None => &mut value_cell[..],
+                    }),
                     jacobian: jacobian.as_ref().map(|a| data(a)),
                     hessian: hessian.as_ref().map(|a| data(a)),
-                    products: product.as_ref().map(|a| data(a)),
+                    products: wants_product.then(|| match &product {
+                        Some(a) => data(a),
+                        None => &mut product_cell[..],
+                    }),
                     fresh: true,
                 }
             };
@@ -251,9 +269,14 @@ impl Equation {
             }
             .or_raise()?;
         }
+        let float =
+            |v: f64| -> PyResult<Py<PyAny>> { Ok(v.into_pyobject(py)?.into_any().unbind()) };
         let mut answers = Vec::with_capacity(4);
-        if let Some(v) = values {
-            answers.push(self.values_out(py, v, m, p)?);
+        if wants_values {
+            answers.push(match values {
+                Some(a) => a.into_any().unbind(),
+                None => float(value_cell[0])?,
+            });
         }
         if let Some(j) = jacobian {
             answers.push(j.into_any().unbind());
@@ -261,46 +284,34 @@ impl Equation {
         if let Some(h) = hessian {
             answers.push(h.into_any().unbind());
         }
-        if let Some(pr) = product {
-            let shape = if kind == LaneKind::Jvp {
-                self.value_shape(m, p)
-            } else {
-                let mut s = vec![n];
-                s.extend(p);
-                s
-            };
-            answers.push(reshape(py, pr, &shape)?);
+        if wants_product {
+            answers.push(match product {
+                Some(a) => a.into_any().unbind(),
+                None => float(product_cell[0])?,
+            });
         }
         Ok(answers)
     }
-
-    /// A flat `(m·p)` value block in the value shape: a `float` for one output of a scalar
-    /// equation at one point.
-    fn values_out(
-        &self,
-        py: Python<'_>,
-        v: Bound<'_, PyArrayDyn<f64>>,
-        m: usize,
-        p: Option<usize>,
-    ) -> PyResult<Py<PyAny>> {
-        reshape(py, v, &self.value_shape(m, p))
-    }
 }
 
-/// `a` (flat) in `shape`; a 0-D shape is a Python `float`.
-fn reshape(py: Python<'_>, a: Bound<'_, PyArrayDyn<f64>>, shape: &[usize]) -> PyResult<Py<PyAny>> {
-    if shape.is_empty() {
-        // SAFETY: made by `zeros` with one element, held only here.
-        let v = unsafe { a.as_slice() }
-            .ok()
-            .and_then(|s| s.first().copied())
-            .unwrap_or(f64::NAN);
-        return Ok(v.into_pyobject(py)?.into_any().unbind());
-    }
-    if a.shape() == shape {
-        return Ok(a.into_any().unbind());
-    }
-    Ok(a.reshape(shape)?.into_any().unbind())
+/// `dot -Tsvg` over `source`, or `None` when Graphviz is missing or fails.
+fn render_svg(source: &str) -> Option<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let source = source.to_string();
+    // Written from another thread, so a large graph cannot deadlock on a full pipe.
+    let writer = std::thread::spawn(move || stdin.write_all(source.as_bytes()));
+    let out = child.wait_with_output().ok()?;
+    writer.join().ok()?.ok()?;
+    (out.status.success()).then(|| String::from_utf8(out.stdout).ok())?
 }
 
 fn tuple(py: Python<'_>, items: Vec<Py<PyAny>>) -> PyResult<Py<PyAny>> {
@@ -468,6 +479,13 @@ impl Equation {
     #[pyo3(signature = (*, all = false))]
     fn to_dot(&self, all: bool) -> String {
         self.rust().to_dot(all)
+    }
+
+    /// The gradient lane as SVG, for notebooks: rendered by Graphviz's `dot` when it is on
+    /// the `PATH`, else `None` (Graphviz is never required).
+    fn _repr_svg_(&self, py: Python<'_>) -> Option<String> {
+        let dot = self.rust().to_dot(false);
+        py.detach(|| render_svg(&dot))
     }
 
     /// How many nodes a call for `want` evaluates.

@@ -36,6 +36,12 @@ mod shape;
 #[pymodule]
 fn _ddx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // Which source tree built this module: scripts/test sets it and checks it, since
+    // worktrees sharing one cargo target directory overwrite each other's `lib_ddx.so`.
+    m.add(
+        "_build_stamp",
+        option_env!("DDX_PYTHON_BUILD_STAMP").unwrap_or_default(),
+    )?;
     m.add("has_jit", cfg!(feature = "jit"))?;
     m.add("has_opencl", false)?;
     m.add("ERRC_NAMES", errors::names())?;

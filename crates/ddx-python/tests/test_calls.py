@@ -188,3 +188,13 @@ def test_added_operations_against_closed_forms():
         assert math.isclose(g[0], gx, rel_tol=1e-14) and math.isclose(g[1], gy, rel_tol=1e-14)
     tiny = ddx.equation(lambda: ddx.log1p(ddx.var("x")))
     assert tiny.evaluate([1e-17]) == 1e-17
+
+
+def test_repr_svg_only_with_graphviz(f):
+    import shutil
+
+    svg = f._repr_svg_()
+    if shutil.which("dot") is None:
+        assert svg is None
+    else:
+        assert svg is not None and "<svg" in svg

@@ -201,3 +201,24 @@ def test_error_pickles():
     e = ddx.Error("wrong_arity: x", ddx.errc.wrong_arity)
     again = pickle.loads(pickle.dumps(e))
     assert str(again) == str(e) and again.code is ddx.errc.wrong_arity
+
+
+def test_compiler_failures_are_status_not_exceptions():
+    """jit_target and its kin are never raised: the lane interprets, same bits, and
+    ``jit_status`` says why."""
+    eq = ddx.equation("x * y + sin(x)")
+    expected = eq.jacobian(np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]]))
+    eq.compile(codegen=ddx.Codegen(lanes=3))  # a lane width the code generator does not make
+    got = eq.jacobian(np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]]))
+    assert got[1].tolist() == expected[1].tolist()
+    if ddx.has_jit:
+        error = eq.jit_status["error"]
+        assert error is not None and error.startswith("jit_target"), error
+
+
+def test_codes_python_cannot_reach():
+    """``duplicate_symbol`` needs a name twice in one point (a dict cannot hold that) and
+    ``index_out_of_range`` a symbol by position (no Python call takes one); both exist in
+    ``errc`` all the same, with the Rust numbering."""
+    assert ddx.errc.duplicate_symbol.name == "duplicate_symbol"
+    assert ddx.errc.index_out_of_range.name == "index_out_of_range"
