@@ -67,6 +67,8 @@ pub enum Block {
     Products,
     /// The compressed Hessian columns.
     Hessians,
+    /// The derivative-tensor columns (`derivative_tensor_batch`).
+    Tensors,
 }
 
 impl fmt::Display for Block {
@@ -79,6 +81,7 @@ impl fmt::Display for Block {
             Block::Partials => "partial",
             Block::Products => "product",
             Block::Hessians => "hessian",
+            Block::Tensors => "tensor",
         })
     }
 }
@@ -342,6 +345,25 @@ pub enum Error {
         /// What failed.
         detail: String,
     },
+    // ---- Generated source (`crate::emit`) and derivative tensors. ----
+    /// A name given for an emitted function cannot name one in Rust and C.
+    #[error("bad_name: `{name}` cannot name an emitted function: {why}")]
+    BadName {
+        /// The name given.
+        name: String,
+        /// Which rule it breaks.
+        why: &'static str,
+    },
+    /// A dense answer would hold more values than the documented limit.
+    #[error("too_large: {what} would hold {size} values; the limit is {max}")]
+    TooLarge {
+        /// What was asked (e.g. `"derivative_tensor(4)"`).
+        what: String,
+        /// How many values it would hold (saturating).
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
 }
 
 /// `n` and `noun`, in the plural unless `n` is 1: `1 value`, `0 values`.
@@ -418,6 +440,10 @@ pub enum Errc {
     JitVerify,
     /// See [`Error::JitCache`].
     JitCache,
+    /// See [`Error::BadName`].
+    BadName,
+    /// See [`Error::TooLarge`].
+    TooLarge,
 }
 
 impl Errc {
@@ -449,6 +475,8 @@ impl Errc {
             Errc::JitObject => "jit_object",
             Errc::JitVerify => "jit_verify",
             Errc::JitCache => "jit_cache",
+            Errc::BadName => "bad_name",
+            Errc::TooLarge => "too_large",
         }
     }
 }
@@ -488,6 +516,8 @@ impl Error {
             Error::JitObject { .. } => Errc::JitObject,
             Error::JitVerify { .. } => Errc::JitVerify,
             Error::JitCache { .. } => Errc::JitCache,
+            Error::BadName { .. } => Errc::BadName,
+            Error::TooLarge { .. } => Errc::TooLarge,
         }
     }
 }

@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 // Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
 pub(crate) mod second_order;
+pub(crate) mod tensor;
 
 mod private {
     pub trait Sealed {}
@@ -115,6 +116,8 @@ pub(crate) struct Core {
     pub(crate) model: Model,
     /// The lanes as the passes build them, and contracted (`Codegen::contract`).
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
+    /// The derivative-tensor lanes, by order (`tensor`).
+    pub(crate) tensors: Box<[OnceLock<tensor::TensorLane>]>,
 }
 
 impl Core {
@@ -122,6 +125,9 @@ impl Core {
         Self {
             model,
             lanes: Default::default(),
+            tensors: (0..=tensor::MAX_TENSOR_ORDER)
+                .map(|_| OnceLock::new())
+                .collect(),
         }
     }
 
