@@ -263,38 +263,84 @@ impl HessianLayout {
     /// guarantees is direct.
     pub fn new(pattern: Sparsity) -> Self {
         let colouring = star_colouring(&pattern);
+        let layout = Self::laid_out(pattern, colouring)
+            .expect("star_colouring colours each vertex with an entry in its row or column");
+        debug_assert_eq!(layout.direct_violation(), None);
+        layout
+    }
+
+    /// The layout of a pattern and a colouring read from outside (a saved equation): the
+    /// compressed columns follow from them by the rule of [`HessianLayout::new`].
+    /// `colours[j]` is symbol `j`'s colour (`None`: uncoloured).
+    ///
+    /// Checked so that nothing reading the layout can index out of it: the pattern is
+    /// square, `colours` has one entry per symbol, and every symbol on the pattern is
+    /// coloured. Whether the colouring is a star colouring (that the columns are direct)
+    /// is not checked here: [`star_violation`] and [`HessianLayout::direct_violation`]
+    /// do that, at a cost superlinear in the pattern.
+    ///
+    /// # Errors
+    /// What does not hold, in words.
+    pub fn from_colouring(pattern: Sparsity, colours: &[Option<u32>]) -> Result<Self, String> {
         let n = pattern.columns();
-        // Every symbol in a pattern cell is coloured (`star_colouring` colours each vertex
-        // with an entry in its row or column).
-        let colour = |j: usize| {
-            colouring
-                .colour(j)
-                .expect("a symbol on the pattern is coloured")
-        };
-        // How many symbols of each colour sit in each row's pattern.
-        let mut in_row: Vec<Vec<u32>> = vec![vec![0; colouring.count()]; n];
-        for c in pattern.entries() {
-            in_row[c.row][colour(c.column)] += 1;
+        if pattern.rows() != n {
+            return Err(format!(
+                "the Hessian pattern is {} × {n}, not square",
+                pattern.rows()
+            ));
         }
-        let columns = pattern
-            .entries()
+        if colours.len() != n {
+            return Err(format!("{} colours for {n} symbols", colours.len()));
+        }
+        if colours.contains(&Some(NONE)) {
+            return Err("a colour is out of range".into());
+        }
+        let count = colours
             .iter()
-            .map(|c| {
-                let k = colour(c.column);
-                if in_row[c.row][k] == 1 {
+            .flatten()
+            .max()
+            .map_or(0, |&c| c as usize + 1);
+        if count > n {
+            return Err(format!("{count} colours for {n} symbols"));
+        }
+        let colouring = Colouring {
+            colour: colours.iter().map(|c| c.unwrap_or(NONE)).collect(),
+            count,
+        };
+        Self::laid_out(pattern, colouring)
+            .ok_or_else(|| "a symbol on the Hessian pattern has no colour".into())
+    }
+
+    /// The layout of `pattern` under `colouring`; `None` when a symbol on the pattern is
+    /// uncoloured.
+    fn laid_out(pattern: Sparsity, colouring: Colouring) -> Option<Self> {
+        let n = pattern.columns();
+        let entries = pattern.entries();
+        // How many symbols of each colour sit in the current row's pattern (entries are
+        // row-major, so one row at a time; cleared after each row).
+        let mut in_row = vec![0u32; colouring.count()];
+        let mut columns = Vec::with_capacity(entries.len());
+        for row in entries.chunk_by(|a, b| a.row == b.row) {
+            for c in row {
+                in_row[colouring.colour(c.column)?] += 1;
+            }
+            for c in row {
+                let k = colouring.colour(c.column)?;
+                columns.push(if in_row[k] == 1 {
                     k * n + c.row
                 } else {
-                    colour(c.row) * n + c.column
-                }
-            })
-            .collect();
-        let layout = Self {
+                    colouring.colour(c.row)? * n + c.column
+                });
+            }
+            for c in row {
+                in_row[colouring.colour(c.column)?] = 0;
+            }
+        }
+        Some(Self {
             pattern,
             colouring,
             columns,
-        };
-        debug_assert_eq!(layout.direct_violation(), None);
-        layout
+        })
     }
 
     /// The symmetric `n × n` structural pattern.
@@ -496,7 +542,7 @@ mod tests {
             }
             // Some diagonals missing.
             for i in 0..n {
-                if xorshift(&mut s) % 3 != 0 {
+                if !xorshift(&mut s).is_multiple_of(3) {
                     cells.push((i, i));
                 }
             }

@@ -345,6 +345,42 @@ pub enum Error {
         /// What failed.
         detail: String,
     },
+    /// A saved equation could not be read or written: the system refused (the OS error is
+    /// in `detail`).
+    #[error("archive_io: {}: {detail}", archive_source(.path))]
+    ArchiveIo {
+        /// The file (empty for bytes in memory).
+        path: std::path::PathBuf,
+        /// What failed, with the system's message.
+        detail: String,
+    },
+    /// The bytes are not a ddx equation file, or are of a format version this build does
+    /// not read.
+    #[error("bad_archive: {}: {detail}", archive_source(.path))]
+    BadArchive {
+        /// The file (empty for bytes in memory).
+        path: std::path::PathBuf,
+        /// What was found instead.
+        detail: String,
+    },
+    /// A ddx equation file whose checksum or structure does not hold (damaged, truncated,
+    /// or inconsistent).
+    #[error("archive_corrupt: {}: {detail}", archive_source(.path))]
+    ArchiveCorrupt {
+        /// The file (empty for bytes in memory).
+        path: std::path::PathBuf,
+        /// What does not hold.
+        detail: String,
+    },
+    /// A sound ddx equation file that does not describe this equation, or not one of this
+    /// shape (a scalar file loaded as a system, or the other way round).
+    #[error("archive_mismatch: {}: {detail}", archive_source(.path))]
+    ArchiveMismatch {
+        /// The file (empty for bytes in memory).
+        path: std::path::PathBuf,
+        /// What differs.
+        detail: String,
+    },
     // ---- Generated source (`crate::emit`) and derivative tensors. ----
     /// A name given for an emitted function cannot name one in Rust and C.
     #[error("bad_name: `{name}` cannot name an emitted function: {why}")]
@@ -364,6 +400,15 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+}
+
+/// How an archive error names where the bytes came from.
+fn archive_source(path: &std::path::Path) -> String {
+    if path.as_os_str().is_empty() {
+        "the equation bytes".into()
+    } else {
+        format!("{}", path.display())
+    }
 }
 
 /// `n` and `noun`, in the plural unless `n` is 1: `1 value`, `0 values`.
@@ -440,6 +485,14 @@ pub enum Errc {
     JitVerify,
     /// See [`Error::JitCache`].
     JitCache,
+    /// See [`Error::ArchiveIo`].
+    ArchiveIo,
+    /// See [`Error::BadArchive`].
+    BadArchive,
+    /// See [`Error::ArchiveCorrupt`].
+    ArchiveCorrupt,
+    /// See [`Error::ArchiveMismatch`].
+    ArchiveMismatch,
     /// See [`Error::BadName`].
     BadName,
     /// See [`Error::TooLarge`].
@@ -475,6 +528,10 @@ impl Errc {
             Errc::JitObject => "jit_object",
             Errc::JitVerify => "jit_verify",
             Errc::JitCache => "jit_cache",
+            Errc::ArchiveIo => "archive_io",
+            Errc::BadArchive => "bad_archive",
+            Errc::ArchiveCorrupt => "archive_corrupt",
+            Errc::ArchiveMismatch => "archive_mismatch",
             Errc::BadName => "bad_name",
             Errc::TooLarge => "too_large",
         }
@@ -516,6 +573,10 @@ impl Error {
             Error::JitObject { .. } => Errc::JitObject,
             Error::JitVerify { .. } => Errc::JitVerify,
             Error::JitCache { .. } => Errc::JitCache,
+            Error::ArchiveIo { .. } => Errc::ArchiveIo,
+            Error::BadArchive { .. } => Errc::BadArchive,
+            Error::ArchiveCorrupt { .. } => Errc::ArchiveCorrupt,
+            Error::ArchiveMismatch { .. } => Errc::ArchiveMismatch,
             Error::BadName { .. } => Errc::BadName,
             Error::TooLarge { .. } => Errc::TooLarge,
         }

@@ -162,6 +162,16 @@ unary_methods! {
     atanh => Atanh,
     /// `erf(x)`, the error function; derivative `2/sqrt(pi) exp(-x²)`.
     erf => Erf,
+    /// `ln(1 + x)` without the rounding of `1 + x` (`log1p` in the text grammar), so it
+    /// keeps every digit of a small `x`; derivative `1/(1 + x)`.
+    ln_1p => Log1p,
+    /// `exp(x) − 1` without cancellation near `x = 0` (`expm1` in the text grammar);
+    /// derivative `exp(x)`.
+    exp_m1 => Expm1,
+    /// `log2(x)`; derivative `1/(x ln 2)`.
+    log2 => Log2,
+    /// `1/x`, correctly rounded (as `1.0 / x`); derivative `−1/x²`.
+    recip => Recip,
 }
 
 impl Expr {
@@ -170,6 +180,15 @@ impl Expr {
     #[must_use]
     pub fn powf(self, exponent: impl Into<Expr>) -> Expr {
         self.binary(Op::Pow, exponent)
+    }
+
+    /// `self` to the integer power `n` (`powi(x, n)` in the text grammar), by binary
+    /// powering (`ddx_ir::math::powi`; unlike `f64::powi` the same bits on every target);
+    /// derivative `n·x^(n−1)`, also a `powi`, so `0` at `x = 0` for `n ≥ 2` and no
+    /// singular point for `n ≥ 0` at any order.
+    #[must_use]
+    pub fn powi(self, n: i32) -> Expr {
+        self.binary(Op::Powi, n)
     }
 
     /// `atan2(self, x)`: the angle of the point `(x, self)`, as `f64::atan2`. Both partials
@@ -249,6 +268,21 @@ pub fn pow(base: impl Into<Expr>, exponent: impl Into<Expr>) -> Expr {
     base.into().powf(exponent)
 }
 
+/// `powi(x, n)`: `x` to the integer power `n`; see [`Expr::powi`].
+pub fn powi(x: impl Into<Expr>, n: i32) -> Expr {
+    x.into().powi(n)
+}
+
+/// `log1p(x) = ln(1 + x)`, spelled as in the text grammar; see [`Expr::ln_1p`].
+pub fn log1p(x: impl Into<Expr>) -> Expr {
+    x.into().ln_1p()
+}
+
+/// `expm1(x) = exp(x) − 1`, spelled as in the text grammar; see [`Expr::exp_m1`].
+pub fn expm1(x: impl Into<Expr>) -> Expr {
+    x.into().exp_m1()
+}
+
 /// `atan2(y, x)`; see [`Expr::atan2`].
 pub fn atan2(y: impl Into<Expr>, x: impl Into<Expr>) -> Expr {
     y.into().atan2(x)
@@ -283,6 +317,12 @@ macro_rules! arithmetic {
             }
         }
         impl $Trait<Expr> for f64 {
+            type Output = Expr;
+            fn $method(self, rhs: Expr) -> Expr {
+                apply(Op::$op, &[Expr::from(self), rhs])
+            }
+        }
+        impl $Trait<Expr> for i32 {
             type Output = Expr;
             fn $method(self, rhs: Expr) -> Expr {
                 apply(Op::$op, &[Expr::from(self), rhs])

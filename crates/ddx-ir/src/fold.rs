@@ -48,6 +48,9 @@ pub fn fold(graph: &Graph, op: Op, args: &[NodeId]) -> Option<Folded> {
         Op::Add if is(0, -0.0) => Some(Folded::Node(args[1])),
         Op::Sub if is(1, 0.0) => Some(Folded::Node(args[0])),
         Op::Pow if is(1, 1.0) => Some(Folded::Node(args[0])),
+        // Binary powering: one factor is `a` itself; no factor at all is the empty product.
+        Op::Powi if is(1, 1.0) => Some(Folded::Node(args[0])),
+        Op::Powi if is(1, 0.0) || is(1, -0.0) => Some(Folded::Const(1.0)),
         Op::Neg => negated(graph, args[0]).map(Folded::Node),
         Op::Mul if is(1, -1.0) => Some(Folded::Rewrite(Op::Neg, [args[0], NO_ARG])),
         Op::Mul if is(0, -1.0) => Some(Folded::Rewrite(Op::Neg, [args[1], NO_ARG])),

@@ -177,6 +177,36 @@ impl Graph {
         self.intern(node)
     }
 
+    /// The graph of `nodes` exactly as given (nothing folded or merged), for nodes read
+    /// from outside, such as a saved equation: each node is checked as [`crate::verify`]
+    /// checks it (arguments earlier, no node twice, no operation of constants only,
+    /// symbols below `symbols` and seeds below `seeds`) before it is taken, so nothing
+    /// that reads the graph later can index out of it or loop.
+    ///
+    /// # Errors
+    /// The first [`Violation`](crate::Violation) found.
+    pub fn from_nodes(
+        nodes: Vec<Node>,
+        symbols: usize,
+        seeds: usize,
+    ) -> Result<Graph, crate::Violation> {
+        let mut intern = FxHashMap::default();
+        intern.reserve(nodes.len());
+        for (i, node) in nodes.iter().enumerate() {
+            let id = NodeId::from_index(i);
+            let what =
+                crate::verify::node_violation(&nodes[..i], node, symbols, seeds).or_else(|| {
+                    intern
+                        .insert(*node, id)
+                        .map(|prev| format!("duplicates {prev}"))
+                });
+            if let Some(what) = what {
+                return Err(crate::Violation { node: id, what });
+            }
+        }
+        Ok(Graph { nodes, intern })
+    }
+
     /// Adds a node exactly as given, without folding: for copying nodes that were folded
     /// when first made.
     pub(crate) fn intern(&mut self, node: Node) -> NodeId {

@@ -119,6 +119,84 @@ impl Lane {
     }
 }
 
+impl Lane {
+    /// Checks that this lane has the layout of the module table for a model of `m`
+    /// outputs and `n` symbols, for a lane read from outside (a saved equation): its
+    /// input counts, its value count, its pattern and Hessian layout (present exactly for
+    /// the kinds that carry them, `m × n` and `n × n`), its output count, every output a
+    /// node of its graph, and every node reached by an output. The graph itself is
+    /// trusted to have been checked by [`Graph::from_nodes`] over `n` symbols and this
+    /// lane's seeds.
+    ///
+    /// # Errors
+    /// What does not hold, in words.
+    pub fn check_layout(&self, m: usize, n: usize) -> Result<(), String> {
+        use LaneKind as K;
+        let name = self.kind.name();
+        let (seeds, values) = match self.kind {
+            K::Jvp | K::Hvp => (n, m),
+            K::Vjp => (m, m),
+            K::Gradient | K::Tensor => (0, 0),
+            K::Value | K::Jacobian | K::Hessian => (0, m),
+        };
+        if (self.symbols, self.seeds, self.values) != (n, seeds, values) {
+            return Err(format!(
+                "the {name} lane has {} symbols, {} seeds and {} values; {n}, {seeds} and \
+                 {values} expected",
+                self.symbols, self.seeds, self.values
+            ));
+        }
+        let patterned = matches!(self.kind, K::Jacobian | K::Gradient | K::Hessian | K::Hvp);
+        let nnz = match (&self.pattern, patterned) {
+            (Some(p), true) if p.rows() == m && p.columns() == n => p.nonzeros(),
+            (None, false) => 0,
+            _ => {
+                return Err(format!(
+                    "the {name} lane's Jacobian pattern is not {m} × {n}"
+                ))
+            }
+        };
+        let block = match (&self.hessian, self.kind == K::Hessian) {
+            (Some(h), true) if h.symbols() == n => Some(h.columns()),
+            (None, false) => None,
+            _ => return Err(format!("the {name} lane's Hessian layout is not {n} × {n}")),
+        };
+        let expected = match self.kind {
+            K::Value => Some(m),
+            K::Jacobian => m.checked_add(nnz),
+            K::Gradient => Some(nnz),
+            K::Jvp => m.checked_mul(2),
+            K::Vjp => m.checked_add(n),
+            K::Hessian => m
+                .checked_mul(block.unwrap_or(0))
+                .and_then(|b| b.checked_add(m + nnz)),
+            K::Hvp => m.checked_mul(n).and_then(|b| b.checked_add(m + nnz)),
+            // The order is not recorded in the lane: any count of partials.
+            K::Tensor => Some(self.outputs.len()),
+        };
+        if expected != Some(self.outputs.len()) {
+            return Err(format!(
+                "the {name} lane has {} outputs, not the {} its layout needs",
+                self.outputs.len(),
+                expected.map_or_else(|| "overflowing count".into(), |e| e.to_string())
+            ));
+        }
+        if let Some(o) = self.outputs.iter().find(|o| o.index() >= self.graph.len()) {
+            return Err(format!(
+                "the {name} lane's output {o} is not a node of its graph"
+            ));
+        }
+        let reached = self.graph.reach(&self.outputs);
+        if reached != self.graph.len() {
+            return Err(format!(
+                "the {name} lane's outputs reach {reached} of its {} nodes",
+                self.graph.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Builds the lane `kind` of `model`.
 pub fn build(model: &Model, kind: LaneKind) -> Lane {
     let n = model.arity();

@@ -33,7 +33,7 @@ pub use builder::{build, var};
 pub use colour::{Colouring, HessianLayout};
 pub use error::{Block, Errc, Error, PointRole, Result, VectorRole};
 pub use expr::unary_fns::*;
-pub use expr::{atan2, hypot, log, max, min, pow, select, Expr};
+pub use expr::{atan2, expm1, hypot, log, log1p, max, min, pow, powi, select, Expr};
 pub use graph::{Constant, Graph, Node, NO_ARG};
 pub use ids::{NodeId, SeedId, SymbolId};
 pub use lane::{Lane, LaneKind};

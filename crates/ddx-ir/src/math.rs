@@ -55,6 +55,9 @@ unary_fns! {
     acosh => f64::acosh,
     atanh => odd_atanh,
     erf => libm::erf,
+    log1p => f64::ln_1p,
+    expm1 => f64::exp_m1,
+    log2 => f64::log2,
 }
 
 /// `atanh(x)` from `|x|`, its sign restored: `½·ln_1p(2|x| / (1 − |x|))`. Rust's
@@ -84,6 +87,43 @@ pub extern "C" fn pow(a: f64, b: f64) -> f64 {
         pow_half(a)
     } else {
         a.powf(b)
+    }
+}
+
+/// `powi(a, n)`: `a` to the integer power `n`, by binary powering (square and multiply,
+/// low bit first, as LLVM's `__powidf2` does), and `1 / aⁿ` for `n < 0`. `powi(a, 0) = 1`
+/// (NaN included, as C's `pow`); `powi(a, 1) = a`, `powi(a, 2) = a * a` and
+/// `powi(a, −1) = 1 / a` exactly. An `n` that is not an integer (or NaN) answers NaN; an
+/// integer `|n| ≥ 2⁶³` (where every finite `a` other than `0` and `±1` over- or
+/// underflows anyway) is C's `pow`.
+///
+/// Unlike `f64::powi`, whose rounding differs between targets and optimisation levels,
+/// this is one function every engine calls, so the bits are the same everywhere.
+pub extern "C" fn powi(a: f64, n: f64) -> f64 {
+    if n.fract() != 0.0 || n.is_nan() {
+        return f64::NAN;
+    }
+    let m = n.abs();
+    if m >= 2f64.powi(63) {
+        return a.powf(n);
+    }
+    let mut m = m as u64;
+    let mut r = 1.0;
+    let mut b = a;
+    loop {
+        if m & 1 == 1 {
+            r *= b;
+        }
+        m >>= 1;
+        if m == 0 {
+            break;
+        }
+        b *= b;
+    }
+    if n < 0.0 {
+        1.0 / r
+    } else {
+        r
     }
 }
 
@@ -176,7 +216,7 @@ pub fn select(c: f64, t: f64, f: f64) -> f64 {
 }
 
 /// The one-argument function behind a unary `op`, or `None` for the operations engines
-/// inline (`neg`, `sqrt`, `abs`, `sign`).
+/// inline (`neg`, `sqrt`, `abs`, `sign`, `recip`).
 pub fn unary_fn(op: crate::Op) -> Option<UnaryFn> {
     use crate::Op::*;
     Some(match op {
@@ -197,6 +237,9 @@ pub fn unary_fn(op: crate::Op) -> Option<UnaryFn> {
         Acosh => acosh,
         Atanh => atanh,
         Erf => erf,
+        Log1p => log1p,
+        Expm1 => expm1,
+        Log2 => log2,
         _ => return None,
     })
 }
@@ -209,6 +252,7 @@ pub fn binary_fn(op: crate::Op) -> Option<BinaryFn> {
         Pow => pow,
         Atan2 => atan2,
         Hypot => hypot,
+        Powi => powi,
         _ => return None,
     })
 }
@@ -222,6 +266,7 @@ pub fn eval(op: crate::Op, args: &[f64]) -> f64 {
     match op {
         Neg => -a,
         Sqrt => a.sqrt(),
+        Recip => 1.0 / a,
         Abs => a.abs(),
         Sign => sign(a),
         Add => a + args[1],
@@ -259,6 +304,11 @@ pub struct MathTable {
     pub binary: [BinaryFn; 3],
     /// `fma`, for code generators on CPUs without a fused multiply-add instruction.
     pub ternary: [TernaryFn; 1],
+    /// Unary operations added later, in [`MathTable::MORE_UNARY_OPS`] order (appended, so
+    /// the entries above keep their offsets).
+    pub more_unary: [UnaryFn; 3],
+    /// Binary operations added later: `powi`.
+    pub more_binary: [BinaryFn; 1],
 }
 
 impl MathTable {
@@ -274,20 +324,30 @@ impl MathTable {
     pub const BINARY_OPS: [crate::Op; 3] = [crate::Op::Pow, crate::Op::Atan2, crate::Op::Hypot];
     /// The ternary operations in table order.
     pub const TERNARY_OPS: [crate::Op; 1] = [crate::Op::Fma];
+    /// The unary operations appended later, in table order.
+    pub const MORE_UNARY_OPS: [crate::Op; 3] =
+        [crate::Op::Log1p, crate::Op::Expm1, crate::Op::Log2];
+    /// The binary operations appended later, in table order.
+    pub const MORE_BINARY_OPS: [crate::Op; 1] = [crate::Op::Powi];
 
     /// The entry index (in pointer-sized words from the table's start) of `op`'s function,
     /// or `None` when the table has none (engines always inline those).
     pub fn slot(op: crate::Op) -> Option<usize> {
-        if let Some(i) = Self::UNARY_OPS.iter().position(|&o| o == op) {
-            return Some(i);
+        let groups: [&[crate::Op]; 5] = [
+            &Self::UNARY_OPS,
+            &Self::BINARY_OPS,
+            &Self::TERNARY_OPS,
+            &Self::MORE_UNARY_OPS,
+            &Self::MORE_BINARY_OPS,
+        ];
+        let mut base = 0;
+        for group in groups {
+            if let Some(i) = group.iter().position(|&o| o == op) {
+                return Some(base + i);
+            }
+            base += group.len();
         }
-        if let Some(i) = Self::BINARY_OPS.iter().position(|&o| o == op) {
-            return Some(Self::UNARY_OPS.len() + i);
-        }
-        Self::TERNARY_OPS
-            .iter()
-            .position(|&o| o == op)
-            .map(|i| Self::UNARY_OPS.len() + Self::BINARY_OPS.len() + i)
+        None
     }
 }
 
@@ -299,6 +359,8 @@ pub static MATH_TABLE: MathTable = MathTable {
     ],
     binary: [pow, atan2, hypot],
     ternary: [fma],
+    more_unary: [log1p, expm1, log2],
+    more_binary: [powi],
 };
 
 #[cfg(test)]
@@ -319,11 +381,51 @@ mod tests {
         }
         assert_eq!(MathTable::slot(Op::Hypot), Some(19));
         assert_eq!(MathTable::slot(Op::Fma), Some(20));
+        for (i, op) in MathTable::MORE_UNARY_OPS.iter().enumerate() {
+            let f = unary_fn(*op).expect("listed op has a function");
+            assert_eq!(
+                f(0.3).to_bits(),
+                (MATH_TABLE.more_unary[i])(0.3).to_bits(),
+                "{op}"
+            );
+            assert_eq!(MathTable::slot(*op), Some(21 + i));
+        }
+        assert_eq!(MathTable::slot(Op::Powi), Some(24));
         assert_eq!(
             std::mem::size_of::<MathTable>(),
-            21 * std::mem::size_of::<usize>()
+            25 * std::mem::size_of::<usize>()
         );
         assert_eq!(MathTable::slot(Op::Add), None);
+        assert_eq!(MathTable::slot(Op::Recip), None);
+    }
+
+    #[test]
+    fn powi_is_binary_powering() {
+        // Exact where the product is exact; the same bits as the named operations.
+        assert_eq!(powi(3.0, 4.0), 81.0);
+        assert_eq!(powi(-2.0, 3.0), -8.0);
+        assert_eq!(powi(2.0, -3.0), 0.125);
+        assert_eq!(powi(f64::NAN, 0.0), 1.0);
+        assert_eq!(powi(0.0, -1.0), f64::INFINITY);
+        assert_eq!(powi(-0.0, -1.0), f64::NEG_INFINITY);
+        assert_eq!(powi(-0.0, 3.0).to_bits(), (-0.0f64).to_bits());
+        for a in [0.1, -1.7, 1e-200, 3.3e150, f64::INFINITY, -0.0] {
+            assert_eq!(powi(a, 2.0).to_bits(), (a * a).to_bits(), "{a}");
+            assert_eq!(powi(a, -1.0).to_bits(), (1.0 / a).to_bits(), "{a}");
+            assert_eq!(powi(a, 1.0).to_bits(), a.to_bits(), "{a}");
+            assert_eq!(powi(a, 5.0).to_bits(), (a * (a * a * (a * a))).to_bits());
+        }
+        assert!(powi(2.0, 0.5).is_nan());
+        assert!(powi(2.0, f64::NAN).is_nan());
+        assert!(powi(2.0, f64::INFINITY).is_nan());
+        assert_eq!(powi(2.0, 1e19), f64::INFINITY);
+        assert_eq!(powi(-1.0, 1e19), 1.0);
+        // Within a few ULP of the correctly rounded power (here against C's pow, itself
+        // within 1 ULP) for moderate exponents.
+        for (a, n) in [(1.000_001f64, 1000.0), (0.987, 77.0), (1.1, -50.0)] {
+            let (p, q) = (powi(a, n), a.powf(n));
+            assert!(((p - q) / q).abs() < 1e-13, "{a}^{n}: {p} vs {q}");
+        }
     }
 
     #[test]

@@ -44,6 +44,56 @@ impl Model {
         }
     }
 
+    /// A model from parts read from outside (a saved equation), checked against every
+    /// invariant of the module doc: `symbols` strictly increasing in byte order, at least
+    /// one output, every output a node of `graph`, every node reached by the outputs, and
+    /// `graph` itself built by [`Graph::from_nodes`] over `symbols.len()` symbols and no
+    /// seeds (which the caller is trusted to have done: the graph type cannot say).
+    ///
+    /// # Errors
+    /// What does not hold, in words.
+    pub fn from_parts(
+        graph: Graph,
+        outputs: Vec<NodeId>,
+        symbols: Vec<String>,
+    ) -> Result<Model, String> {
+        if let Some(w) = symbols
+            .windows(2)
+            .find(|w| w[0].as_bytes() >= w[1].as_bytes())
+        {
+            return Err(format!(
+                "the symbols are not in strictly increasing byte order (`{}` then `{}`)",
+                w[0], w[1]
+            ));
+        }
+        if outputs.is_empty() {
+            return Err("the model has no outputs".into());
+        }
+        if let Some(o) = outputs.iter().find(|o| o.index() >= graph.len()) {
+            return Err(format!(
+                "output {o} is not a node of the {}-node graph",
+                graph.len()
+            ));
+        }
+        let reached = graph.reach(&outputs);
+        if reached != graph.len() {
+            return Err(format!(
+                "the outputs reach {reached} of the graph's {} nodes",
+                graph.len()
+            ));
+        }
+        if let Some((i, _)) = graph.nodes().iter().enumerate().find(|(_, n)| {
+            matches!(n, Node::Seed(_)) || matches!(n, Node::Symbol(s) if s.index() >= symbols.len())
+        }) {
+            return Err(format!("node n{i} is not an input of the model"));
+        }
+        Ok(Model {
+            graph,
+            outputs,
+            symbols,
+        })
+    }
+
     /// The value graph.
     pub fn graph(&self) -> &Graph {
         &self.graph

@@ -13,7 +13,8 @@ use std::fmt;
 
 /// An operation of the expression graph.
 ///
-/// The first group is unary, then binary, then ternary; [`Op::arity`] says which.
+/// The first group is unary, then binary, then ternary, then operations added later
+/// (appended, so an operation's discriminant never changes); [`Op::arity`] says which.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 #[repr(u8)]
 pub enum Op {
@@ -89,6 +90,18 @@ pub enum Op {
     Select,
     /// `fma(a, b, c)`: `a * b + c` with one rounding. Only contraction passes make it.
     Fma,
+    /// `log1p(a)`: `ln(1 + a)`, accurate for `a` near 0
+    Log1p,
+    /// `expm1(a)`: `exp(a) − 1`, accurate for `a` near 0
+    Expm1,
+    /// `log2(a)`
+    Log2,
+    /// `recip(a)`: `1 / a`, correctly rounded
+    Recip,
+    /// `powi(a, n)`: `a` to an integer power `n` by repeated squaring
+    /// ([`crate::math::powi`]); NaN where `n` is not an integer. `n` is never
+    /// differentiated (its derivative is `0`, as for `sign`).
+    Powi,
 }
 
 /// How an operation prints, and how tightly it binds.
@@ -112,7 +125,7 @@ pub const PREFIX_POWER: u8 = 4;
 
 impl Op {
     /// Every operation, in declaration order.
-    pub const ALL: [Op; 36] = [
+    pub const ALL: [Op; 41] = [
         Op::Neg,
         Op::Sin,
         Op::Cos,
@@ -149,6 +162,11 @@ impl Op {
         Op::Ne,
         Op::Select,
         Op::Fma,
+        Op::Log1p,
+        Op::Expm1,
+        Op::Log2,
+        Op::Recip,
+        Op::Powi,
     ];
 
     /// The function-call spelling (`"sin"`, `"pow"`, `"select"`); for the arithmetic
@@ -191,6 +209,11 @@ impl Op {
             Op::Ne => "ne",
             Op::Select => "select",
             Op::Fma => "fma",
+            Op::Log1p => "log1p",
+            Op::Expm1 => "expm1",
+            Op::Log2 => "log2",
+            Op::Recip => "recip",
+            Op::Powi => "powi",
         }
     }
 
@@ -217,7 +240,11 @@ impl Op {
             | Op::Asinh
             | Op::Acosh
             | Op::Atanh
-            | Op::Erf => 1,
+            | Op::Erf
+            | Op::Log1p
+            | Op::Expm1
+            | Op::Log2
+            | Op::Recip => 1,
             Op::Add
             | Op::Sub
             | Op::Mul
@@ -230,7 +257,8 @@ impl Op {
             | Op::Lt
             | Op::Le
             | Op::Eq
-            | Op::Ne => 2,
+            | Op::Ne
+            | Op::Powi => 2,
             Op::Select | Op::Fma => 3,
         }
     }
@@ -349,8 +377,8 @@ mod tests {
         for (i, op) in Op::ALL.iter().enumerate() {
             assert_eq!(*op as usize, i, "{op} out of place");
         }
-        assert_eq!(Op::ALL.iter().filter(|op| op.arity() == 1).count(), 21);
-        assert_eq!(Op::ALL.iter().filter(|op| op.arity() == 2).count(), 13);
+        assert_eq!(Op::ALL.iter().filter(|op| op.arity() == 1).count(), 25);
+        assert_eq!(Op::ALL.iter().filter(|op| op.arity() == 2).count(), 14);
     }
 
     #[test]

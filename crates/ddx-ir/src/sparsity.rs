@@ -48,6 +48,30 @@ impl Sparsity {
         }
     }
 
+    /// A pattern from `(row, column)` pairs read from outside (a saved equation): `None`
+    /// unless they are strictly increasing in row-major order and inside
+    /// `rows × columns`.
+    pub fn try_new(
+        rows: usize,
+        columns: usize,
+        pairs: impl IntoIterator<Item = (usize, usize)>,
+    ) -> Option<Self> {
+        let mut cells = Vec::new();
+        let mut last: Option<(usize, usize)> = None;
+        for (slot, (row, column)) in pairs.into_iter().enumerate() {
+            if row >= rows || column >= columns || last.is_some_and(|l| l >= (row, column)) {
+                return None;
+            }
+            last = Some((row, column));
+            cells.push(Cell { row, column, slot });
+        }
+        Some(Self {
+            rows,
+            columns,
+            cells,
+        })
+    }
+
     /// Row count `m` (functions).
     pub fn rows(&self) -> usize {
         self.rows

@@ -1,5 +1,6 @@
 //! The IR verifier: checks every invariant of a graph and reports each violation with its
-//! node. Passes run it between steps in debug builds and tests.
+//! node. Passes run it between steps in debug builds and tests, and [`Graph::from_nodes`]
+//! runs the same per-node check on nodes read from outside (a saved equation).
 
 use crate::{Graph, Node, NodeId};
 use std::fmt;
@@ -24,33 +25,47 @@ impl fmt::Display for Violation {
 pub fn verify(graph: &Graph, symbols: usize, seeds: usize) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut seen = rustc_hash::FxHashMap::default();
-    for (i, node) in graph.nodes().iter().enumerate() {
+    let nodes = graph.nodes();
+    for (i, node) in nodes.iter().enumerate() {
         let id = NodeId::from_index(i);
-        let mut bad = |what: String| out.push(Violation { node: id, what });
         if let Some(prev) = seen.insert(*node, id) {
-            bad(format!("duplicates {prev}"));
+            out.push(Violation {
+                node: id,
+                what: format!("duplicates {prev}"),
+            });
         }
-        match *node {
-            Node::Symbol(s) if s.index() >= symbols => bad(format!("symbol {s} of {symbols}")),
-            Node::Seed(s) if s.index() >= seeds => bad(format!("seed {s} of {seeds}")),
-            Node::Const(c) if c.value().is_nan() && c.value().to_bits() != f64::NAN.to_bits() => {
-                bad("non-canonical NaN".into())
-            }
-            Node::Apply(op, args) => {
-                for a in &args[..op.arity()] {
-                    if a.index() >= i {
-                        bad(format!("argument {a} is not earlier"));
-                    }
-                }
-                if args[..op.arity()]
-                    .iter()
-                    .all(|a| a.index() < i && graph.constant_of(*a).is_some())
-                {
-                    bad(format!("{op} of constants was not folded"));
-                }
-            }
-            _ => {}
+        if let Some(what) = node_violation(&nodes[..i], node, symbols, seeds) {
+            out.push(Violation { node: id, what });
         }
     }
     out
+}
+
+/// What is wrong with `node` placed after `before` (every invariant but hash-consing,
+/// which needs the whole graph's index), or `None`. Never indexes out of `before`.
+pub(crate) fn node_violation(
+    before: &[Node],
+    node: &Node,
+    symbols: usize,
+    seeds: usize,
+) -> Option<String> {
+    let i = before.len();
+    match *node {
+        Node::Symbol(s) if s.index() >= symbols => Some(format!("symbol {s} of {symbols}")),
+        Node::Seed(s) if s.index() >= seeds => Some(format!("seed {s} of {seeds}")),
+        Node::Const(c) if c.value().is_nan() && c.value().to_bits() != f64::NAN.to_bits() => {
+            Some("non-canonical NaN".into())
+        }
+        Node::Apply(op, args) => {
+            let args = &args[..op.arity()];
+            if let Some(a) = args.iter().find(|a| a.index() >= i) {
+                return Some(format!("argument {a} is not earlier"));
+            }
+            if args.iter().all(|a| before[a.index()].constant().is_some()) {
+                return Some(format!("{op} of constants was not folded"));
+            }
+            None
+        }
+        _ => None,
+    }
 }

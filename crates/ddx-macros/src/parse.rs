@@ -128,7 +128,7 @@ pub fn model(f: &syn::ItemFn, sig: &Signature) -> syn::Result<Model> {
         ));
     };
     let out = r.node(out, f.block.span())?;
-    let names = sig.params.iter().map(|p| unraw(p)).collect();
+    let names = sig.params.iter().map(unraw).collect();
     Ok(Model::seal(&r.g, &[out], names))
 }
 
@@ -271,8 +271,15 @@ impl Reader {
     }
 
     fn for_loop(&mut self, f: &syn::ExprForLoop) -> syn::Result<()> {
-        let Pat::Ident(p) = &*f.pat else {
-            return err(f.pat.span(), "a loop variable must be one plain name");
+        let name = match &*f.pat {
+            Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(unraw(&p.ident)),
+            Pat::Wild(_) => None,
+            other => {
+                return err(
+                    other.span(),
+                    "a loop variable must be one plain name or `_`",
+                )
+            }
         };
         let Expr::Range(r) = &*f.expr else {
             return err(
@@ -288,17 +295,20 @@ impl Reader {
         if matches!(r.limits, syn::RangeLimits::Closed(_)) {
             hi = hi.saturating_add(1);
         }
-        let name = unraw(&p.ident);
         let mut i = lo;
         while i < hi {
             self.check_size(f.span())?;
-            self.scopes.push(HashMap::from([(
-                name.clone(),
-                Local {
-                    value: Value::Int(i),
-                    mutable: false,
-                },
-            )]));
+            let mut scope = HashMap::new();
+            if let Some(name) = &name {
+                scope.insert(
+                    name.clone(),
+                    Local {
+                        value: Value::Int(i),
+                        mutable: false,
+                    },
+                );
+            }
+            self.scopes.push(scope);
             let tail = self.block(&f.body)?;
             self.scopes.pop();
             if tail.is_some() {
@@ -388,7 +398,7 @@ impl Reader {
                 for a in &m.args {
                     args.push(self.f(a)?);
                 }
-                if !m.turbofish.is_none() {
+                if m.turbofish.is_some() {
                     return err(m.span(), "type arguments are not accepted");
                 }
                 self.call(&m.method.to_string(), &args, m.method.span(), true)
@@ -575,12 +585,17 @@ impl Reader {
                 "acosh" => Op::Acosh,
                 "atanh" => Op::Atanh,
                 "erf" => Op::Erf,
+                "ln_1p" | "log1p" => Op::Log1p,
+                "exp_m1" | "expm1" => Op::Expm1,
+                "log2" => Op::Log2,
+                "recip" => Op::Recip,
                 _ => return None,
             })
         };
         let binary = |n: &str| -> Option<(Op, bool)> {
             Some(match n {
-                "powf" | "pow" | "powi" => (Op::Pow, false),
+                "powf" | "pow" => (Op::Pow, false),
+                "powi" => (Op::Powi, false),
                 "atan2" => (Op::Atan2, false),
                 "hypot" => (Op::Hypot, false),
                 "max" => (Op::Max, false),

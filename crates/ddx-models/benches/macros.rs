@@ -7,14 +7,14 @@
 //! Before timing, each arm's answers are checked against ddx's run-time equation.
 
 use ddx::{Backend, LaneKind, Options};
-use ddx_models::model::BenchModel;
 use ddx_models::points::SplitMix64;
-use ddx_models::thermo::regular::RegularSolution;
+use ddx_models::thermo::RegularSolution;
+use ddx_models::BenchModel;
 use num_dual::{third_partial_derivative_vec, DualSVec64};
 use std::hint::black_box;
 use std::time::Instant;
 
-include!("macro_models.rs");
+include!("macro_models/models.rs");
 
 const POOL: usize = 256;
 
@@ -75,7 +75,9 @@ macro_rules! gradient_row {
             assert!(g.iter().zip(&m).all(|(a, b)| a.to_bits() == b.to_bits()), "regular{} gradient", $n);
         }
         let mut jit = eq.clone();
-        jit.set_options(Options { backend: Backend::Compile, points: 1, ..Options::default() });
+        let mut o = Options::with_backend(Backend::Compile);
+        o.points = 1;
+        jit.set_options(o);
         let _ = jit.gradient(&points[0][..]);
         let compiled = jit.wait_for_kernel(LaneKind::Gradient);
         let mut out = vec![0.0; $n];
@@ -84,7 +86,7 @@ macro_rules! gradient_row {
         let jit_ns = time(&points, |p| { jit.gradient_into(p, &mut out).expect("gradient"); black_box(&out); });
         let dual = time(&points, |p| {
             let x = nalgebra_num_dual::SVector::<f64, $n>::from_column_slice(p);
-            black_box(num_dual::gradient(|v: nalgebra_num_dual::SVector<DualSVec64<$n>, $n>| model.eval(v.as_slice()), &x));
+            black_box(num_dual::gradient(|v: nalgebra_num_dual::SVector<DualSVec64<$n>, $n>| model.eval(v.as_slice()), x));
         });
         println!(
             "| regular-{} | {:.2}x | {:.2}x{} | {:.2}x | {:.1} |",

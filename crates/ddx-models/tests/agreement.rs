@@ -116,9 +116,14 @@ fn coverage_graph_holds_every_operation() {
             seen.insert(op);
         }
     }
+    // The operations added after the benchmark was fixed (issue 11) are not in it: the
+    // model is shared with the compare harness, whose peers (num-dual, CasADi, JAX) it is
+    // exported to, so adding them would change every published comparison. Their
+    // derivatives are tested in `crates/ddx/tests/added_operations.rs`.
+    let later = [Op::Log1p, Op::Expm1, Op::Log2, Op::Recip, Op::Powi];
     for op in Op::ALL {
         // `>` and `>=` are built as `<` and `<=`; `fma` only a contraction pass makes.
-        if op != Op::Fma {
+        if op != Op::Fma && !later.contains(&op) {
             assert!(seen.contains(&op), "coverage lacks {}", op.name());
         }
     }

@@ -141,7 +141,7 @@ impl<S: Shape> Equation<S> {
     /// it, else the block interpreter.
     fn batch(&self, kind: LaneKind, table: &Table) {
         let p = self.prepared(kind);
-        if let Some(kernel) = self.jit.batch(&self.core, kind, table.len) {
+        if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
             let work = table.len.saturating_mul(p.lane.graph.len().max(1));
             split(table.len, work, KERNEL_CHUNK, |start, len| {
                 // SAFETY: `batch` callers checked every column holds `table.len` values;
@@ -257,7 +257,7 @@ impl<S: Shape> Equation<S> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "jit"))]
 impl<S: Shape> Equation<S> {
     /// Runs lane `kind` over raw columns: its inputs (symbols, then seeds) and outputs in
     /// the lane's order, checked as a batch call checks them.

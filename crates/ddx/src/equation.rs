@@ -1,18 +1,19 @@
 //! [`Equation`]: a sealed model and the lanes prepared from it, answering per-point calls.
 //!
-//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`, Hessian, `hvp`) is built and lowered the first time a
-//! call needs it, under a [`OnceLock`], so a fresh equation may be shared by many threads
+//! Each lane (value, Jacobian, gradient, `jvp`, `vjp`, Hessian, `hvp`) is built and lowered
+//! in `crate::prepared` (the seam every engine reads) the first time a call needs it,
+//! under a [`OnceLock`](std::sync::OnceLock), so a fresh equation may be shared by many threads
 //! from its first call: exactly one of them prepares a lane, the others wait for it and
 //! then read it. A caller who only evaluates never pays for a derivative.
 
-use crate::interp::{Program, Schedule};
 use crate::jit::Jit;
 use crate::options::{JitStatus, OptLevel, Options, Warming};
 use crate::point::{Point, Role};
+use crate::prepared::{Prepared, PreparedLanes};
 use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 // Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
 pub(crate) mod second_order;
@@ -93,75 +94,6 @@ impl ModelOutput for Vec<Expr> {
     }
 }
 
-/// A lane and its lowered programs.
-#[derive(Debug)]
-pub(crate) struct Prepared {
-    pub(crate) lane: Lane,
-    /// Scheduled for one point at a time.
-    pub(crate) program: Program,
-    /// Scheduled for blocks of points, lowered on the first batch call.
-    batch: OnceLock<Program>,
-}
-
-impl Prepared {
-    /// The program for blocks of points.
-    pub(crate) fn batch(&self) -> &Program {
-        self.batch
-            .get_or_init(|| Program::lower(&self.lane, Schedule::Graph))
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct Core {
-    pub(crate) model: Model,
-    /// The lanes as the passes build them, and contracted (`Codegen::contract`).
-    lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
-    /// The derivative-tensor lanes, by order (`tensor`).
-    pub(crate) tensors: Box<[OnceLock<tensor::TensorLane>]>,
-}
-
-impl Core {
-    pub(crate) fn new(model: Model) -> Self {
-        Self {
-            model,
-            lanes: Default::default(),
-            tensors: (0..=tensor::MAX_TENSOR_ORDER)
-                .map(|_| OnceLock::new())
-                .collect(),
-        }
-    }
-
-    /// The lanes already prepared, of the variant `contract` selects.
-    pub(crate) fn prepared_kinds(&self, contract: bool) -> Vec<LaneKind> {
-        LaneKind::ALL
-            .into_iter()
-            .filter(|&k| {
-                self.lanes[usize::from(contract)][k as usize]
-                    .get()
-                    .is_some()
-            })
-            .collect()
-    }
-
-    /// The lane `kind`, built and lowered on first use; contracted (see
-    /// [`ddx_ir::contract`]) when `contract` is set.
-    pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {
-        self.lanes[usize::from(contract)][kind as usize].get_or_init(|| {
-            let lane = if contract {
-                ddx_ir::contract::contract(&self.prepared(kind, false).lane)
-            } else {
-                ddx_ir::lane::build(&self.model, kind)
-            };
-            let program = Program::lower(&lane, Schedule::Level);
-            Prepared {
-                lane,
-                program,
-                batch: OnceLock::new(),
-            }
-        })
-    }
-}
-
 /// A function of named symbols, ready to answer values and derivatives.
 ///
 /// Built by [`rt::equation`](crate::rt::equation) from a model closure. It owns all it
@@ -172,9 +104,12 @@ impl Core {
 /// Conventions: `n` = [`arity`](Equation::arity) symbols in canonical (alphabetical) order,
 /// `m` = [`outputs`](Equation::outputs) functions. Matrices are dense and row-major.
 pub struct Equation<S: Shape = Scalar> {
-    pub(crate) core: Arc<Core>,
+    /// The engine seam: the model and the lanes prepared from it, shared by clones.
+    pub(crate) lanes: Arc<PreparedLanes>,
     options: Options,
     pub(crate) jit: Jit,
+    /// Whether it came from a saved equation ([`Equation::loaded`]).
+    pub(crate) loaded: bool,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -185,9 +120,10 @@ pub struct Equation<S: Shape = Scalar> {
 impl<S: Shape> Clone for Equation<S> {
     fn clone(&self) -> Self {
         Self {
-            core: Arc::clone(&self.core),
+            lanes: Arc::clone(&self.lanes),
             options: self.options.clone(),
             jit: self.jit.clone(),
+            loaded: self.loaded,
             shape: PhantomData,
         }
     }
@@ -210,9 +146,22 @@ const STACK_OUTPUTS: usize = 64;
 impl<S: Shape> Equation<S> {
     pub(crate) fn from_model(model: Model) -> Self {
         Self {
-            core: Arc::new(Core::new(model)),
+            lanes: Arc::new(PreparedLanes::new(model)),
             options: Options::default(),
             jit: Jit::default(),
+            loaded: false,
+            shape: PhantomData,
+        }
+    }
+
+    /// An equation over ready-made lanes (a loaded one), with `options` and `jit` made
+    /// for them.
+    pub(crate) fn from_parts(lanes: Arc<PreparedLanes>, options: Options, jit: Jit) -> Self {
+        Self {
+            lanes,
+            options,
+            jit,
+            loaded: true,
             shape: PhantomData,
         }
     }
@@ -241,8 +190,8 @@ impl<S: Shape> Equation<S> {
         if self.options != options {
             self.options = options;
             self.jit = Jit::default();
-            let prepared = self.core.prepared_kinds(self.options.codegen.contract);
-            self.jit = Jit::new(&self.options, &self.core, &prepared);
+            let prepared = self.lanes.prepared_kinds(self.options.codegen.contract);
+            self.jit = Jit::new(&self.options, &self.lanes, &prepared);
         }
         self
     }
@@ -258,10 +207,19 @@ impl<S: Shape> Equation<S> {
     /// [`Backend::Adapt`] it waits only for what batch traffic has already bought. Under
     /// the other backends it answers `false` at once. The only call that ever blocks.
     ///
+    /// What a wait depends on: only on compiles, never on a call. The lane's compile jobs
+    /// go to the process's compile pool (a worker per core, at least 2 and at most 8,
+    /// shared by every equation), which takes waiting jobs shortest lane first, then in
+    /// the order asked. So a wait lasts as long as this lane's own compiles plus the time
+    /// until a worker is free for them: the compiles of lanes of as many nodes or fewer,
+    /// from any equation, asked earlier or in the meantime, may go first. A lane of at
+    /// most 16 384 nodes never waits for a longer lane's compile, since all but one worker
+    /// at most compile such longer lanes.
+    ///
     /// [`Backend::Compile`]: crate::Backend::Compile
     /// [`Backend::Adapt`]: crate::Backend::Adapt
     pub fn wait_for_kernel(&self, want: LaneKind) -> bool {
-        self.jit.wait(&self.core, want)
+        self.jit.wait(&self.lanes, want)
     }
 
     /// The optimisation level of the kernel answering lane `want` — first
@@ -288,12 +246,12 @@ impl<S: Shape> Equation<S> {
 
     /// The lane `kind` of the variant the options select (contracted or not).
     pub(crate) fn prepared(&self, kind: LaneKind) -> &Prepared {
-        self.core.prepared(kind, self.options.codegen.contract)
+        self.lanes.prepared(kind, self.options.codegen.contract)
     }
 
     /// The sealed value graph.
     pub fn model(&self) -> &Model {
-        &self.core.model
+        &self.lanes.model
     }
 
     /// The lane graph a call of kind `kind` runs (built on first use).
@@ -304,17 +262,17 @@ impl<S: Shape> Equation<S> {
     /// The symbol names in canonical order: alphabetical by the bytes of the name. This is
     /// the order positional points are read in and every result is laid out in.
     pub fn symbols(&self) -> &[String] {
-        self.core.model.symbols()
+        self.lanes.model.symbols()
     }
 
     /// The symbol count `n`.
     pub fn arity(&self) -> usize {
-        self.core.model.arity()
+        self.lanes.model.arity()
     }
 
     /// The function count `m` (1 for a [`Scalar`] equation).
     pub fn outputs(&self) -> usize {
-        self.core.model.outputs().len()
+        self.lanes.model.outputs().len()
     }
 
     /// The point as `n` values in canonical order, from any [`Point`] spelling.
@@ -356,7 +314,7 @@ impl<S: Shape> Equation<S> {
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
         let p = self.prepared(kind);
-        if let Some(k) = self.jit.point(&self.core, kind) {
+        if let Some(k) = self.jit.point(&self.lanes, kind) {
             let n = p.program.outputs();
             let mut stack = [0.0; STACK_OUTPUTS];
             let mut heap = Vec::new();
@@ -378,7 +336,7 @@ impl<S: Shape> Equation<S> {
     /// Runs lane `kind` at one point into `out` (one value per output).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
         let p = self.prepared(kind);
-        match self.jit.point(&self.core, kind) {
+        match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),
             None => p.program.run(inputs, out),
         }

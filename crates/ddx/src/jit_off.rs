@@ -1,8 +1,8 @@
 //! The code generator's place in a build without the `jit` feature: every lane answers
 //! from the interpreter, whatever the backend, and nothing is ever compiled.
 
-use crate::equation::Core;
 use crate::options::{JitStatus, OptLevel, Options, Warming};
+use crate::prepared::PreparedLanes;
 use ddx_ir::LaneKind;
 use std::sync::Arc;
 
@@ -28,22 +28,41 @@ impl Kernel {
     }
 }
 
-/// No compiled code.
-#[derive(Debug, Default)]
-pub(crate) struct Jit;
+/// No compiled code. (A field, not a unit struct, so that `Jit::default()` reads the
+/// same in both builds.)
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Jit {
+    _none: (),
+}
 
 impl Jit {
-    pub(crate) fn new(_options: &Options, _core: &Arc<Core>, _prepared: &[LaneKind]) -> Jit {
-        Jit
+    pub(crate) fn new(
+        _options: &Options,
+        _core: &Arc<PreparedLanes>,
+        _prepared: &[LaneKind],
+    ) -> Jit {
+        Jit::default()
+    }
+    /// Saved kernels are never run by this build: a loaded equation interprets.
+    pub(crate) fn with_saved(
+        _options: &Options,
+        _core: &Arc<PreparedLanes>,
+        _prepared: &[LaneKind],
+        _saved: &[crate::archive::StoredKernel],
+    ) -> Jit {
+        Jit::default()
+    }
+    pub(crate) fn saved(&self, _core: &PreparedLanes) -> Vec<crate::archive::StoredKernel> {
+        Vec::new()
     }
     #[inline]
-    pub(crate) fn point(&self, _core: &Arc<Core>, _kind: LaneKind) -> Option<&Kernel> {
+    pub(crate) fn point(&self, _core: &Arc<PreparedLanes>, _kind: LaneKind) -> Option<&Kernel> {
         None
     }
     #[inline]
     pub(crate) fn batch(
         &self,
-        _core: &Arc<Core>,
+        _core: &Arc<PreparedLanes>,
         _kind: LaneKind,
         _points: usize,
     ) -> Option<&Kernel> {
@@ -55,7 +74,7 @@ impl Jit {
     pub(crate) fn level(&self, _kind: LaneKind) -> Option<OptLevel> {
         None
     }
-    pub(crate) fn wait(&self, _core: &Arc<Core>, _kind: LaneKind) -> bool {
+    pub(crate) fn wait(&self, _core: &Arc<PreparedLanes>, _kind: LaneKind) -> bool {
         false
     }
     pub(crate) fn warming(&self, _kind: LaneKind) -> Option<Warming> {

@@ -43,6 +43,7 @@
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod archive;
 mod batch;
 mod equation;
 pub mod interp;
@@ -53,19 +54,21 @@ mod jit;
 mod jit;
 mod options;
 pub mod point;
+mod prepared;
 mod print;
 mod source;
 mod text;
 
+pub use archive::verify;
 pub use batch::PARALLEL_WORK;
 pub use ddx_ir::{
-    abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, hypot, ln, log,
-    log10, max, min, pow, select, sign, sin, sinh, sqrt, tan, tanh, Block, Cell, Errc, Error, Expr,
-    LaneKind, Model, Sparsity, VectorRole,
+    abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, exp_m1, expm1,
+    hypot, ln, ln_1p, log, log10, log1p, log2, max, min, pow, powi, recip, select, sign, sin, sinh,
+    sqrt, tan, tanh, Block, Cell, Errc, Error, Expr, LaneKind, Model, Sparsity, VectorRole,
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
 pub use options::{
-    Backend, Codegen, JitStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
+    Backend, Codegen, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
 };
 pub use point::{Point, Role};
 // Issue 4: second order.
@@ -116,7 +119,7 @@ pub use ddx_ir::Formula;
 ///
 /// **`const fn`.** An item is a `const fn` when its lane uses only what Rust evaluates
 /// in constants: `+ - * /`, negation, `abs`, `sign`, comparisons, `if`/`select`, `max`,
-/// `min`, and `powi(2)`/`powf(-1.0)`-style powers with exponent `2` or `-1`. Any other
+/// `min`, `recip`, `powi(n)` with a literal `n`, and `powf` with exponent `2` or `-1`. Any other
 /// function (`sin`, `sqrt`, other powers, …) makes the items that reach it ordinary
 /// `fn`s. A `const fn` in the source is accepted either way (the attribute decides).
 /// `derivative_tensor` and `univariate_derivative` go through a trait and are never
@@ -127,11 +130,12 @@ pub use ddx_ir::Formula;
 /// `/=`; `+ - * /` and unary `-`; `if a < b { .. } else { .. }` with any comparison
 /// (both arms are evaluated: it is `select`); `for i in A..B` (or `A..=B`) with bounds
 /// known at compile time, unrolled, and `i as f64`; the methods `sin cos tan exp ln
-/// log10 sqrt cbrt abs sign asin acos atan sinh cosh tanh asinh acosh atanh erf`,
-/// `powf powi atan2 hypot max min mul_add`, `lt le gt ge eq ne` (`1.0`/`0.0`), and the
-/// same names as free functions (`sin(x)`, `f64::sin(x)`, `pow(a, b)`, `log(x)`,
-/// `select(c, a, b)`, `fma(a, b, c)`). `x.powi(n)` is ddx's `pow(x, n)` (Rust's `powi`
-/// rounds differently). Anything else — a loop it cannot unroll, a call of an unknown
+/// log10 log2 ln_1p exp_m1 recip sqrt cbrt abs sign asin acos atan sinh cosh tanh asinh
+/// acosh atanh erf`, `powf powi atan2 hypot max min mul_add`, `lt le gt ge eq ne`
+/// (`1.0`/`0.0`), and the same names as free functions (`sin(x)`, `f64::sin(x)`,
+/// `pow(a, b)`, `log(x)`, `log1p(x)`, `select(c, a, b)`, `fma(a, b, c)`). `x.powi(n)` is
+/// ddx's `powi` (repeated squaring, `const` for a literal `n`), which may round
+/// differently from Rust's `f64::powi`. Anything else — a loop it cannot unroll, a call of an unknown
 /// function, a non-`f64` type — is a compile error at that span saying what is accepted.
 ///
 /// ```compile_fail
@@ -182,6 +186,31 @@ pub mod rt {
     ) -> Result<Equation<R::Shape>, Error> {
         crate::equation::build(model)
     }
+
+    /// The equation of `model`, kept in the file at `path` between runs: `path` is a
+    /// cache, `model` the equation as it would be written anyway.
+    ///
+    /// `model` runs every time (as for [`equation`]). When the file at `path` holds an
+    /// equation of this shape over the same symbols and the same model graph, node for
+    /// node, that equation is answered, with every lane and kernel it holds
+    /// ([`Equation::loaded`] is true). Otherwise — no file, a damaged or foreign one, or
+    /// one written for an edited model — the equation is built from `model`, its value
+    /// and Jacobian lanes are prepared, and it is saved to `path`, replacing what was
+    /// there ([`Equation::loaded`] is false). Call [`Equation::save`] later to keep more
+    /// in the file (other lanes, kernels compiled since).
+    ///
+    /// # Errors
+    /// Those of [`equation`] for `model`; [`Error::ArchiveIo`] when the rebuilt
+    /// equation cannot be written to `path`. A file that cannot be read or loaded is
+    /// never an error: it is rebuilt.
+    pub fn equation_cached<R: ModelOutput>(
+        path: impl AsRef<std::path::Path>,
+        model: impl FnOnce() -> R,
+    ) -> Result<Equation<R::Shape>, Error> {
+        crate::archive::equation_cached(path.as_ref(), model)
+    }
+
+    pub use crate::archive::verify;
 }
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -6,18 +6,19 @@
 use std::path::PathBuf;
 
 /// The longest lane, in graph nodes, that [`Backend::Compile`] and [`Backend::Adapt`]
-/// compile: a longer lane is interpreted, and [`JitStatus::error`] says why
-/// ([`Error::JitTarget`](ddx_ir::Error::JitTarget)).
+/// compile (2²⁰, a little over a million): a longer lane is interpreted, and
+/// [`JitStatus::error`] says why ([`Error::JitTarget`](ddx_ir::Error::JitTarget)).
 ///
-/// One thread compiles for the whole process, so a long compile delays every other
-/// equation's kernels. Above 16 384 nodes the kernels are made with a register allocator
-/// whose time is linear in the lane (about 3 µs a node for both tiers of a point kernel,
-/// 6 µs of a column kernel), so at this limit a compile takes about a second; the longest
-/// lane of the bundled models, UNIQUAC-32's Hessian (195 350 nodes), takes 0.55 s as a
-/// point kernel and 1.3 s as a column kernel. A kernel is also refused, whatever its
-/// length, when its stack frame would exceed 1 MiB. Measurements in BENCHMARKS.md,
-/// "Long lanes".
-pub const MAX_KERNEL_NODES: usize = 262_144;
+/// A lane of more than 32 768 nodes is split into segments of that many, each compiled as
+/// its own function, which reads the values earlier segments made from a heap scratch
+/// area: so no kernel's stack frame or compile memory grows with its lane. Above 16 384
+/// nodes the kernels are made with a register allocator whose time is linear in the lane
+/// (about 3 µs a node of a point kernel in a release build), so at this limit a compile
+/// takes a few seconds of one worker of the compile pool; small lanes do not wait for it
+/// (see [`Equation::wait_for_kernel`](crate::Equation::wait_for_kernel)). A segmented
+/// kernel is a point kernel: a batch runs it point by point. Measurements in
+/// BENCHMARKS.md, "Long lanes".
+pub const MAX_KERNEL_NODES: usize = 1 << 20;
 
 /// Which engine answers calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -33,9 +34,10 @@ pub enum Backend {
     /// allocator: compile time linear in the lane's length), then one at
     /// [`Codegen::opt_level`]. A lane of more than 16 384 nodes skips the quick kernel and
     /// is optimised with the single-pass allocator too, because the backtracking one takes
-    /// time superlinear in such lanes. A lane of more than [`MAX_KERNEL_NODES`] nodes, or
-    /// whose kernel would need a stack frame over 1 MiB, is not compiled: it is interpreted,
-    /// with the reason in [`JitStatus::error`].
+    /// time superlinear in such lanes. A lane of more than 32 768 nodes is compiled in
+    /// segments (see [`MAX_KERNEL_NODES`]). A lane of more than [`MAX_KERNEL_NODES`] nodes,
+    /// or one of whose functions would need a stack frame over 1 MiB, is not compiled: it
+    /// is interpreted, with the reason in [`JitStatus::lanes`].
     Compile,
     /// Compile once batch traffic has paid for it (`warm_points`, then `hot_points`), with
     /// the same tiers and limits as [`Backend::Compile`].
@@ -101,12 +103,17 @@ pub struct Options {
     pub warm_points: u64,
     /// Under [`Backend::Adapt`], further points that buy the optimised tier.
     pub hot_points: u64,
-    /// Keep a copy of each kernel's machine code, for saving an equation with its kernels.
+    /// Keep a copy of each kernel's machine code, so that [`Equation::save`] (and
+    /// [`Equation::to_bytes`]) can write it: a loaded equation then answers from that
+    /// code at once, compiling nothing.
     ///
-    /// This build has no such save yet, so nothing reads the copy: it costs one heap copy
-    /// of every kernel's code (about 15–25 bytes per lane node; both tiers of a lane are
-    /// kept) for as long as the options are in force, and nothing else. On by default, so
-    /// that a later save needs no recompiling; turn it off to save the memory.
+    /// It costs one heap copy of every kernel's code (about 15–25 bytes per lane node;
+    /// both tiers of a lane are kept) for as long as the options are in force. On by
+    /// default; a caller who never saves turns it off, and a saved file then holds the
+    /// equation and its lanes but no code.
+    ///
+    /// [`Equation::save`]: crate::Equation::save
+    /// [`Equation::to_bytes`]: crate::Equation::to_bytes
     pub retain_object: bool,
     /// Keep compiled code in this directory between runs (made when missing).
     ///
@@ -175,16 +182,20 @@ pub struct Warming {
 pub struct JitStatus {
     /// Kernels compiled by the code generator.
     pub compiled: usize,
-    /// Kernels loaded from [`Options::cache_dir`] instead of compiled.
+    /// Kernels loaded from [`Options::cache_dir`], or from a saved equation
+    /// ([`Equation::load`](crate::Equation::load)), instead of compiled.
     pub loaded: usize,
     /// Cache entries found but refused (damaged, truncated, stale or for another key); each
     /// was compiled instead and rewritten. An entry that is simply not there is not
-    /// counted, nor one that could not be read (see [`JitStatus::cache_error`]).
+    /// counted, nor one that could not be read (see [`JitStatus::cache_error`]). Also the
+    /// kernels of a loaded equation that were not made for this host, this build's code
+    /// generator or these options: they are never run, and their lanes compile.
     pub refused: usize,
     /// Cache entries written.
     pub written: usize,
-    /// The most recent failure to make a kernel: [`Error::JitTarget`] (including a lane
-    /// over [`MAX_KERNEL_NODES`] or a kernel whose stack frame would exceed 1 MiB),
+    /// The most recent failure to make a kernel, of any lane (each lane's own is in
+    /// [`JitStatus::lanes`]): [`Error::JitTarget`] (including a lane
+    /// over [`MAX_KERNEL_NODES`] or a kernel function whose stack frame would exceed 1 MiB),
     /// [`Error::JitModule`], [`Error::JitObject`] or [`Error::JitVerify`]. The lane it
     /// concerns is interpreted.
     ///
@@ -198,4 +209,33 @@ pub struct JitStatus {
     /// system refused. Not fatal: kernels are compiled and kept in memory as without a
     /// cache, and calls are unaffected.
     pub cache_error: Option<ddx_ir::Error>,
+    /// Each lane the code generator was asked for, in the order of
+    /// [`LaneKind::ALL`](ddx_ir::LaneKind::ALL): its kernel, counts and own last failure
+    /// (one lane's failure never hides another's).
+    pub lanes: Vec<LaneStatus>,
+}
+
+impl JitStatus {
+    /// The report of lane `kind`, if the code generator was asked for it.
+    pub fn lane(&self, kind: ddx_ir::LaneKind) -> Option<&LaneStatus> {
+        self.lanes.iter().find(|l| l.kind == kind)
+    }
+}
+
+/// What the code generator has done for one lane ([`JitStatus::lanes`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LaneStatus {
+    /// The lane.
+    pub kind: ddx_ir::LaneKind,
+    /// The optimisation level of the kernel answering it now; `None` while the
+    /// interpreter answers.
+    pub level: Option<OptLevel>,
+    /// Its kernels compiled by the code generator (one per tier).
+    pub compiled: usize,
+    /// Its kernels loaded from [`Options::cache_dir`].
+    pub loaded: usize,
+    /// The most recent failure to make a kernel of this lane (the kinds of
+    /// [`JitStatus::error`]); the lane is interpreted while no kernel answers it.
+    pub error: Option<ddx_ir::Error>,
 }

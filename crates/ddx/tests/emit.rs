@@ -6,7 +6,7 @@
 //!
 //! `erf` (in both languages) and `cbrt` (in C) are the functions whose bits are the
 //! platform's (`ddx_ir::emit`): graphs that use them are left out of that language's
-//! bit-for-bit comparison, and the functions themselves are compared within 1 ULP.
+//! bit-for-bit comparison, and the functions themselves are compared within a few ULP.
 
 mod common;
 
@@ -271,16 +271,19 @@ fn emitted_c_and_rust_answer_the_interpreters_bits_on_random_graphs() {
     check("Rust", &cases, &run(&rs_bin, &cases));
 }
 
-/// The functions whose C library answers differ from ddx's, each within 1 ULP; the
+/// The functions whose C library answers differ from ddx's (`erf` within 1 ULP, `cbrt` 4); the
 /// fraction of arguments that differ is printed (and bounded, so the documentation's
 /// figures stay true).
 #[test]
-fn erf_and_cbrt_are_the_platforms_within_one_ulp() {
-    let cases: [(&str, fn(ddx::Expr) -> ddx::Expr, fn(f64) -> f64, usize); 2] = [
-        ("erf", |x| x.erf(), ddx::ir::math::erf, 20),
-        ("cbrt", |x| x.cbrt(), ddx::ir::math::cbrt, 1),
+fn erf_and_cbrt_are_the_platforms_within_a_few_ulps() {
+    type Reference = extern "C" fn(f64) -> f64;
+    type Build = fn(ddx::Expr) -> ddx::Expr;
+    // (name, the model, ddx's function, most differing arguments in 20, most ULPs)
+    let cases: [(&str, Build, Reference, usize, u64); 2] = [
+        ("erf", |x| x.erf(), ddx::ir::math::erf, 1, 1),
+        ("cbrt", |x| x.cbrt(), ddx::ir::math::cbrt, 20, 4),
     ];
-    for (name, build, reference, max_share) in cases {
+    for (name, build, reference, max_share, max_ulps) in cases {
         let eq = ddx::rt::equation(|| build(ddx::rt::var("x"))).expect("builds");
         let lane = eq.lane(LaneKind::Value).clone();
         let mut rng = Rng::new(7);
@@ -323,15 +326,15 @@ fn erf_and_cbrt_are_the_platforms_within_one_ulp() {
             } else {
                 ulps(*g, want)
             };
-            assert!(d <= 1, "{name}({:e}): C {g:e}, ddx {want:e}", p[0]);
+            assert!(d <= max_ulps, "{name}({:e}): C {g:e}, ddx {want:e}", p[0]);
             differ += usize::from(d > 0);
         }
         eprintln!(
             "{name}: the C library differs from ddx in {differ} of {} arguments",
             got.len()
         );
-        // At most `max_share` in 20 (erf: "about 1%"; cbrt: about half where glibc is not
-        // correctly rounded and Rust's is).
+        // At most `max_share` in 20 (erf: "about 1%"; cbrt: about half, glibc's not being
+        // correctly rounded and Rust's being so, so not bounded here).
         assert!(
             differ * 20 <= got.len() * max_share,
             "{name}: {differ} differences"

@@ -38,6 +38,7 @@ fn the_specifications_compile_time_examples() {
 
 // Parameters declared out of order: results are in byte order of the names.
 #[ddx::derivatives(order = 2)]
+#[allow(non_snake_case)]
 fn reversed(y: f64, x: f64, B: f64) -> f64 {
     x * x * y + B
 }
@@ -157,7 +158,7 @@ fn exp_sin(x: f64) -> f64 {
 #[test]
 fn univariate_derivatives_against_closed_forms() {
     // dᵏ/dxᵏ eˣ sin x = 2^{k/2} eˣ sin(x + kπ/4).
-    for x in [-1.3, 0.0, 0.4, 2.1] {
+    for x in [-1.3f64, 0.0, 0.4, 2.1] {
         let closed = |k: i32| {
             2f64.powf(k as f64 / 2.0) * x.exp() * (x + k as f64 * std::f64::consts::FRAC_PI_4).sin()
         };

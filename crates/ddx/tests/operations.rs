@@ -112,6 +112,42 @@ const UNARY: &[Unary] = &[
         |x| 2.0 / std::f64::consts::PI.sqrt() * (-x * x).exp(),
         (-3.0, 3.0),
     ),
+    (
+        "log1p",
+        Expr::ln_1p,
+        f64::ln_1p,
+        |x| 1.0 / (1.0 + x),
+        (-0.9, 20.0),
+    ),
+    ("expm1", Expr::exp_m1, f64::exp_m1, f64::exp, (-5.0, 5.0)),
+    (
+        "log2",
+        Expr::log2,
+        f64::log2,
+        |x| 1.0 / (x * std::f64::consts::LN_2),
+        (0.05, 20.0),
+    ),
+    (
+        "recip",
+        Expr::recip,
+        |x| 1.0 / x,
+        |x| -1.0 / (x * x),
+        (0.2, 5.0),
+    ),
+    (
+        "powi 5",
+        |x| x.powi(5),
+        |x| x * ((x * x) * (x * x)),
+        |x| 5.0 * (x * x) * (x * x),
+        (-3.0, 3.0),
+    ),
+    (
+        "powi -3",
+        |x| x.powi(-3),
+        |x| 1.0 / (x * (x * x)),
+        |x| -3.0 / ((x * x) * (x * x)),
+        (0.3, 4.0),
+    ),
 ];
 
 fn erf(x: f64) -> f64 {
@@ -328,7 +364,8 @@ fn coverage_system() -> Equation<ddx::System> {
         let d = x.erf() + x.powf(y) + z.atan2(x) + x.hypot(y) + x.max(y) + y.min(z);
         let e =
             ddx::select(x.lt(y), x * y, x / y) + x.le(y) + x.gt(z) + x.ge(y) + x.eq(y) + x.ne(z);
-        [a * b + c, d - e * a]
+        let f = x.ln_1p() * y.exp_m1() + z.log2() - (x + y).recip() + z.powi(3) * y.powi(-2);
+        [a * b + c + f, d - e * a]
     })
     .unwrap()
 }

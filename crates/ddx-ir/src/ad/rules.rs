@@ -204,17 +204,40 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             let l = g.binary(Op::Mul, k, e);
             scale(g, s, l)
         }
-        Op::Pow if i == 0 => {
-            // ∂/∂a = b·a^(b−1), and exactly 0 at the singular point a == 0, b == 0 (where
-            // IEEE would say 0·∞). Nowhere else: at b == 0 with a ≠ 0 the formula is
-            // already 0, and a guard there would also cut the (finite) derivatives of this
-            // partial at higher orders.
+        Op::Log1p => {
+            // 1/(1 + a): 1 + a rounds by at most half an ULP of a result near 1, so the
+            // partial keeps its digits where log1p is used for them (a near 0).
+            let one = c(g, 1.0);
+            let d = g.binary(Op::Add, one, a);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Expm1 => {
+            // exp(a), not y + 1: for a below about −37, y rounds to −1 and y + 1 to 0.
+            let l = g.unary(Op::Exp, a);
+            scale(g, s, l)
+        }
+        Op::Log2 => {
+            let ln2 = c(g, std::f64::consts::LN_2);
+            let d = g.binary(Op::Mul, a, ln2);
+            Flow::Plain(g.binary(Op::Div, s, d))
+        }
+        Op::Recip => {
+            // −s·y/a as −(s·y)/a, for the range reasons of the quotient's second operand.
+            let sy = g.binary(Op::Mul, s, y);
+            let q = g.binary(Op::Div, sy, a);
+            Flow::Plain(g.unary(Op::Neg, q))
+        }
+        Op::Pow | Op::Powi if i == 0 => {
+            // ∂/∂a = b·a^(b−1) (for powi a powi too), and exactly 0 at the singular point
+            // a == 0, b == 0 (where IEEE would say 0·∞). Nowhere else: at b == 0 with
+            // a ≠ 0 the formula is already 0, and a guard there would also cut the
+            // (finite) derivatives of this partial at higher orders.
             if g.constant_of(b) == Some(0.0) {
                 return Flow::Zero;
             }
             let one = c(g, 1.0);
             let bm1 = g.binary(Op::Sub, b, one);
-            let p = g.binary(Op::Pow, a, bm1);
+            let p = g.binary(op, a, bm1);
             let l = g.binary(Op::Mul, b, p);
             if g.constant_of(b).is_some() || nonzero_constant(g, a) {
                 return scale(g, s, l);
@@ -229,6 +252,8 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             };
             unless(g, cond, s, l)
         }
+        // The exponent is an integer (elsewhere the value is NaN): never differentiated.
+        Op::Powi => Flow::Zero,
         Op::Pow => {
             // ∂/∂b = a^b·ln(a), and exactly 0 wherever a == 0.
             if g.constant_of(a) == Some(0.0) {

@@ -56,8 +56,8 @@
 //! that read it, but not through those that do not: the untaken arm of a `select`, the
 //! operand a `max`/`min` does not answer, the argument of `sign` or a comparison, an
 //! argument along a structurally zero edge (above).
-//! Exactly these, each with a moving argument: `sqrt`, `cbrt`, `log`, `log10` at
-//! `a₀ = 0`; `pow(a, b)` with a moving base at `a₀ = 0`, unless `b` does not move and `b₀`
+//! Exactly these, each with a moving argument: `sqrt`, `cbrt`, `log`, `log10`, `log2`,
+//! `recip` at `a₀ = 0`; `log1p` at `a₀ = −1`; `powi` with a negative exponent at `a₀ = 0`; `pow(a, b)` with a moving base at `a₀ = 0`, unless `b` does not move and `b₀`
 //! is `0` or a natural number; division by a moving `b` with `b₀ = 0`; `asin`, `acos` at
 //! `a₀ = ±1`; `acosh` at `a₀ = ±1`; `atanh` at `a₀ = ±1`; and `atan2` where `a₀² + b₀²`
 //! underflows to zero away from the origin. Every other singularity (a NaN or infinite
@@ -186,6 +186,7 @@ fn live(graph: &Graph, op: Op, args: &[NodeId], moves: &[bool]) -> [bool; 3] {
         Op::Sign | Op::Lt | Op::Le | Op::Eq | Op::Ne => [false; 3],
         Op::Select => [false, m(1), m(2)],
         Op::Mul | Op::Pow => [m(0) && !zero(1), m(1) && !zero(0), false],
+        Op::Powi => [m(0) && !zero(1), false, false],
         Op::Fma => [m(0) && !zero(1), m(1) && !zero(0), m(2)],
         _ => {
             let mut l = [false; 3];
@@ -311,6 +312,14 @@ fn apply(op: Op, a: &[&[f64]], live: [bool; 3], value: f64) -> Result<Vec<f64>, 
             let e = exp(&na2, math::exp(na2[0]));
             integrate(a[0], value, &scale(&e, std::f64::consts::FRAC_2_SQRT_PI))
         }
+        Op::Log1p => integrate(a[0], value, &recip(&add_to(1.0, a[0])).ok_or(op)?),
+        Op::Expm1 => exp(a[0], math::exp(x[0])),
+        Op::Log2 => {
+            let b = scale(a[0], std::f64::consts::LN_2);
+            integrate(a[0], value, &recip(&b).ok_or(op)?)
+        }
+        Op::Recip => recip(a[0]).ok_or(op)?,
+        Op::Powi => powi(a[0], x[1]).ok_or(op)?,
         Op::Abs => scale(a[0], math::sign(x[0])),
         // Never moves (see `live`); kept for a total match.
         Op::Sign | Op::Lt | Op::Le | Op::Eq | Op::Ne => constant(value, w),
@@ -508,6 +517,34 @@ fn pow_natural(a: &[f64], mut n: u64) -> Vec<f64> {
     result
 }
 
+/// `powi(a, n)` for a moving `a` and the integer `n` (which never moves): a polynomial
+/// for `n ≥ 0`, valid at `a₀ = 0`; its reciprocal for `n < 0`, `None` at `a₀ = 0`. NaN
+/// coefficients for an `n` that is not an integer (where the value is NaN).
+fn powi(a: &[f64], n: f64) -> Option<Vec<f64>> {
+    let w = a.len();
+    if n.fract() != 0.0 || n.is_nan() {
+        return Some(vec![f64::NAN; w]);
+    }
+    let m = n.abs();
+    let p = if m >= 4_294_967_296.0 {
+        // Past any degree: aⁿ = t^|n|·(…) at a₀ = 0; elsewhere the constant-power rule.
+        if a[0] == 0.0 {
+            vec![0.0; w]
+        } else {
+            return Some(pow_const(a, n, math::powi(a[0], n)));
+        }
+    } else if a[0] == 0.0 && m > (w - 1) as f64 {
+        vec![0.0; w]
+    } else {
+        pow_natural(a, m as u64)
+    };
+    if n < 0.0 {
+        recip(&p)
+    } else {
+        Some(p)
+    }
+}
+
 /// `pow(a, b)` with value `value`, or `None` where it has no expansion (module doc).
 /// `live` says whether the base and the exponent move into the node (at least one does).
 fn pow(a: &[f64], b: &[f64], live: [bool; 2], value: f64) -> Option<Vec<f64>> {
@@ -672,6 +709,14 @@ mod tests {
             ("acosh", |x| (x + 1.5).acosh(), 0.7),
             ("atanh", |x| (0.9 * x).atanh(), 0.7),
             ("erf", |x| (x * x).erf(), 0.7),
+            ("log1p", |x| (x * x - 0.3).ln_1p(), 0.7),
+            ("expm1", |x| (x * x).exp_m1(), 0.7),
+            ("log2", |x| (x + 2.0).log2(), 0.7),
+            ("recip", |x| (x * x + 0.5).recip(), 0.7),
+            ("powi", |x| (x + 1.0).powi(5), 0.7),
+            ("powi negative", |x| (x - 2.0).powi(-3), 0.7),
+            ("powi at 0", |x| x.powi(4), 0.0),
+            ("powi below the degree at 0", |x| (x * x).powi(9), 0.0),
             (
                 "add/sub/mul/div",
                 |x| (x + 1.0) * (x - 3.0) / (x * x + 2.0),
@@ -851,9 +896,13 @@ mod tests {
         }
         // And only those: no refusal away from one.
         for r in &refused {
-            let at_zero = ["sqrt(0 ", "cbrt(0 ", "log(0 ", "log10(0 "];
+            let at_zero = [
+                "sqrt(0 ", "cbrt(0 ", "log(0 ", "log10(0 ", "log2(0 ", "recip(0 ",
+            ];
+            let at_minus_one = ["log1p(-1 "];
             let at_one = ["asin(", "acos(", "acosh(", "atanh("];
             let singular = at_zero.iter().any(|f| r.starts_with(f))
+                || at_minus_one.iter().any(|f| r.starts_with(f))
                 || at_one
                     .iter()
                     .any(|f| r.starts_with(f) && !r.contains("(0 "));
@@ -976,7 +1025,9 @@ mod tests {
         let point = |name: &str| name.split(' ').next().map(str::to_owned);
         for op in Op::ALL
             .into_iter()
-            .filter(|&op| op.arity() == 2 && op != Op::Div && op != Op::Pow)
+            // powi with a moving exponent is NaN wherever the exponent is not an integer:
+            // no derivative to compare (its constant exponents are tested with the base).
+            .filter(|&op| op.arity() == 2 && !matches!(op, Op::Div | Op::Pow | Op::Powi))
         {
             for (an, a) in &slow {
                 for (bn, b) in slow.iter().filter(|(bn, _)| point(bn) == point(an)) {

@@ -13,8 +13,8 @@
 //! partial is made once — `C(n+k−1, k)` per output rather than `nᵏ` — and the
 //! conventions of forward mode (the `select` rule, the singular points of `pow`, `atan2`,
 //! `hypot`, `max`/`min` at a tie) hold at every order because every level is the same
-//! pass. Order 2 is forward over reverse seeded with basis vectors, which is the `hvp`
-//! lane's pass with the direction `e_j`.
+//! pass. Order 2 is forward over reverse seeded structurally with basis vectors: the
+//! Hessian lanes' pass with other seeds, equal to them up to rounding.
 //!
 //! **Why nesting rather than univariate Taylor interpolation** (A. Griewank and A.
 //! Walther, *Evaluating Derivatives*, 2nd ed., SIAM 2008, §13.3, and Griewank, Utke and

@@ -29,6 +29,21 @@ static inline double ddx_acosh(double x) {
   if (x < 1.0) return NAN;
   return log(x + sqrt(x - 1.0) * sqrt(x + 1.0));
 }
+/* ddx's powi: repeated squaring; NaN unless n is an integer. */
+static inline double ddx_powi(double a, double n) {
+  if (n - trunc(n) != 0.0 || isnan(n)) return NAN;
+  double m = fabs(n);
+  if (m >= 9223372036854775808.0) return pow(a, n);
+  unsigned long long k = (unsigned long long)m;
+  double r = 1.0, b = a;
+  for (;;) {
+    if (k & 1) r *= b;
+    k >>= 1;
+    if (k == 0) break;
+    b *= b;
+  }
+  return n < 0.0 ? 1.0 / r : r;
+}
 /* ddx's atanh: odd, from |x|. */
 static inline double ddx_atanh(double x) {
   double t = fabs(x);
@@ -61,7 +76,7 @@ pub fn c(lane: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
     for (i, node) in g.nodes().iter().enumerate() {
         if let Node::Apply(op, args) = *node {
             let a = |k: usize| operand(lane, args[k]);
-            let exponent = if op == Op::Pow {
+            let exponent = if matches!(op, Op::Pow | Op::Powi) {
                 g.constant_of(args[1])
             } else {
                 None
@@ -158,11 +173,16 @@ fn expression(op: Op, a: &dyn Fn(usize) -> String, exponent: Option<f64>) -> Str
         Atanh => call("ddx_atanh"),
         Erf => call("erf"),
         Pow => match exponent {
-            Some(e) if e == 2.0 => format!("{} * {}", a(0), a(0)),
-            Some(e) if e == -1.0 => format!("1.0 / {}", a(0)),
+            Some(2.0) => format!("{} * {}", a(0), a(0)),
+            Some(-1.0) => format!("1.0 / {}", a(0)),
             _ => call2("ddx_pow"),
         },
         Atan2 => call2("atan2"),
         Hypot => call2("hypot"),
+        Log1p => call("log1p"),
+        Expm1 => call("expm1"),
+        Log2 => call("log2"),
+        Recip => format!("1.0 / {}", a(0)),
+        Powi => call2("ddx_powi"),
     }
 }

@@ -31,7 +31,7 @@
 //!   `asinh` would differ in about 7% of arguments.
 //! - `cbrt`: Rust's standard library computes it itself, correctly rounded; glibc's
 //!   `cbrt` is not, and answers differently in the last bit for about half of all
-//!   arguments in our tests (always within 1 ULP). The emitted Rust calls `f64::cbrt`
+//!   arguments in our tests (within 4 ULP). The emitted Rust calls `f64::cbrt`
 //!   (exact); the emitted C calls the C library's (not exact).
 //! - Every other function (`sin` … `tanh`, `exp`, `log`, `log10`, `pow`, `atan2`,
 //!   `hypot`, `fma`) is the C library's in all three (Rust's `f64` methods call it), so
@@ -52,9 +52,10 @@ use crate::{Error, Lane, Node, Op};
 
 /// Whether every operation of `lane` can be evaluated in a Rust constant (so that the
 /// emitted Rust function is a `const fn`): `+ - * /`, negation, `abs`, `sign`,
-/// comparisons, `select`, `max`, `min`, and `pow` with the literal exponent `2` or `-1`
-/// (which ddx defines as `a*a` and `1/a`). Every other function calls a library routine
-/// that Rust does not evaluate in constants.
+/// comparisons, `select`, `max`, `min`, `recip`, `pow` with the literal exponent `2` or
+/// `-1` (which ddx defines as `a*a` and `1/a`), and `powi` with a literal integer
+/// exponent (written out as its multiplications). Every other function calls a library
+/// routine that Rust does not evaluate in constants.
 pub fn const_evaluable(lane: &Lane) -> bool {
     let g = &lane.graph;
     g.nodes().iter().all(|n| match *n {
@@ -63,15 +64,60 @@ pub fn const_evaluable(lane: &Lane) -> bool {
     })
 }
 
-/// Whether `op` is const-evaluable; `exponent` gives `pow`'s literal exponent, if any.
+/// Whether `op` is const-evaluable; `exponent` gives a `pow`/`powi` literal exponent.
 fn op_is_const(op: Op, exponent: impl Fn() -> Option<f64>) -> bool {
     use Op::*;
     match op {
-        Neg | Add | Sub | Mul | Div | Abs | Sign | Max | Min | Lt | Le | Eq | Ne | Select => true,
+        Neg | Add | Sub | Mul | Div | Abs | Sign | Max | Min | Lt | Le | Eq | Ne | Select
+        | Recip => true,
         Pow => matches!(exponent(), Some(e) if e == 2.0 || e == -1.0),
+        Powi => exponent().and_then(powi_steps).is_some(),
         Sin | Cos | Tan | Exp | Log | Log10 | Sqrt | Cbrt | Asin | Acos | Atan | Sinh | Cosh
-        | Tanh | Asinh | Acosh | Atanh | Erf | Atan2 | Hypot | Fma => false,
+        | Tanh | Asinh | Acosh | Atanh | Erf | Atan2 | Hypot | Fma | Log1p | Expm1 | Log2 => false,
     }
+}
+
+/// `powi(a, n)` for a literal `n` as [`crate::math::powi`] computes it, step by step:
+/// the bits of `|n|` from the lowest (multiply the result by the current square where
+/// set), and whether to take the reciprocal. `None` where `powi` does not take that path
+/// (`n` not an integer, NaN, or `|n| >= 2^63`).
+pub(crate) fn powi_steps(n: f64) -> Option<(Vec<bool>, bool)> {
+    if n.fract() != 0.0 || n.is_nan() || n.abs() >= 2f64.powi(63) {
+        return None;
+    }
+    let mut m = n.abs() as u64;
+    let mut bits = Vec::new();
+    loop {
+        bits.push(m & 1 == 1);
+        m >>= 1;
+        if m == 0 {
+            break;
+        }
+    }
+    Some((bits, n < 0.0))
+}
+
+/// The straight-line statements of `powi(a, n)` for a literal `n` (see [`powi_steps`]),
+/// each declared with `decl`, and last the result expression.
+pub(crate) fn powi_unrolled(a: &str, bits: &[bool], negative: bool, decl: &str) -> Vec<String> {
+    let mut lines = vec![format!("{decl} r0 = 1.0;"), format!("{decl} b0 = {a};")];
+    let (mut r, mut b) = (0, 0);
+    for (k, &bit) in bits.iter().enumerate() {
+        if bit {
+            lines.push(format!("{decl} r{} = r{r} * b{b};", r + 1));
+            r += 1;
+        }
+        if k + 1 < bits.len() {
+            lines.push(format!("{decl} b{} = b{b} * b{b};", b + 1));
+            b += 1;
+        }
+    }
+    lines.push(if negative {
+        format!("1.0 / r{r}")
+    } else {
+        format!("r{r}")
+    });
+    lines
 }
 
 /// Words no emitted function may be called: Rust's and C's keywords, and the names the

@@ -1,7 +1,7 @@
 //! The Rust emitter: one function per lane (see the parent module for the signature and
 //! the functions whose bits depend on the platform).
 
-use super::{check_name, const_evaluable, describe};
+use super::{check_name, const_evaluable, describe, powi_steps, powi_unrolled};
 use crate::{Error, Lane, Node, NodeId, Op};
 use std::fmt::Write;
 
@@ -48,7 +48,7 @@ pub fn rust(
     };
     let _ = writeln!(
         out,
-        "#[allow(unused_variables, unused_parens, clippy::all, clippy::pedantic, clippy::nursery)]\n\
+        "#[allow(unused_variables, unused_parens, invalid_nan_comparisons, clippy::all, clippy::pedantic, clippy::nursery)]\n\
          {vis} {constness}fn {name}(x: &[f64; {n}]{seeds}) -> [f64; {m}] {{"
     );
     if style.erf.is_none() && g.nodes().iter().any(|n| n.op() == Some(Op::Erf)) {
@@ -57,7 +57,7 @@ pub fn rust(
     for (i, node) in g.nodes().iter().enumerate() {
         if let Node::Apply(op, args) = *node {
             let a = |k: usize| operand(lane, args[k]);
-            let exponent = if op == Op::Pow {
+            let exponent = if matches!(op, Op::Pow | Op::Powi) {
                 g.constant_of(args[1])
             } else {
                 None
@@ -165,9 +165,9 @@ fn expression(
         },
         // `ddx_ir::math::pow`: three exponents are the operation they name.
         Pow => match exponent {
-            Some(e) if e == 2.0 => format!("{} * {}", a(0), a(0)),
-            Some(e) if e == -1.0 => format!("1.0 / {}", a(0)),
-            Some(e) if e == 0.5 => format!(
+            Some(2.0) => format!("{} * {}", a(0), a(0)),
+            Some(-1.0) => format!("1.0 / {}", a(0)),
+            Some(0.5) => format!(
                 "{{ let a = {}; if a == f64::NEG_INFINITY {{ f64::INFINITY }} else {{ a.sqrt() + 0.0 }} }}",
                 a(0)
             ),
@@ -182,5 +182,26 @@ fn expression(
         },
         Atan2 => format!("{}.atan2({})", a(0), a(1)),
         Hypot => format!("{}.hypot({})", a(0), a(1)),
+        Log1p => m("ln_1p"),
+        Expm1 => m("exp_m1"),
+        Log2 => m("log2"),
+        Recip => format!("1.0 / {}", a(0)),
+        // `ddx_ir::math::powi`: repeated squaring, written out for a literal exponent.
+        Powi => match exponent.and_then(powi_steps) {
+            Some((bits, negative)) => {
+                let mut lines = powi_unrolled(&a(0), &bits, negative, "let");
+                let last = lines.pop().unwrap_or_default();
+                format!("{{ {} {last} }}", lines.join(" "))
+            }
+            None => format!(
+                "{{ let (a, n) = ({}, {}); if n.fract() != 0.0 || n.is_nan() {{ f64::NAN }} \
+                 else if n.abs() >= 9223372036854775808.0 {{ a.powf(n) }} else {{ \
+                 let mut m = n.abs() as u64; let mut r = 1.0; let mut b = a; \
+                 loop {{ if m & 1 == 1 {{ r *= b; }} m >>= 1; if m == 0 {{ break; }} b *= b; }} \
+                 if n < 0.0 {{ 1.0 / r }} else {{ r }} }} }}",
+                a(0),
+                a(1)
+            ),
+        },
     }
 }

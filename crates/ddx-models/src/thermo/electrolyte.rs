@@ -129,7 +129,7 @@ impl Electrolyte {
     /// The model with `n` species, `n/4` of them solvents; `None` unless `8 ≤ n ≤ 32` and
     /// `n` is a multiple of 4.
     pub fn new(n: usize) -> Option<Self> {
-        if !(8..=32).contains(&n) || n % 4 != 0 {
+        if !(8..=32).contains(&n) || !n.is_multiple_of(4) {
             return None;
         }
         let ns = n / 4;

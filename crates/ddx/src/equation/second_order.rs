@@ -241,9 +241,45 @@ impl<S: Shape> Equation<S> {
     /// [`Equation::gradient`], whose partials never read that value, answers a number:
     /// neither is a derivative of the function there.
     pub fn univariate_derivative<const K: usize>(&self, x0: f64) -> Result<f64, Error> {
-        if K > MAX_ORDER {
+        self.univariate_derivative_of_order(K, x0)
+    }
+
+    /// [`Equation::univariate_derivative`] with the order `order` chosen at run time:
+    /// `dᵒʳᵈᵉʳf/dxᵒʳᵈᵉʳ` at `x0`, the same bits as the const-generic form.
+    ///
+    /// # Errors
+    /// As [`Equation::univariate_derivative`].
+    pub fn univariate_derivative_of_order(&self, order: usize, x0: f64) -> Result<f64, Error> {
+        let c = self.taylor_coefficients(order, x0)?;
+        Ok(factorial(order) * c[order])
+    }
+
+    /// Every derivative `f(x0), f'(x0), …, f⁽ᵒʳᵈᵉʳ⁾(x0)` (`order + 1` values) from one
+    /// sweep: entry `k` is [`Equation::univariate_derivative_of_order`]`(k, x0)`, bit for
+    /// bit (a sweep of degree `order` computes every lower coefficient exactly as a sweep
+    /// of that lower degree does).
+    ///
+    /// # Errors
+    /// As [`Equation::univariate_derivative`].
+    pub fn univariate_derivatives(&self, order: usize, x0: f64) -> Result<Vec<f64>, Error> {
+        let mut c = self.taylor_coefficients(order, x0)?;
+        for (k, ck) in c.iter_mut().enumerate() {
+            *ck *= factorial(k);
+        }
+        Ok(c)
+    }
+
+    /// The Taylor coefficients `f(x0), f'(x0), f''(x0)/2!, …, f⁽ᵒʳᵈᵉʳ⁾(x0)/order!`
+    /// (`order + 1` values) of the function of one symbol at `x0`, from one sweep. The
+    /// coefficients stay finite where high derivatives overflow (`k!` is `7.3e306` at
+    /// `k = 170`).
+    ///
+    /// # Errors
+    /// As [`Equation::univariate_derivative`].
+    pub fn taylor_coefficients(&self, order: usize, x0: f64) -> Result<Vec<f64>, Error> {
+        if order > MAX_ORDER {
             return Err(Error::OrderTooHigh {
-                order: K,
+                order,
                 max: MAX_ORDER,
             });
         }
@@ -255,8 +291,12 @@ impl<S: Shape> Equation<S> {
             });
         }
         let model = self.model();
-        let series = taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], K)?;
-        let factorial: f64 = (1..=K).map(|k| k as f64).product();
-        Ok(factorial * series[0][K])
+        let mut series = taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], order)?;
+        Ok(series.swap_remove(0))
     }
+}
+
+/// `k!` as `f64`, multiplied up from 1 (exact to `22!`, then rounded at each step).
+fn factorial(k: usize) -> f64 {
+    (1..=k).map(|i| i as f64).product()
 }

@@ -68,7 +68,7 @@ impl<S: Shape> Equation<S> {
     /// The order-`k` lane, built on first use (after [`Equation::tensor_size`] passed).
     pub(crate) fn tensor_lane(&self, k: usize) -> Result<&TensorLane, Error> {
         self.tensor_size(k)?;
-        if let Some(t) = self.core.tensors[k].get() {
+        if let Some(t) = self.lanes.tensors[k].get() {
             return Ok(t);
         }
         let lane = ddx_ir::lane::build_tensor(self.model(), k)?;
@@ -76,7 +76,7 @@ impl<S: Shape> Equation<S> {
         let dense = layout.dense().unwrap_or(0);
         let unique_of = (0..dense).map(|d| layout.unique_of(d) as u32).collect();
         let program = Program::lower(&lane, Schedule::Level);
-        Ok(self.core.tensors[k].get_or_init(|| TensorLane {
+        Ok(self.lanes.tensors[k].get_or_init(|| TensorLane {
             lane,
             program,
             batch: OnceLock::new(),
@@ -89,8 +89,9 @@ impl<S: Shape> Equation<S> {
     /// dense and row-major, `m × nᵏ`, entry `r·nᵏ + Σ_t i_t·n^{k−1−t}` being
     /// `∂ᵏf_r/∂x_{i₀}…∂x_{i_{k−1}}` (symbols in canonical order). `k = 1` is the Jacobian
     /// (bit for bit [`Equation::gradient`]'s partials); `k = 2` the Hessians, here exactly
-    /// symmetric (each entry is [`Equation::hvp_along`]'s pass along a basis vector; the
-    /// colour-compressed [`Equation::hessian`] may differ in the last bit).
+    /// symmetric: forward over reverse along each basis vector, seeded structurally, so
+    /// [`Equation::hessian`] (colour groups) and [`Equation::hvp_along`] (numeric seeds)
+    /// agree with it to rounding, not to the bit.
     ///
     /// Built by nested differentiation: order `t + 1` is forward mode along each basis
     /// vector over order `t`'s graph, one node per sorted multi-index, so every

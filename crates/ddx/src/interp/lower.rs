@@ -185,7 +185,9 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
     let product = |id: usize| -> Option<[usize; 2]> {
         match nodes[id] {
             Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 => Some([a.index(), b.index()]),
-            Node::Apply(Op::Pow, [a, b, _]) if uses[id] == 1 && g.constant_of(b) == Some(2.0) => {
+            Node::Apply(Op::Pow | Op::Powi, [a, b, _])
+                if uses[id] == 1 && g.constant_of(b) == Some(2.0) =>
+            {
                 Some([a.index(), a.index()])
             }
             _ => None,
@@ -219,7 +221,9 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
                 fused[x] = true;
                 (Code::MulSub, [a, b, y])
             }
-            Op::Pow if g.constant_of(args[1]) == Some(2.0) => (Code::Op(Op::Mul), [x, x, 0]),
+            Op::Pow | Op::Powi if g.constant_of(args[1]) == Some(2.0) => {
+                (Code::Op(Op::Mul), [x, x, 0])
+            }
             _ => (
                 Code::Op(op),
                 [x, args[1].index(), args[2].index()].map(|a| a.min(nodes.len())),

@@ -143,6 +143,11 @@ impl Key {
         Key(*h.finalize().as_bytes())
     }
 
+    /// The hash itself (a saved equation stores it beside each kernel's code).
+    pub(crate) fn bytes(&self) -> [u8; 32] {
+        self.0
+    }
+
     fn file(&self, dir: &Path) -> PathBuf {
         let mut name = String::with_capacity(69);
         for b in self.0 {

@@ -1,26 +1,32 @@
-//! The compiler: Cranelift set up for the host, the background compile thread, and the
+//! The compiler: Cranelift set up for the host, the background compile pool, and the
 //! tier ladder each job climbs.
 //!
-//! **One compile thread** serves every equation of the process: jobs queue in submission
-//! order, so a lane's quick kernel always lands before its optimised one. A job compiles
-//! (or loads from the cache) each tier it was asked for and publishes each kernel as it
-//! lands; it checks that its state was not abandoned before every tier and publishing
-//! checks again, so a change of options never installs stale code. A panic inside the code
-//! generator is caught and reported as [`Error::JitModule`]; the lane keeps interpreting.
+//! **The compile pool** serves every equation of the process: as many workers as the
+//! process may use cores, at least 2 and at most 8 ([`pool_size`]). Waiting jobs are
+//! taken fewest lane nodes first, then in submission order ([`Queue`]), so a small lane
+//! overtakes every large one queued; and at most all workers but one compile lanes of
+//! more than [`SMALL_NODES`] nodes at once, so a small lane never waits for a large
+//! lane's compile to end. A job compiles (or loads from the cache) each tier it was asked
+//! for and publishes each kernel as it lands; it checks that its state was not abandoned
+//! before every tier and publishing checks again, so a change of options never installs
+//! stale code. Two jobs of one lane (the quick tier, then the optimised one bought later
+//! by batch traffic) may run at once on two workers: a slot never replaces a kernel by
+//! one of a lower optimisation level. A panic inside the code generator is caught and
+//! reported as [`Error::JitModule`]; the lane keeps interpreting.
 
 use super::lower::{self, Shape};
 use super::{cache, Kernel, State, Tier};
-use crate::equation::Core;
 use crate::options::{OptLevel, MAX_KERNEL_NODES};
+use crate::prepared::PreparedLanes;
 use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::{OwnedTargetIsa, TargetIsa};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::{CodegenError, Context};
 use ddx_ir::{Error, Lane, LaneKind};
+use std::collections::BinaryHeap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 /// Lanes of more nodes than this get the single-pass register allocator at the optimised
 /// tier too (the quick tier always has it): regalloc2's backtracking allocator takes time
@@ -29,18 +35,40 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// 3.5 µs a node whatever the lane (120k nodes 0.5 s). See BENCHMARKS.md, "Compiling".
 pub(crate) const BACKTRACKING_NODES: usize = 1 << 14;
 
-/// The largest stack frame a kernel may have, in bytes. A kernel runs on its caller's
-/// stack (a spawned thread's is 2 MiB by default, rayon's workers' too), and a frame larger
-/// than what is left there aborts the process; compiled code that needs more is refused
-/// and the lane interpreted. Frames grow with the values a lane keeps live across its
-/// math calls (a reverse sweep keeps many), spilled. Measured at the quick tier: 5–8
-/// bytes a node for point kernels of the bundled models, 27 for a column kernel of a long
-/// reverse chain (its slots are 16 bytes; 21 at the optimised tier with the single-pass
-/// allocator, 9 with the backtracking one). So a column kernel of such a chain is refused
-/// beyond about 40 000 nodes (quick) or 50 000 (optimised), while UNIQUAC-32's
-/// 195 350-node Hessian lane fits as a point kernel (0.85 MiB quick, 0.26 MiB optimised)
-/// and as a column kernel at the optimised tier (0.54 MiB). See BENCHMARKS.md, "Long lanes".
+/// The largest stack frame a kernel function may have, in bytes. A kernel runs on its
+/// caller's stack (a spawned thread's is 2 MiB by default, rayon's workers' too), and a
+/// frame larger than what is left there aborts the process; compiled code that needs more
+/// is refused and the lane interpreted. Frames grow with the values a function keeps live
+/// across its math calls (a reverse sweep keeps many), spilled: measured at the quick
+/// tier, 5–9 bytes a node for point kernels of the bundled models, 27 for a column kernel
+/// of a long reverse chain (its slots are 16 bytes). Lanes over [`SEGMENT_NODES`] are
+/// split, so a frame is bounded by a segment's length (32 768 nodes at 27 bytes:
+/// 0.84 MiB). See BENCHMARKS.md, "Long lanes".
 pub(crate) const MAX_FRAME_BYTES: u32 = 1 << 20;
+
+/// Lanes of more nodes than this are split into segments of this many nodes, each compiled
+/// as its own function ([`lower::Plan`]): a segment's stack frame and compile memory stay
+/// bounded by its length (at ≈ 9 bytes a node at most for the bundled models' point
+/// kernels, 0.3 MiB, well inside [`MAX_FRAME_BYTES`]), however long the lane. A segmented
+/// kernel is a point kernel: a batch runs it point by point.
+pub(crate) const SEGMENT_NODES: usize = 1 << 15;
+
+#[cfg(test)]
+thread_local! {
+    /// Tests set this to split short lanes, before setting an equation's options on the
+    /// same thread.
+    pub(crate) static SEGMENT_OVERRIDE: std::cell::Cell<Option<usize>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The segment length for options set now: [`SEGMENT_NODES`] (tests may override it).
+pub(crate) fn segment_nodes() -> usize {
+    #[cfg(test)]
+    if let Some(n) = SEGMENT_OVERRIDE.with(std::cell::Cell::get) {
+        return n;
+    }
+    SEGMENT_NODES
+}
 
 /// `Ok` when a kernel of the `name` lane with a stack frame of `frame` bytes may run;
 /// an unknown frame is refused.
@@ -133,26 +161,57 @@ impl Compiler {
         &self.fingerprint
     }
 
-    /// Compiles `lane` as a kernel of `shape` at `level`; answers its machine code.
+    /// Compiles `lane` as a kernel of `shape` at `level`; answers its machine code. A
+    /// lane of more than `segment` nodes is split ([`lower::Plan`]): its code is then each
+    /// segment's function in order, each starting at a multiple of 16 bytes, followed by
+    /// the byte offset of each function (`u32`, little-endian) and their count (`u32`).
     ///
     /// # Errors
-    /// [`Error::JitVerify`] when the function fails Cranelift's verifier,
+    /// [`Error::JitVerify`] when a function fails Cranelift's verifier,
     /// [`Error::JitModule`] when code generation fails, [`Error::JitObject`] when the code
-    /// would need relocating, [`Error::JitTarget`] when its stack frame would exceed
-    /// [`MAX_FRAME_BYTES`].
+    /// would need relocating, [`Error::JitTarget`] when a stack frame would exceed
+    /// [`MAX_FRAME_BYTES`] or the code 4 GiB.
     pub(crate) fn compile(
         &self,
         lane: &Lane,
         shape: Shape,
         level: OptLevel,
+        segment: usize,
     ) -> Result<Vec<u8>, Error> {
         let isa: &dyn TargetIsa = match level {
             OptLevel::None => &*self.quick,
             OptLevel::Speed if lane.graph.len() > BACKTRACKING_NODES => &*self.speed_linear,
             OptLevel::Speed => &*self.speed,
         };
+        let Some(plan) = lower::Plan::new(lane, segment) else {
+            return Self::emit(lane, lower::function(lane, shape, isa), isa);
+        };
+        let mut code = Vec::new();
+        let mut starts = Vec::with_capacity(plan.segments());
+        for s in 0..plan.segments() {
+            // Padding that traps (`int3` on x86-64) should anything jump into it.
+            code.resize(code.len().next_multiple_of(16), 0xCC);
+            starts.push(u32::try_from(code.len()).map_err(|_| target("code over 4 GiB"))?);
+            let f = lower::segment_function(lane, &plan, s, isa);
+            code.extend_from_slice(&Self::emit(lane, f, isa)?);
+        }
+        for at in &starts {
+            code.extend_from_slice(&at.to_le_bytes());
+        }
+        let count = u32::try_from(starts.len()).map_err(|_| target("too many segments"))?;
+        code.extend_from_slice(&count.to_le_bytes());
+        Ok(code)
+    }
+
+    /// Compiles one function of `lane`'s kernel; answers its machine code, checked to need
+    /// no relocation and to fit its frame.
+    fn emit(
+        lane: &Lane,
+        func: cranelift_codegen::ir::Function,
+        isa: &dyn TargetIsa,
+    ) -> Result<Vec<u8>, Error> {
         let name = lane.kind.name();
-        let mut ctx = Context::for_function(lower::function(lane, shape, isa));
+        let mut ctx = Context::for_function(func);
         let code = ctx
             .compile(isa, &mut ControlPlane::default())
             .map_err(|e| match e.inner {
@@ -179,66 +238,215 @@ impl Compiler {
     }
 }
 
-/// A request to the compile thread: climb lane `kind` from tier `from` to `upto`.
+/// A request to the compile pool: climb lane `kind` from tier `from` to `upto`.
 pub(crate) struct Job {
     pub(crate) state: Arc<State>,
-    pub(crate) core: Arc<Core>,
+    pub(crate) lanes: Arc<PreparedLanes>,
     pub(crate) kind: LaneKind,
+    /// The lane's node count: the job's priority (fewer first) and its class (a lane over
+    /// [`SMALL_NODES`] is large).
+    pub(crate) nodes: usize,
     pub(crate) from: Tier,
     pub(crate) upto: Tier,
 }
 
-/// Queues `job` for the compile thread, starting it on first use.
-///
-/// # Errors
-/// [`Error::JitTarget`] when the thread cannot be started.
-pub(crate) fn submit(job: Job) -> Result<(), Error> {
-    static QUEUE: OnceLock<Result<Mutex<Sender<Job>>, Error>> = OnceLock::new();
-    let queue = QUEUE.get_or_init(|| {
-        let (tx, rx) = channel::<Job>();
-        std::thread::Builder::new()
-            .name("ddx-jit".into())
-            .spawn(move || {
-                for job in rx {
-                    run(job);
-                }
-            })
-            .map(|_| Mutex::new(tx))
-            .map_err(|e| target(format!("cannot start the compile thread: {e}")))
-    });
-    let queue = queue.as_ref().map_err(Clone::clone)?;
-    let sent = queue.lock().unwrap_or_else(|e| e.into_inner()).send(job);
-    sent.map_err(|_| target("the compile thread has stopped"))
+/// Lanes of at most this many nodes are small: one worker of the pool is kept for them,
+/// so a small lane's kernel never waits for a large lane's compile (which takes from
+/// about 0.05 s at this length to seconds; a small lane compiles in milliseconds).
+pub(crate) const SMALL_NODES: usize = BACKTRACKING_NODES;
+
+/// The pool's worker count: the cores the process may use, at least 2 (so that one worker
+/// is always free for small lanes) and at most 8.
+fn pool_size() -> usize {
+    std::thread::available_parallelism()
+        .map_or(2, std::num::NonZeroUsize::get)
+        .clamp(2, 8)
 }
 
-/// Tests hold this lock to keep the compile thread from starting a job, so that "a
-/// compile is in flight" is a state they can set up without timing anything.
+/// The compile queue: jobs waiting for a worker, fewest nodes first, then in submission
+/// order (so the jobs of one lane start in the order they were asked).
+///
+/// **Invariant**: at most `workers − 1` jobs of large lanes run at once, so one worker is
+/// always free for small ones; a large job waits in the queue while that many run.
+#[derive(Debug)]
+pub(crate) struct Queue<T> {
+    waiting: BinaryHeap<Queued<T>>,
+    submitted: u64,
+    large_running: usize,
+    workers: usize,
+}
+
+#[derive(Debug)]
+struct Queued<T> {
+    nodes: usize,
+    order: u64,
+    job: T,
+}
+
+impl<T> PartialEq for Queued<T> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.nodes, self.order) == (other.nodes, other.order)
+    }
+}
+impl<T> Eq for Queued<T> {}
+impl<T> PartialOrd for Queued<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Queued<T> {
+    /// The heap's greatest is the job to run first: fewest nodes, then first submitted.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (other.nodes, other.order).cmp(&(self.nodes, self.order))
+    }
+}
+
+impl<T> Queue<T> {
+    pub(crate) fn new(workers: usize) -> Self {
+        Queue {
+            waiting: BinaryHeap::new(),
+            submitted: 0,
+            large_running: 0,
+            workers,
+        }
+    }
+
+    pub(crate) fn push(&mut self, nodes: usize, job: T) {
+        self.waiting.push(Queued {
+            nodes,
+            order: self.submitted,
+            job,
+        });
+        self.submitted += 1;
+    }
+
+    /// The job a free worker takes now, with whether it is large (the worker hands that
+    /// back to [`Queue::done`]); `None` when nothing waits or only large jobs wait and
+    /// `workers − 1` of them run already.
+    pub(crate) fn take(&mut self) -> Option<(T, bool)> {
+        let first = self.waiting.peek()?;
+        let large = first.nodes > SMALL_NODES;
+        // The fewest nodes come first, so a large job first means no small one waits.
+        if large && self.large_running + 1 >= self.workers.max(2) {
+            return None;
+        }
+        let q = self.waiting.pop()?;
+        if large {
+            self.large_running += 1;
+        }
+        Some((q.job, large))
+    }
+
+    /// Marks a job taken by [`Queue::take`] finished.
+    pub(crate) fn done(&mut self, large: bool) {
+        if large {
+            self.large_running -= 1;
+        }
+    }
+}
+
+/// The process's compile pool: its queue, and the workers' wake-up.
+struct Pool {
+    queue: Mutex<Queue<Job>>,
+    ready: Condvar,
+}
+
+impl Pool {
+    fn lock(&self) -> MutexGuard<'_, Queue<Job>> {
+        // A poisoned lock means a panic outside a job (jobs catch theirs); the queue's
+        // counts are updated only by non-panicking code, so it is consistent.
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A worker: takes the first job it may, runs it, forever.
+    fn work(&self) {
+        let mut queue = self.lock();
+        loop {
+            match queue.take() {
+                Some((job, large)) => {
+                    drop(queue);
+                    run(job);
+                    queue = self.lock();
+                    queue.done(large);
+                    // A large job's end may let a waiting large one start.
+                    self.ready.notify_all();
+                }
+                None => queue = self.ready.wait(queue).unwrap_or_else(|e| e.into_inner()),
+            }
+        }
+    }
+}
+
+/// Queues `job` for the compile pool, starting the pool's workers on first use.
+///
+/// # Errors
+/// [`Error::JitTarget`] when no worker thread can be started.
+pub(crate) fn submit(job: Job) -> Result<(), Error> {
+    static POOL: OnceLock<Result<&'static Pool, Error>> = OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let size = pool_size();
+        let pool: &'static Pool = Box::leak(Box::new(Pool {
+            queue: Mutex::new(Queue::new(size)),
+            ready: Condvar::new(),
+        }));
+        let mut started = 0;
+        let mut failure = None;
+        for k in 0..size {
+            match std::thread::Builder::new()
+                .name(format!("ddx-jit-{k}"))
+                .spawn(move || pool.work())
+            {
+                Ok(_) => started += 1,
+                Err(e) => failure = Some(e),
+            }
+        }
+        if started == 0 {
+            let e = failure.map_or_else(String::new, |e| e.to_string());
+            return Err(target(format!("cannot start a compile thread: {e}")));
+        }
+        pool.lock().workers = started;
+        Ok(pool)
+    });
+    let pool = *pool.as_ref().map_err(Clone::clone)?;
+    pool.lock().push(job.nodes, job);
+    pool.ready.notify_all();
+    Ok(())
+}
+
+/// Tests hold this lock to keep the pool from starting a job, so that "a compile is in
+/// flight" is a state they can set up without timing anything.
 #[cfg(test)]
 pub(crate) static PAUSE: Mutex<()> = Mutex::new(());
 
-/// Runs one job on the compile thread.
+/// Runs one job on a worker of the pool.
 fn run(job: Job) {
     #[cfg(test)]
-    let _paused = PAUSE.lock().unwrap_or_else(|e| e.into_inner());
+    drop(PAUSE.lock().unwrap_or_else(|e| e.into_inner()));
     let Job {
         state,
-        core,
+        lanes,
         kind,
         from,
         upto,
+        ..
     } = job;
     if !state.abandoned() {
+        #[cfg(test)]
+        state.hold.enter();
         let climbed = catch_unwind(AssertUnwindSafe(|| {
-            let lane = &core.prepared(kind, state.config.contract).lane;
+            let lane = &lanes.prepared(kind, state.config.contract).lane;
             climb(&state, lane, from, upto)
         }));
         match climbed {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => state.stats.fail(e),
-            Err(_) => state.stats.fail(Error::JitModule {
-                lane: kind.name(),
-                detail: "the code generator panicked".into(),
-            }),
+            Ok(Err(e)) => state.stats.fail(kind, e),
+            Err(_) => state.stats.fail(
+                kind,
+                Error::JitModule {
+                    lane: kind.name(),
+                    detail: "the code generator panicked".into(),
+                },
+            ),
         }
     }
     state.slot(kind).finish();
@@ -291,10 +499,14 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
         let kernel = match hit {
             Some(k) => k,
             None => {
-                let code = compiler.compile(lane, c.shape, level)?;
-                state.stats.compiled.fetch_add(1, Ordering::Relaxed);
+                let code = compiler.compile(lane, c.shape, level, c.segment)?;
+                state
+                    .stats
+                    .lane(lane.kind)
+                    .compiled
+                    .fetch_add(1, Ordering::Relaxed);
                 if let Some(dir) = &c.cache_dir {
-                    let key = cache::Key::new(lane, c.shape, level, compiler.fingerprint());
+                    let key = key(c, compiler, lane, level);
                     match cache::write(dir, &key, &code) {
                         Ok(()) => {
                             state.stats.written.fetch_add(1, Ordering::Relaxed);
@@ -302,7 +514,7 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
                         Err(e) => state.stats.cache_fail(e),
                     }
                 }
-                Kernel::new(&code, lane, c.shape, level, c.retain)?
+                Kernel::new(&code, lane, c.shape, level, c.retain, c.segment)?
             }
         };
         state.install(lane.kind, kernel);
@@ -310,23 +522,40 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
     Ok(())
 }
 
+/// The cache key of `lane`'s kernel at `level` under `c`: the host's fingerprint names
+/// the segment length too, which decides how the code is laid out.
+pub(crate) fn key(
+    c: &super::Config,
+    compiler: &Compiler,
+    lane: &Lane,
+    level: OptLevel,
+) -> cache::Key {
+    let host = format!("{} segment={}", compiler.fingerprint(), c.segment);
+    cache::Key::new(lane, c.shape, level, &host)
+}
+
 /// The kernel for `level` from the cache directory, if one is there and valid; counts a
 /// refused entry and reports a directory that cannot be read.
 fn cached(state: &State, compiler: &Compiler, lane: &Lane, level: OptLevel) -> Option<Kernel> {
     let c = &state.config;
     let dir = c.cache_dir.as_ref()?;
-    let key = cache::Key::new(lane, c.shape, level, compiler.fingerprint());
-    match cache::read(dir, &key) {
-        cache::Entry::Valid(code) => match Kernel::new(&code, lane, c.shape, level, c.retain) {
-            Ok(k) => {
-                state.stats.loaded.fetch_add(1, Ordering::Relaxed);
-                Some(k)
+    match cache::read(dir, &key(c, compiler, lane, level)) {
+        cache::Entry::Valid(code) => {
+            match Kernel::new(&code, lane, c.shape, level, c.retain, c.segment) {
+                Ok(k) => {
+                    state
+                        .stats
+                        .lane(lane.kind)
+                        .loaded
+                        .fetch_add(1, Ordering::Relaxed);
+                    Some(k)
+                }
+                Err(e) => {
+                    state.stats.fail(lane.kind, e);
+                    None
+                }
             }
-            Err(e) => {
-                state.stats.fail(e);
-                None
-            }
-        },
+        }
         cache::Entry::Refused => {
             state.stats.refused.fetch_add(1, Ordering::Relaxed);
             None

@@ -5,11 +5,13 @@
 //! writable and executable at once). Its bytes are the code of one function the compiler
 //! produced for one lane graph and one [`Shape`], with no relocations (the compiler refuses
 //! code that has any), or the same bytes read back from a validated cache entry whose key
-//! names that graph, shape, code generator and host. The entry point is the first byte.
-//! The mapping lives as long as the kernel; whoever calls a kernel keeps it alive for the
-//! call.
+//! names that graph, shape, code generator and host. The entry point is the first byte —
+//! except for a segmented lane ([`Plan`](super::lower::Plan)), whose code is several point
+//! functions, run in order on one heap scratch area, with their offsets at its end (the
+//! layout of [`Compiler::compile`](super::compile::Compiler::compile)). The mapping lives
+//! as long as the kernel; whoever calls a kernel keeps it alive for the call.
 
-use super::lower::Shape;
+use super::lower::{Plan, Shape};
 use crate::options::OptLevel;
 use ddx_ir::math::{MathTable, MATH_TABLE};
 use ddx_ir::{Error, Lane};
@@ -17,6 +19,8 @@ use memmap2::{Mmap, MmapMut};
 
 /// `extern "C" fn(inputs, outputs, table)` of a [`Shape::Point`] kernel.
 type PointFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable);
+/// `extern "C" fn(inputs, outputs, table, scratch)` of one segment of a segmented kernel.
+type SegmentFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable, *mut f64);
 /// `extern "C" fn(inputs, outputs, start, len, table)` of a [`Shape::Column`] kernel.
 type ColumnFn =
     unsafe extern "C" fn(*const *const f64, *const *mut f64, usize, usize, *const MathTable);
@@ -33,23 +37,65 @@ pub(crate) struct Kernel {
     outputs: usize,
     /// The code bytes, kept when `retain_object` asks for them (a later save writes them).
     object: Option<Vec<u8>>,
+    /// For a segmented lane, each segment's offset in the mapping and the scratch slots.
+    segments: Option<Segments>,
+}
+
+/// Where a segmented kernel's functions start, and the scratch they share.
+#[derive(Debug)]
+struct Segments {
+    starts: Vec<usize>,
+    scratch: usize,
+}
+
+impl Segments {
+    /// Reads the offset table at the end of `code`, checked against `plan`: one offset per
+    /// segment, the first 0, increasing, each inside the code before the table.
+    fn read(code: &[u8], plan: &Plan) -> Result<Segments, Error> {
+        let bad = || object("a segmented kernel's offset table is damaged");
+        let word = |at: usize| -> Result<usize, Error> {
+            let b = code.get(at..at + 4).ok_or_else(bad)?;
+            Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        };
+        let count_at = code.len().checked_sub(4).ok_or_else(bad)?;
+        let count = word(count_at)?;
+        if count != plan.segments() {
+            return Err(bad());
+        }
+        let table = count_at.checked_sub(4 * count).ok_or_else(bad)?;
+        let starts = (0..count)
+            .map(|k| word(table + 4 * k))
+            .collect::<Result<Vec<usize>, Error>>()?;
+        let ordered = starts.first() == Some(&0)
+            && starts.windows(2).all(|w| w[0] < w[1])
+            && starts.last().is_some_and(|&l| l < table);
+        if !ordered {
+            return Err(bad());
+        }
+        Ok(Segments {
+            starts,
+            scratch: plan.scratch,
+        })
+    }
 }
 
 impl Kernel {
     /// Places `code` in fresh executable memory.
     ///
-    /// `code` must be the relocation-free code of a function of `shape` (see the module
+    /// `code` must be the relocation-free code of a function of `shape`, or for a lane of
+    /// more than `segment` nodes the segments' functions and their offsets (see the module
     /// doc); the callers are the compiler and the validated cache reader.
     ///
     /// # Errors
-    /// [`Error::JitObject`] when the memory cannot be mapped or made executable, or when
-    /// `code` is empty.
+    /// [`Error::JitObject`] when the memory cannot be mapped or made executable, when
+    /// `code` is empty, or when a segmented kernel's offset table does not fit its lane.
     pub(crate) fn new(
         code: &[u8],
         lane: &Lane,
         shape: Shape,
         level: OptLevel,
         retain: bool,
+        segment: usize,
     ) -> Result<Kernel, Error> {
         if !cfg!(target_arch = "x86_64") {
             // Other architectures need the instruction cache made coherent with the bytes
@@ -61,6 +107,16 @@ impl Kernel {
         if code.is_empty() {
             return Err(object("empty code"));
         }
+        let segments = match Plan::new(lane, segment) {
+            Some(plan) => Some(Segments::read(code, &plan)?),
+            None => None,
+        };
+        // A segmented kernel is made of point functions.
+        let shape = if segments.is_some() {
+            Shape::Point
+        } else {
+            shape
+        };
         let mut map = MmapMut::map_anon(code.len()).map_err(|e| object(&format!("map: {e}")))?;
         map.copy_from_slice(code);
         let map = map
@@ -73,7 +129,14 @@ impl Kernel {
             inputs: lane.symbols + lane.seeds,
             outputs: lane.outputs.len(),
             object: retain.then(|| code.to_vec()),
+            segments,
         })
+    }
+
+    /// The number of functions it runs (1 unless its lane was segmented).
+    #[cfg(test)]
+    pub(crate) fn functions(&self) -> usize {
+        self.segments.as_ref().map_or(1, |s| s.starts.len())
     }
 
     /// The optimisation level it was compiled at.
@@ -82,7 +145,6 @@ impl Kernel {
     }
 
     /// The retained code bytes, if `retain_object` asked for them.
-    #[allow(dead_code)] // read by the archive writer of a later issue
     pub(crate) fn object(&self) -> Option<&[u8]> {
         self.object.as_deref()
     }
@@ -97,7 +159,7 @@ impl Kernel {
         assert!(x.len() == self.inputs && out.len() == self.outputs);
         match self.shape {
             // SAFETY: the lengths were just checked, and `out` is a distinct `&mut`.
-            Shape::Point => unsafe { self.point(x.as_ptr(), out.as_mut_ptr()) },
+            Shape::Point => unsafe { self.point(x.as_ptr(), out.as_mut_ptr(), &mut Vec::new()) },
             Shape::Column { .. } => {
                 let ins: Pointers<*const f64> = x.iter().map(|v| v as *const f64).collect();
                 let outs: Pointers<*mut f64> = out.iter_mut().map(|v| v as *mut f64).collect();
@@ -136,13 +198,14 @@ impl Kernel {
                 // A point kernel over columns: gather each point, run it, scatter it.
                 let mut x: Pointers<f64> = inputs.iter().map(|_| 0.0).collect();
                 let mut out: Pointers<f64> = outputs.iter().map(|_| 0.0).collect();
+                let mut scratch = Vec::new();
                 for at in start..start + len {
                     for (v, c) in x.iter_mut().zip(inputs) {
                         // SAFETY: `at < start + len`, readable by the caller's contract.
                         *v = unsafe { *c.add(at) };
                     }
                     // SAFETY: `x` and `out` have the lane's lengths and do not overlap.
-                    unsafe { self.point(x.as_ptr(), out.as_mut_ptr()) };
+                    unsafe { self.point(x.as_ptr(), out.as_mut_ptr(), &mut scratch) };
                     for (v, c) in out.iter().zip(outputs) {
                         // SAFETY: writable and ours alone by the caller's contract.
                         unsafe { *c.add(at) = *v };
@@ -152,15 +215,32 @@ impl Kernel {
         }
     }
 
-    /// Calls a point kernel.
+    /// Calls a point kernel; a segmented one runs its segments in order on `scratch`
+    /// (grown to its size on first use, so a loop over points allocates once).
     ///
     /// # Safety
     /// The kernel must be [`Shape::Point`]; `inputs` must hold the lane's input count of
     /// readable values and `outputs` its output count of writable ones, not overlapping
     /// the inputs.
     #[inline]
-    unsafe fn point(&self, inputs: *const f64, outputs: *mut f64) {
+    unsafe fn point(&self, inputs: *const f64, outputs: *mut f64, scratch: &mut Vec<f64>) {
         debug_assert_eq!(self.shape, Shape::Point);
+        if let Some(segments) = &self.segments {
+            if scratch.len() < segments.scratch {
+                scratch.resize(segments.scratch, 0.0);
+            }
+            for &at in &segments.starts {
+                // SAFETY: `at` is the offset of a function with the `SegmentFn` signature
+                // inside the mapping (checked by `Segments::read`), executable and alive
+                // while `self` is; the scratch holds the slots every segment addresses.
+                unsafe {
+                    let f: SegmentFn =
+                        std::mem::transmute::<*const u8, SegmentFn>(self.map.as_ptr().add(at));
+                    f(inputs, outputs, &MATH_TABLE, scratch.as_mut_ptr());
+                }
+            }
+            return;
+        }
         // SAFETY: the mapping holds a function with the `PointFn` signature and the host's
         // C calling convention (module invariant), executable and alive while `self` is.
         let f: PointFn = unsafe { std::mem::transmute::<*const u8, PointFn>(self.map.as_ptr()) };

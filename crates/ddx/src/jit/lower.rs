@@ -13,7 +13,8 @@
 //! - `sign`, `max`, `min`, comparisons and `select` are built from ordered compares and
 //!   selects so that NaN operands follow ddx's rules, not the CPU's `minsd`/`maxsd`;
 //! - `pow` with the constant exponent `2`, `-1` or `0.5` is the correctly rounded operation
-//!   `math::pow` defines for it; every other transcendental (and `fma` on a CPU without the
+//!   `math::pow` defines for it (`powi` with `2` or `-1` likewise, and `recip` is a
+//!   division); every other transcendental (and `fma` on a CPU without the
 //!   instruction) is an indirect call through the `MathTable` pointer the kernel receives.
 //!
 //! The function references no symbol and no data outside itself (constants are immediates
@@ -161,6 +162,112 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Functi
             b.ins().return_(&[]);
         }
     }
+    b.seal_all_blocks();
+    b.finalize(isa.frontend_config());
+    func
+}
+
+/// A long lane split into segments: consecutive ranges of nodes, each lowered as its own
+/// function (see [`segment_function`]), run one after the other on the same point.
+///
+/// A segment reads a value made by an earlier segment from a heap scratch area (one `f64`
+/// a slot) instead of keeping it live, so a segment's spills, stack frame and compile
+/// memory are bounded by its own length however long the lane; and each value is still
+/// computed once, by the same operation, so the answers are those of one function.
+///
+/// **Invariants**: the segments cover the graph in order; every node an operation of a
+/// later segment reads and that is itself an operation (not a constant or an input, which
+/// any segment makes or loads itself) has a scratch slot, written by the segment that
+/// computes it before any later segment runs.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// Nodes per segment (the last may have fewer).
+    per: usize,
+    len: usize,
+    /// The scratch slot of each node, or [`Plan::NONE`].
+    slot: Vec<u32>,
+    /// Scratch slots in all.
+    pub(crate) scratch: usize,
+}
+
+impl Plan {
+    const NONE: u32 = u32::MAX;
+
+    /// The plan of `lane` split every `per` nodes, or `None` when the lane has no more
+    /// than `per` nodes (one function computes it, with no scratch).
+    pub(crate) fn new(lane: &Lane, per: usize) -> Option<Plan> {
+        let g = &lane.graph;
+        let per = per.max(1);
+        if g.len() <= per {
+            return None;
+        }
+        let mut slot = vec![Plan::NONE; g.len()];
+        let mut scratch = 0u32;
+        for (id, node) in g.nodes().iter().enumerate() {
+            for a in node.args() {
+                let a = a.index();
+                if a / per < id / per
+                    && slot[a] == Plan::NONE
+                    && matches!(g.nodes()[a], Node::Apply(..))
+                {
+                    slot[a] = scratch;
+                    scratch += 1;
+                }
+            }
+        }
+        Some(Plan {
+            per,
+            len: g.len(),
+            slot,
+            scratch: scratch as usize,
+        })
+    }
+
+    /// The number of segments.
+    pub(crate) fn segments(&self) -> usize {
+        self.len.div_ceil(self.per)
+    }
+
+    /// Whether node `id` has a scratch slot.
+    #[cfg(test)]
+    pub(crate) fn has_slot(&self, id: usize) -> bool {
+        self.slot[id] != Plan::NONE
+    }
+
+    /// The nodes of segment `s`.
+    fn range(&self, s: usize) -> std::ops::Range<usize> {
+        s * self.per..((s + 1) * self.per).min(self.len)
+    }
+}
+
+/// Builds the function computing segment `s` of `plan` of `lane`:
+/// `extern "C" fn(inputs: *const f64, outputs: *mut f64, table: *const MathTable,
+/// scratch: *mut f64)`, inputs and outputs as a [`Shape::Point`] kernel's (the segment
+/// stores the outputs it computes), `scratch` holding [`Plan::scratch`] slots.
+pub(crate) fn segment_function(
+    lane: &Lane,
+    plan: &Plan,
+    s: usize,
+    isa: &dyn TargetIsa,
+) -> Function {
+    let ptr = isa.pointer_type();
+    let call_conv = isa.default_call_conv();
+    let mut sig = Signature::new(call_conv);
+    sig.params
+        .extend(std::iter::repeat_n(AbiParam::new(ptr), 4));
+    let mut func = Function::with_name_signature(UserFuncName::default(), sig);
+    let mut fctx = FunctionBuilderContext::new();
+    let mut b = FunctionBuilder::new(&mut func, &mut fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let args = b.block_params(entry).to_vec();
+    let (inputs, outputs, table, scratch) = (args[0], args[1], args[2], args[3]);
+    let math = MathSigs::new(&mut b, ptr, call_conv);
+    let fma = native_fma(isa);
+    let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
+    e.segment(lane, plan, s, inputs, outputs, scratch);
+    b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
     func
@@ -321,6 +428,87 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         }
     }
 
+    /// Emits segment `s` of `plan`: its nodes in order, reading earlier segments' values
+    /// from `scratch` and the lane's inputs from `inputs` where first used, writing each
+    /// value a later segment reads to its slot and each output it computes to `outputs`.
+    fn segment(
+        &mut self,
+        lane: &Lane,
+        plan: &Plan,
+        s: usize,
+        inputs: Value,
+        outputs: Value,
+        scratch: Value,
+    ) {
+        let g = &lane.graph;
+        let range = plan.range(s);
+        let start = range.start;
+        let mut local: Vec<Value> = Vec::with_capacity(range.len());
+        let mut earlier: std::collections::HashMap<usize, Value> = Default::default();
+        for id in range.clone() {
+            let v = match g.nodes()[id] {
+                Node::Apply(op, args) => {
+                    let mut vals = [None; 3];
+                    for (k, a) in args[..op.arity()].iter().enumerate() {
+                        let a = a.index();
+                        vals[k] = Some(if a >= start {
+                            local[a - start]
+                        } else if let Some(&v) = earlier.get(&a) {
+                            v
+                        } else {
+                            let v = self.import(lane, plan, a, inputs, scratch);
+                            earlier.insert(a, v);
+                            v
+                        });
+                    }
+                    let arg = |k: usize| vals[k].unwrap_or_else(|| unreachable!("arity"));
+                    match op.arity() {
+                        1 => self.unary(op, arg(0)),
+                        2 => {
+                            let exponent = g.constant_of(args[1]);
+                            self.binary(op, arg(0), arg(1), exponent)
+                        }
+                        _ => self.ternary(op, arg(0), arg(1), arg(2)),
+                    }
+                }
+                _ => self.import(lane, plan, id, inputs, scratch),
+            };
+            if plan.slot[id] != Plan::NONE {
+                let at = offset(plan.slot[id] as usize, 8);
+                self.b.ins().store(data(), v, scratch, at);
+            }
+            local.push(v);
+        }
+        for (k, o) in lane.outputs.iter().enumerate() {
+            if range.contains(&o.index()) {
+                let v = local[o.index() - start];
+                self.b.ins().store(data(), v, outputs, offset(k, 8));
+            }
+        }
+    }
+
+    /// Node `id` as a segment reads it without computing it: a constant, an input, or
+    /// (an operation of an earlier segment) its scratch slot.
+    fn import(
+        &mut self,
+        lane: &Lane,
+        plan: &Plan,
+        id: usize,
+        inputs: Value,
+        scratch: Value,
+    ) -> Value {
+        match lane.graph.nodes()[id] {
+            Node::Const(c) => self.constant(c.value()),
+            Node::Symbol(s) => self.load(inputs, s.index()),
+            Node::Seed(s) => self.load(inputs, lane.symbols + s.index()),
+            Node::Apply(..) => self.load(scratch, plan.slot[id] as usize),
+        }
+    }
+
+    fn load(&mut self, base: Value, k: usize) -> Value {
+        self.b.ins().load(types::F64, data(), base, offset(k, 8))
+    }
+
     fn constant(&mut self, c: f64) -> Value {
         let s = self.b.ins().f64const(c);
         if self.width == 1 {
@@ -360,6 +548,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             Op::Neg => self.b.ins().fneg(a),
             Op::Abs => self.b.ins().fabs(a),
             Op::Sqrt => self.b.ins().sqrt(a),
+            Op::Recip => {
+                let one = self.constant(1.0);
+                self.b.ins().fdiv(one, a)
+            }
             Op::Sign => {
                 // x > 0 → 1; x < 0 → -1; x == 0 → 0; NaN → x.
                 let zero = self.constant(0.0);
@@ -405,8 +597,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let holds = self.b.ins().bor(lt, gt);
                 self.truth(holds)
             }
-            Op::Pow if exponent == Some(2.0) => self.b.ins().fmul(a, a),
-            Op::Pow if exponent == Some(-1.0) => {
+            Op::Pow | Op::Powi if exponent == Some(2.0) => self.b.ins().fmul(a, a),
+            Op::Pow | Op::Powi if exponent == Some(-1.0) => {
                 let one = self.constant(1.0);
                 self.b.ins().fdiv(one, a)
             }

@@ -1,10 +1,10 @@
-//! The Cranelift JIT: lanes compiled to machine code on a background thread.
+//! The Cranelift JIT: lanes compiled to machine code by a background pool of threads.
 //!
 //! An equation holds one [`Jit`] for the options in force. Under a compiling backend it
 //! owns a [`State`]: one [`Slot`] per lane kind, each with an atomic pointer to the kernel
 //! answering that lane (null: the interpreter answers). Calls read that pointer — one
-//! atomic load — and never wait; the compile thread ([`compile`]) publishes a kernel by
-//! storing the pointer, after which every call switches to it. Every kernel agrees with the
+//! atomic load — and never wait; a worker of the compile pool ([`compile`]) publishes a
+//! kernel by storing the pointer, after which every call switches to it. Every kernel agrees with the
 //! interpreter to the bit, so the moment of the switch is invisible in the answers.
 //!
 //! **Invariants.**
@@ -15,12 +15,12 @@
 //!   state counts the equations holding it ([`State::holders`]).
 //! - Changing the options replaces the equation's state (`set_options` takes `&mut`, so no
 //!   call of it is running); the last equation to let go of a state marks it abandoned; the
-//!   compile thread checks that mark before each tier and before publishing, so nothing
+//!   compile pool checks that mark before each tier and before publishing, so nothing
 //!   compiled for options no equation holds is ever installed or run, and no one waits
 //!   for it.
 //! - A lane is compiled once per tier per state: [`Slot::asked`] only grows.
 
-mod cache;
+pub(crate) mod cache;
 mod compile;
 mod kernel;
 mod lower;
@@ -30,8 +30,9 @@ mod tests;
 pub(crate) use kernel::Kernel;
 pub(crate) use lower::Shape;
 
-use crate::equation::Core;
-use crate::options::{Backend, JitStatus, Lanes, OptLevel, Options, Warming};
+pub(crate) use crate::archive::StoredKernel;
+use crate::options::{Backend, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming};
+use crate::prepared::PreparedLanes;
 use ddx_ir::{Error, LaneKind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -64,6 +65,8 @@ pub(crate) struct Config {
     pub(crate) hot: u64,
     pub(crate) retain: bool,
     pub(crate) cache_dir: Option<PathBuf>,
+    /// Lanes of more nodes are split into segments of this many ([`compile::SEGMENT_NODES`]).
+    pub(crate) segment: usize,
 }
 
 impl Config {
@@ -93,6 +96,7 @@ impl Config {
             hot: o.hot_points,
             retain: o.retain_object,
             cache_dir: o.cache_dir.clone(),
+            segment: compile::segment_nodes(),
         })
     }
 
@@ -114,12 +118,20 @@ impl Config {
     }
 }
 
+/// The order of optimisation levels: a kernel is replaced only by one of a higher rank.
+fn rank(level: OptLevel) -> u8 {
+    match level {
+        OptLevel::None => 0,
+        OptLevel::Speed => 1,
+    }
+}
+
 /// One lane's compiled code and its compile bookkeeping.
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
     /// The kernel answering, or null.
     kernel: AtomicPtr<Kernel>,
-    /// The highest [`Tier`] asked of the compile thread. Written only under `inner`'s
+    /// The highest [`Tier`] asked of the compile pool. Written only under `inner`'s
     /// lock, after the job is counted in [`Inner::pending`]; read without it only as a
     /// hint (whether to call [`State::ask`], which decides under the lock).
     asked: AtomicU8,
@@ -155,9 +167,17 @@ impl Slot {
         unsafe { k.as_ref() }
     }
 
-    /// Makes `kernel` the one answering; the slot keeps it alive.
+    /// Makes `kernel` the one answering unless a kernel of a higher optimisation level
+    /// answers already (two jobs of one lane may run on two workers at once, and the
+    /// quick one may finish last); the slot keeps it alive.
     fn publish(&self, kernel: Kernel) {
         let mut inner = self.lock();
+        if self
+            .current()
+            .is_some_and(|k| rank(k.level()) >= rank(kernel.level()))
+        {
+            return;
+        }
         let mut boxed = Box::new(kernel);
         let ptr: *mut Kernel = &mut *boxed;
         inner.kernels.push(boxed);
@@ -173,21 +193,48 @@ impl Slot {
     }
 }
 
-/// Counters and the last failures, for [`JitStatus`].
+/// One lane's counters and last failure, for [`LaneStatus`].
 #[derive(Debug, Default)]
-pub(crate) struct Stats {
+pub(crate) struct LaneStats {
     pub(crate) compiled: AtomicUsize,
     pub(crate) loaded: AtomicUsize,
+    error: Mutex<Option<Error>>,
+}
+
+/// Counters and the last failures, for [`JitStatus`]: per lane, and for the cache.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    lanes: [LaneStats; LANES],
     pub(crate) refused: AtomicUsize,
     pub(crate) written: AtomicUsize,
+    /// The most recent failure of any lane.
     error: Mutex<Option<Error>>,
     cache_error: Mutex<Option<Error>>,
 }
 
 impl Stats {
-    /// Records a failure to make a kernel ([`JitStatus::error`]).
-    pub(crate) fn fail(&self, e: Error) {
-        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+    /// The counters of lane `kind`.
+    pub(crate) fn lane(&self, kind: LaneKind) -> &LaneStats {
+        &self.lanes[kind as usize]
+    }
+
+    /// Kernels compiled, over every lane.
+    #[cfg(test)]
+    pub(crate) fn compiled(&self) -> usize {
+        self.lanes
+            .iter()
+            .map(|l| l.compiled.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Records a failure to make a kernel of lane `kind` ([`LaneStatus::error`], and
+    /// [`JitStatus::error`] as the most recent of all).
+    pub(crate) fn fail(&self, kind: LaneKind, e: Error) {
+        let lock = |m: &'_ Mutex<Option<Error>>| {
+            *m.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+        };
+        lock(&self.lane(kind).error);
+        lock(&self.error);
     }
 
     /// Records a failure of the cache directory ([`JitStatus::cache_error`]).
@@ -205,11 +252,64 @@ pub(crate) struct State {
     abandoned: AtomicBool,
     slots: [Slot; LANES],
     pub(crate) stats: Stats,
+    /// Tests stop a job here, after it started and before it compiles anything.
+    #[cfg(test)]
+    pub(crate) hold: tests::Hold,
 }
 
 impl State {
     pub(crate) fn slot(&self, kind: LaneKind) -> &Slot {
         &self.slots[kind as usize]
+    }
+
+    /// Places each saved kernel whose key matches its lane here (see [`Jit::with_saved`]).
+    /// Runs before any job is asked, so the tier it sets is what [`State::ask`] builds on.
+    fn adopt(&self, lanes: &PreparedLanes, saved: &[StoredKernel]) {
+        let refuse = || {
+            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+        };
+        let compiler = match compile::compiler() {
+            Ok(c) => c,
+            Err(e) => {
+                saved.iter().for_each(|_| refuse());
+                for s in saved {
+                    self.stats.fail(s.kind, e.clone());
+                }
+                return;
+            }
+        };
+        let c = &self.config;
+        for s in saved {
+            let tier = if s.level == c.level(Tier::Top) {
+                c.highest()
+            } else if s.level == OptLevel::None {
+                Tier::Quick
+            } else {
+                refuse();
+                continue;
+            };
+            let lane = &lanes.prepared(s.kind, c.contract).lane;
+            let key = compile::key(c, compiler, lane, s.level);
+            if key.bytes() != s.key {
+                refuse();
+                continue;
+            }
+            match Kernel::new(&s.code, lane, c.shape, s.level, c.retain, c.segment) {
+                Ok(k) => {
+                    let slot = self.slot(s.kind);
+                    slot.publish(k);
+                    slot.asked.store(tier as u8, Ordering::Release);
+                    self.stats
+                        .lane(s.kind)
+                        .loaded
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    refuse();
+                    self.stats.fail(s.kind, e);
+                }
+            }
+        }
     }
 
     pub(crate) fn abandoned(&self) -> bool {
@@ -223,21 +323,24 @@ impl State {
         }
     }
 
-    /// Asks the compile thread for `kind` up to tier `upto`; does nothing when that was
+    /// Asks the compile pool for `kind` up to tier `upto`; does nothing when that was
     /// already asked.
     ///
     /// Everything happens under the slot's lock: the job is counted in
     /// [`Inner::pending`] before [`Slot::asked`] shows it, and submitted before the lock is
     /// released. So whoever reads `asked` under the lock (as [`Jit::wait`] does, through
     /// this function) and then finds nothing pending knows that every job asked so far
-    /// has finished; and the jobs of one lane queue in the order of their tiers (a quick
-    /// kernel can never be published over an optimised one).
-    fn ask(self: &Arc<Self>, core: &Arc<Core>, kind: LaneKind, upto: Tier) {
+    /// has finished. The jobs of one lane are queued in the order of their tiers (and
+    /// [`Slot::publish`] never puts a quick kernel over an optimised one).
+    fn ask(self: &Arc<Self>, lanes: &Arc<PreparedLanes>, kind: LaneKind, upto: Tier) {
         let slot = self.slot(kind);
         // A hint without the lock: `asked` only grows, and what it shows is counted.
         if slot.asked.load(Ordering::Acquire) >= upto as u8 {
             return;
         }
+        // The lane's length is the job's priority. Calls have prepared their lane already;
+        // a wait may build it here, outside the slot's lock.
+        let nodes = lanes.prepared(kind, self.config.contract).lane.graph.len();
         let mut inner = slot.lock();
         let before = slot.asked.load(Ordering::Acquire);
         if before >= upto as u8 {
@@ -252,13 +355,14 @@ impl State {
         slot.asked.store(upto as u8, Ordering::Release);
         let job = compile::Job {
             state: Arc::clone(self),
-            core: Arc::clone(core),
+            lanes: Arc::clone(lanes),
             kind,
+            nodes,
             from,
             upto,
         };
         if let Err(e) = compile::submit(job) {
-            self.stats.fail(e);
+            self.stats.fail(kind, e);
             inner.pending -= 1;
             drop(inner);
             slot.done.notify_all();
@@ -301,7 +405,20 @@ impl Drop for Jit {
 impl Jit {
     /// The JIT for `options`; under `Compile`, starts compiling every lane in `prepared`
     /// (the lanes already used), the others as they are first needed.
-    pub(crate) fn new(options: &Options, core: &Arc<Core>, prepared: &[LaneKind]) -> Jit {
+    pub(crate) fn new(options: &Options, lanes: &Arc<PreparedLanes>, prepared: &[LaneKind]) -> Jit {
+        Jit::with_saved(options, lanes, prepared, &[])
+    }
+
+    /// [`Jit::new`], with the kernels of a saved equation placed first: each one whose key
+    /// is the one this build would give its lane on this host, under these options,
+    /// answers at once (counted in [`JitStatus::loaded`]); any other is never run
+    /// (counted in [`JitStatus::refused`]), and its lane compiles as it would have.
+    pub(crate) fn with_saved(
+        options: &Options,
+        lanes: &Arc<PreparedLanes>,
+        prepared: &[LaneKind],
+        saved: &[StoredKernel],
+    ) -> Jit {
         if !matches!(options.backend, Backend::Compile | Backend::Adapt) {
             // `Device` answers from the interpreter until a device backend exists.
             return Jit::default();
@@ -334,10 +451,15 @@ impl Jit {
             abandoned: AtomicBool::new(false),
             slots: std::array::from_fn(|_| Slot::default()),
             stats,
+            #[cfg(test)]
+            hold: tests::Hold::default(),
         });
+        if !saved.is_empty() {
+            state.adopt(lanes, saved);
+        }
         if state.config.backend == Backend::Compile {
             for &kind in prepared {
-                state.ask(core, kind, state.config.highest());
+                state.ask(lanes, kind, state.config.highest());
             }
         }
         Jit {
@@ -346,10 +468,41 @@ impl Jit {
         }
     }
 
+    /// The machine code of every kernel answering now, with the key it was made for, for
+    /// saving: one per lane (the tier answering), where `retain_object` kept the code.
+    pub(crate) fn saved(&self, lanes: &PreparedLanes) -> Vec<StoredKernel> {
+        let Some(state) = &self.state else {
+            return Vec::new();
+        };
+        let Ok(compiler) = compile::compiler() else {
+            return Vec::new();
+        };
+        let c = &state.config;
+        let mut out = Vec::new();
+        for kind in LaneKind::ALL {
+            let Some(k) = state.slot(kind).current() else {
+                continue;
+            };
+            let Some(code) = k.object() else {
+                continue;
+            };
+            let lane = &lanes.prepared(kind, c.contract).lane;
+            let key = compile::key(c, compiler, lane, k.level());
+            out.push(StoredKernel {
+                kind,
+                level: k.level(),
+                key: key.bytes(),
+                fingerprint: compiler.fingerprint().to_string(),
+                code: code.to_vec(),
+            });
+        }
+        out
+    }
+
     /// The kernel answering a per-point call of `kind`; asks for one under `Compile` when
     /// none has been asked yet. One atomic load when a kernel is in place.
     #[inline]
-    pub(crate) fn point(&self, core: &Arc<Core>, kind: LaneKind) -> Option<&Kernel> {
+    pub(crate) fn point(&self, lanes: &Arc<PreparedLanes>, kind: LaneKind) -> Option<&Kernel> {
         let state = self.state.as_ref()?;
         let slot = state.slot(kind);
         if let Some(k) = slot.current() {
@@ -358,7 +511,7 @@ impl Jit {
         if state.config.backend == Backend::Compile
             && slot.asked.load(Ordering::Relaxed) == Tier::Nothing as u8
         {
-            state.ask(core, kind, state.config.highest());
+            state.ask(lanes, kind, state.config.highest());
         }
         None
     }
@@ -366,7 +519,12 @@ impl Jit {
     /// The kernel answering a batch call of `kind` over `points` points; counts the points
     /// under `Adapt` and asks for the tiers they buy.
     #[inline]
-    pub(crate) fn batch(&self, core: &Arc<Core>, kind: LaneKind, points: usize) -> Option<&Kernel> {
+    pub(crate) fn batch(
+        &self,
+        lanes: &Arc<PreparedLanes>,
+        kind: LaneKind,
+        points: usize,
+    ) -> Option<&Kernel> {
         let state = self.state.as_ref()?;
         if state.config.backend == Backend::Adapt {
             let slot = state.slot(kind);
@@ -380,12 +538,12 @@ impl Jit {
                     Tier::Quick
                 };
                 if slot.asked.load(Ordering::Relaxed) < upto as u8 {
-                    state.ask(core, kind, upto);
+                    state.ask(lanes, kind, upto);
                 }
             }
             return slot.current();
         }
-        self.point(core, kind)
+        self.point(lanes, kind)
     }
 
     /// Whether a kernel answers `kind` now.
@@ -409,12 +567,12 @@ impl Jit {
     /// pending by the time `asked` shows it ([`State::ask`]), so when this returns every
     /// such job has finished and published whatever it made: under `Compile`, `false`
     /// means no kernel will come for these options (the reason is in the status).
-    pub(crate) fn wait(&self, core: &Arc<Core>, kind: LaneKind) -> bool {
+    pub(crate) fn wait(&self, lanes: &Arc<PreparedLanes>, kind: LaneKind) -> bool {
         let Some(state) = &self.state else {
             return false;
         };
         if state.config.backend == Backend::Compile {
-            state.ask(core, kind, state.config.highest());
+            state.ask(lanes, kind, state.config.highest());
         }
         let slot = state.slot(kind);
         let mut inner = slot.lock();
@@ -460,13 +618,31 @@ impl Jit {
         };
         let n = |a: &AtomicUsize| a.load(Ordering::Relaxed);
         let last = |m: &Mutex<Option<Error>>| m.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let lanes: Vec<LaneStatus> = LaneKind::ALL
+            .into_iter()
+            .filter(|&k| {
+                s.slot(k).asked.load(Ordering::Acquire) != Tier::Nothing as u8
+                    || last(&s.stats.lane(k).error).is_some()
+            })
+            .map(|kind| {
+                let l = s.stats.lane(kind);
+                LaneStatus {
+                    kind,
+                    level: s.slot(kind).current().map(Kernel::level),
+                    compiled: n(&l.compiled),
+                    loaded: n(&l.loaded),
+                    error: last(&l.error),
+                }
+            })
+            .collect();
         JitStatus {
-            compiled: n(&s.stats.compiled),
-            loaded: n(&s.stats.loaded),
+            compiled: lanes.iter().map(|l| l.compiled).sum(),
+            loaded: lanes.iter().map(|l| l.loaded).sum(),
             refused: n(&s.stats.refused),
             written: n(&s.stats.written),
             error: last(&s.stats.error),
             cache_error: last(&s.stats.cache_error),
+            lanes,
         }
     }
 }

@@ -93,6 +93,10 @@ pub(crate) fn random_model(seed: u64, nodes: usize, symbols: usize, outputs: usi
             // The exponents engines answer inline.
             args[1] = g.constant([2.0, -1.0, 0.5, 3.0, -2.0][rng.below(5)]);
         }
+        if op == Op::Powi && rng.below(4) != 0 {
+            // Integer exponents (elsewhere powi is NaN), the inline ones among them.
+            args[1] = g.constant([2.0, -1.0, 3.0, -2.0, 7.0][rng.below(5)]);
+        }
         made.push(g.apply(op, &args));
     }
     let mut outs = vec![made[made.len() - 1]];
@@ -211,6 +215,94 @@ proptest! {
     }
 }
 
+/// Runs `f` with lanes split every `per` nodes for options set on this thread.
+fn with_segments<T>(per: usize, f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            super::compile::SEGMENT_OVERRIDE.with(|c| c.set(None));
+        }
+    }
+    super::compile::SEGMENT_OVERRIDE.with(|c| c.set(Some(per)));
+    let _reset = Reset;
+    f()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// Segmented kernels (a long lane split into functions that pass values through a
+    /// heap scratch area) with segments of a few nodes, so that values cross many
+    /// boundaries, inputs, constants and outputs sit in every segment, and a segment may
+    /// hold nothing but constants: every lane, shape and level, to the bit.
+    #[test]
+    fn segmented_kernels_agree_with_the_interpreter_to_the_bit(
+        seed in any::<u64>(),
+        nodes in 1usize..60,
+        symbols in 1usize..4,
+        outputs in 1usize..4,
+        per in 1usize..9,
+    ) {
+        let mut rng = Rng(seed ^ 0xAAAA);
+        with_segments(per, || {
+            let size = ddx_ir::testing::ModelSize { nodes, symbols, outputs, ..Default::default() };
+            check_model(&ddx_ir::testing::random_model(seed, &size), &mut rng, &[1, 3, 33])?;
+            check_model(&random_model(seed, nodes, symbols, outputs), &mut rng, &[1, 3, 33])
+        })?;
+    }
+}
+
+/// A segmented lane's kernel really is several functions, and answers as one.
+#[test]
+fn a_long_lane_runs_as_segments() {
+    let kind = LaneKind::Jacobian;
+    let model = long_sum(40);
+    let oracle = Equation::<System>::from_model(model.clone());
+    let mut eq = Equation::<System>::from_model(model);
+    with_segments(16, || eq.set_options(compile_options(64)));
+    assert!(eq.wait_for_kernel(kind), "{:?}", eq.jit_status());
+    let state = eq.jit.state.as_ref().expect("compiling");
+    let kernel = state.slot(kind).current().expect("a kernel");
+    let lane = eq.lane(kind);
+    let nodes = lane.graph.len();
+    assert!(nodes > 64, "{nodes} nodes");
+    assert_eq!(kernel.functions(), nodes.div_ceil(16), "{nodes} nodes");
+    let x = [0.3, -1.25];
+    let (mut want, mut got) = (vec![0.0; lane.outputs.len()], vec![0.0; lane.outputs.len()]);
+    oracle.eval_into(kind, &x, &mut want);
+    eq.eval_into(kind, &x, &mut got);
+    assert!(same(&want, &got), "{want:?} vs {got:?}");
+}
+
+/// The plan puts every value a later segment reads in scratch, and nothing else.
+#[test]
+fn a_plan_gives_a_slot_to_exactly_the_values_crossing_a_boundary() {
+    let model = random_model(9, 200, 3, 3);
+    let eq = Equation::<System>::from_model(model);
+    for kind in LaneKind::ALL {
+        let lane = eq.lane(kind);
+        let per = 7;
+        let Some(plan) = super::lower::Plan::new(lane, per) else {
+            assert!(lane.graph.len() <= per);
+            continue;
+        };
+        assert_eq!(plan.segments(), lane.graph.len().div_ceil(per));
+        let mut crossing = 0;
+        for (id, node) in lane.graph.nodes().iter().enumerate() {
+            let read_later = lane.graph.nodes()[id + 1..]
+                .iter()
+                .enumerate()
+                .any(|(k, n)| {
+                    (id + 1 + k) / per > id / per && n.args().iter().any(|a| a.index() == id)
+                });
+            let wants = read_later && matches!(node, ddx_ir::Node::Apply(..));
+            assert_eq!(plan.has_slot(id), wants, "{kind:?} node {id}");
+            crossing += usize::from(wants);
+        }
+        assert_eq!(plan.scratch, crossing);
+    }
+}
+
 #[test]
 fn every_operation_is_covered_by_the_random_models() {
     let mut seen = std::collections::HashSet::new();
@@ -243,7 +335,7 @@ fn a_batch_split_across_threads_agrees() {
     check_model(&model, &mut rng, &[len]).expect("agrees");
 }
 
-/// Holds the compile thread: no job starts until the guard drops.
+/// Holds the compile pool: no job starts until the guard drops.
 fn pause() -> std::sync::MutexGuard<'static, ()> {
     super::compile::PAUSE
         .lock()
@@ -294,7 +386,7 @@ fn calls_never_wait_for_the_compiler_and_stay_exact_across_the_switch() {
     let mut eq = Equation::<System>::from_model(model);
     let held = pause();
     eq.set_options(compile_options(1));
-    // The compile thread cannot start, yet every call from every thread answers: no call
+    // The compile pool cannot start a job, yet every call from every thread answers: no call
     // waits for the compiler.
     std::thread::scope(|s| {
         for t in 0..4 {
@@ -362,9 +454,7 @@ fn a_change_of_options_abandons_the_compile_in_flight() {
     settle(&old, kind);
     assert!(old.slot(kind).current().is_none(), "nothing installed");
     assert_eq!(
-        old.stats
-            .compiled
-            .load(std::sync::atomic::Ordering::Relaxed),
+        old.stats.compiled(),
         0,
         "nothing compiled for the abandoned options"
     );
@@ -500,4 +590,175 @@ fn clones_share_kernels_and_keep_a_compile_alive() {
     assert!(!state.abandoned());
     drop(clone);
     assert!(state.abandoned(), "the last holder lets go");
+}
+
+/// Where a job of one state stops ([`super::State::hold`]). Armed by a test, the next job
+/// to start records that it started and stays until the test releases it — or, failing
+/// safe, for two minutes, so that a compiler that cannot run a second job meanwhile fails
+/// the test below instead of hanging it.
+#[derive(Debug, Default)]
+pub(crate) struct Hold {
+    at: std::sync::Mutex<Held>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    #[default]
+    Off,
+    Armed,
+    Holding,
+    Released,
+}
+
+impl Hold {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.at.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Called by every job after it starts.
+    pub(crate) fn enter(&self) {
+        let mut at = self.lock();
+        if *at != Held::Armed {
+            return;
+        }
+        *at = Held::Holding;
+        self.changed.notify_all();
+        let wait = std::time::Duration::from_secs(120);
+        let (mut at, _) = self
+            .changed
+            .wait_timeout_while(at, wait, |h| *h == Held::Holding)
+            .unwrap_or_else(|e| e.into_inner());
+        *at = Held::Released;
+    }
+
+    fn arm(&self) {
+        *self.lock() = Held::Armed;
+    }
+
+    /// Blocks until a job is held.
+    fn wait_holding(&self) {
+        let at = self.lock();
+        drop(
+            self.changed
+                .wait_while(at, |h| *h == Held::Armed)
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+    }
+
+    /// Whether the held job is still held.
+    fn holding(&self) -> bool {
+        *self.lock() == Held::Holding
+    }
+
+    fn release(&self) {
+        *self.lock() = Held::Released;
+        self.changed.notify_all();
+    }
+}
+
+/// `Σₖ (a·cₖ + b)·a` with distinct constants `cₖ`: a value lane of about 5 nodes a term.
+fn long_sum(terms: usize) -> Model {
+    let mut g = Graph::new();
+    let a = g.symbol(SymbolId::from_index(0));
+    let b = g.symbol(SymbolId::from_index(1));
+    let mut y = g.constant(0.0);
+    for k in 0..terms {
+        let c = g.constant(1.0 + k as f64 * 1e-6);
+        let ac = g.binary(Op::Mul, a, c);
+        let t = g.binary(Op::Add, ac, b);
+        let t = g.binary(Op::Mul, t, a);
+        y = g.binary(Op::Add, y, t);
+    }
+    Model::seal(&g, &[y], vec!["a".into(), "b".into()])
+}
+
+/// Issue 11: a small lane's kernel lands while another equation's large lane is being
+/// compiled (one compile thread used to queue it behind). Asserted by events: the large
+/// job is held inside the pool until the small kernel has landed.
+#[test]
+fn a_small_lane_compiles_while_a_large_one_is_compiling() {
+    let kind = LaneKind::Value;
+    let mut large = Equation::<System>::from_model(long_sum(super::compile::SMALL_NODES / 4 + 16));
+    let mut o = compile_options(1);
+    o.codegen.opt_level = OptLevel::None;
+    large.set_options(o.clone()); // no lane is prepared yet: nothing is asked
+    let state = std::sync::Arc::clone(large.jit.state.as_ref().expect("compiling"));
+    state.hold.arm();
+    let mut out = [0.0];
+    large.eval_into(kind, &[0.5, 0.25], &mut out); // asks for the large kernel
+    assert!(large.lane(kind).graph.len() > super::compile::SMALL_NODES);
+    state.hold.wait_holding();
+
+    let mut small = Equation::<System>::from_model(random_model(1, 2, 1, 1));
+    small.set_options(o);
+    assert!(small.wait_for_kernel(kind), "{:?}", small.jit_status());
+    // The small kernel is in place, and the large job has not been let go.
+    assert!(
+        state.hold.holding(),
+        "the small kernel waited for the large compile"
+    );
+    assert!(!large.uses_kernel(kind));
+    state.hold.release();
+    assert!(large.wait_for_kernel(kind), "{:?}", large.jit_status());
+}
+
+/// Small lanes overtake large ones in the queue, and jobs of equal length keep their
+/// order; at most `workers − 1` large jobs run at once.
+#[test]
+fn the_queue_takes_the_fewest_nodes_first_and_keeps_a_worker_for_small_lanes() {
+    use super::compile::{Queue, SMALL_NODES};
+    let big = SMALL_NODES + 1;
+    let mut q = Queue::new(2);
+    q.push(big, "large 1");
+    q.push(big, "large 2");
+    q.push(5, "small 1");
+    q.push(3, "smaller");
+    q.push(5, "small 2");
+    assert_eq!(q.take(), Some(("smaller", false)));
+    assert_eq!(q.take(), Some(("small 1", false)));
+    assert_eq!(q.take(), Some(("small 2", false)));
+    assert_eq!(q.take(), Some(("large 1", true)));
+    // One large job runs: the second worker stays for small lanes.
+    assert_eq!(q.take(), None, "the second large job waits");
+    q.push(7, "late small");
+    assert_eq!(q.take(), Some(("late small", false)));
+    q.done(false);
+    assert_eq!(q.take(), None);
+    q.done(true);
+    assert_eq!(q.take(), Some(("large 2", true)));
+    assert_eq!(q.take(), None);
+}
+
+/// Issue 11: each lane's failure is reported as that lane's; a later lane's failure does
+/// not hide an earlier one's, and a lane that compiled reports its kernel.
+#[test]
+fn the_status_reports_each_lane() {
+    let mut eq = Equation::<System>::from_model(random_model(2, 20, 2, 1));
+    let mut o = compile_options(1);
+    o.codegen.opt_level = OptLevel::None;
+    eq.set_options(o);
+    assert!(eq.wait_for_kernel(LaneKind::Value));
+    let state = std::sync::Arc::clone(eq.jit.state.as_ref().expect("compiling"));
+    // Two failures, one after the other, as a job reports them.
+    let fail = |lane: &'static str| ddx_ir::Error::JitModule {
+        lane,
+        detail: format!("{lane} failed"),
+    };
+    state.stats.fail(LaneKind::Gradient, fail("gradient"));
+    state.stats.fail(LaneKind::Jacobian, fail("jacobian"));
+    let s = eq.jit_status();
+    let value = s.lane(LaneKind::Value).expect("asked");
+    assert_eq!(value.level, Some(OptLevel::None));
+    assert_eq!((value.compiled, value.error.clone()), (1, None));
+    let gradient = s.lane(LaneKind::Gradient).expect("asked");
+    assert_eq!(gradient.error, Some(fail("gradient")));
+    let jacobian = s.lane(LaneKind::Jacobian).expect("asked");
+    assert_eq!(jacobian.error, Some(fail("jacobian")));
+    assert_eq!(s.error, Some(fail("jacobian")), "the most recent of all");
+    assert!(s.lane(LaneKind::Hessian).is_none(), "never asked");
+    assert_eq!(
+        s.compiled,
+        s.lanes.iter().map(|l| l.compiled).sum::<usize>()
+    );
 }

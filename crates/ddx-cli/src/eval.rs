@@ -1,0 +1,157 @@
+//! `ddx eval`: the value of a text expression at one point and, on request, its gradient,
+//! Hessian and a Jacobian–vector product, labelled by symbol (`f`, `df/dx`, `d2f/dxdy`,
+//! `jvp`), as text or JSON.
+//!
+//! A point is `name=value` arguments naming every symbol once; a direction (`--jvp`) is
+//! either the same pairs joined by commas or plain numbers in symbol order.
+
+use crate::error::{emit, CliError};
+use clap::Args;
+use ddx::{rt, Equation};
+use serde_json::{json, Map, Value};
+use std::fmt::Write;
+
+/// Evaluate an expression and its derivatives at one point.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  ddx eval 'x*exp(-y)' x=2 y=0.5 --gradient --hessian --jvp 1,0")]
+pub struct EvalArgs {
+    /// The expression, in Python's arithmetic (`**` is power), e.g. `sin(x)*y + 3`.
+    pub expr: String,
+    /// The point: `name=value` for every symbol of the expression.
+    pub point: Vec<String>,
+    /// Also print the gradient, `df/dx` per symbol.
+    #[arg(long)]
+    pub gradient: bool,
+    /// Also print the Hessian, `d2f/dxdy` per pair of symbols (upper triangle).
+    #[arg(long)]
+    pub hessian: bool,
+    /// Also print the Jacobian–vector product along V: `x=1,y=0`, or `1,0` in symbol order.
+    #[arg(long, value_name = "V")]
+    pub jvp: Option<String>,
+    /// Print one JSON object instead of text (a NaN or infinity is `null`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A number from a command-line argument.
+pub fn number(arg: &str, text: &str) -> Result<f64, CliError> {
+    text.trim()
+        .parse::<f64>()
+        .map_err(|_| CliError::argument(arg, format!("`{text}` is not a number")))
+}
+
+/// `name=value` pairs from `args` (each may hold several, joined by commas).
+pub fn pairs(args: &[String]) -> Result<Vec<(String, f64)>, CliError> {
+    let mut out = Vec::new();
+    for arg in args {
+        for part in arg.split(',').filter(|p| !p.trim().is_empty()) {
+            let Some((name, value)) = part.split_once('=') else {
+                return Err(CliError::argument(
+                    arg,
+                    "expected `name=value` (e.g. `x=1.5`)",
+                ));
+            };
+            out.push((name.trim().to_string(), number(arg, value)?));
+        }
+    }
+    Ok(out)
+}
+
+/// The direction `--jvp` gives: named pairs, or numbers in symbol order.
+fn direction(eq: &Equation, text: &str) -> Result<Vec<f64>, CliError> {
+    let v = if text.contains('=') {
+        let named = pairs(&[text.to_string()])?;
+        let mut v = vec![0.0; eq.arity()];
+        ddx::Point::fill_as(&named[..], eq.symbols(), &mut v, ddx::Role::Direction)?;
+        v
+    } else {
+        text.split(',')
+            .map(|t| number(text, t))
+            .collect::<Result<Vec<f64>, CliError>>()?
+    };
+    Ok(v)
+}
+
+/// A JSON number, or `null` where JSON has none (NaN, infinities).
+fn num(v: f64) -> Value {
+    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+}
+
+/// Runs `ddx eval`.
+///
+/// # Errors
+/// A parse error; a point that misses, repeats or invents a symbol; a value that is not
+/// a number; a direction of the wrong length.
+pub fn run(a: &EvalArgs) -> Result<(), CliError> {
+    let eq = rt::equation_text(&a.expr)?;
+    let point = pairs(&a.point)?;
+    let point = eq.point(&point[..])?;
+    let names = eq.symbols();
+    let n = names.len();
+    let f = eq.evaluate(&point[..])?;
+    let gradient = if a.gradient {
+        Some(eq.gradient(&point[..])?)
+    } else {
+        None
+    };
+    let hessian = if a.hessian {
+        Some(eq.hessian(&point[..])?)
+    } else {
+        None
+    };
+    let jvp = match &a.jvp {
+        Some(v) => {
+            let v = direction(&eq, v)?;
+            Some(eq.jvp(&v[..], &point[..])?[0])
+        }
+        None => None,
+    };
+
+    if a.json {
+        let mut o = Map::new();
+        o.insert("symbols".into(), json!(names));
+        let at: Map<String, Value> = names
+            .iter()
+            .cloned()
+            .zip(point.iter().map(|&v| num(v)))
+            .collect();
+        o.insert("point".into(), Value::Object(at));
+        o.insert("value".into(), num(f));
+        if let Some(g) = &gradient {
+            let g: Map<String, Value> = names
+                .iter()
+                .cloned()
+                .zip(g.iter().map(|&v| num(v)))
+                .collect();
+            o.insert("gradient".into(), Value::Object(g));
+        }
+        if let Some(h) = &hessian {
+            let rows: Vec<Value> = h
+                .chunks(n.max(1))
+                .map(|r| Value::Array(r.iter().map(|&v| num(v)).collect()))
+                .collect();
+            o.insert("hessian".into(), Value::Array(rows));
+        }
+        if let Some(p) = jvp {
+            o.insert("jvp".into(), num(p));
+        }
+        return emit(&format!("{}\n", Value::Object(o)));
+    }
+    let mut t = format!("f = {f}\n");
+    if let Some(g) = &gradient {
+        for (name, d) in names.iter().zip(g) {
+            let _ = writeln!(t, "df/d{name} = {d}");
+        }
+    }
+    if let Some(h) = &hessian {
+        for i in 0..n {
+            for j in i..n {
+                let _ = writeln!(t, "d2f/d{}d{} = {}", names[i], names[j], h[i * n + j]);
+            }
+        }
+    }
+    if let Some(p) = jvp {
+        let _ = writeln!(t, "jvp = {p}");
+    }
+    emit(&t)
+}

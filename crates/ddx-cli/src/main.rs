@@ -1,0 +1,71 @@
+//! `ddx`: values, derivatives, batches and fits of text expressions from one command.
+//!
+//! Each subcommand lives in its own module: [`eval`] (one point), [`inspect`] (`check`,
+//! `dot`), [`batch`] (CSV in, CSV out, streamed in chunks on all cores) and [`fit`]
+//! (nonlinear least squares through the shared fitter `ddx_fit`, NIST StRD files, plots).
+//! Every failure is a [`CliError`]: `main` prints it on stderr after `ddx: ` and exits
+//! nonzero; no input makes the binary panic.
+
+mod error;
+mod eval;
+mod inspect;
+
+use clap::{Parser, Subcommand};
+use error::CliError;
+use std::process::ExitCode;
+
+/// The top-level help's closing lines: one example per subcommand.
+const EXAMPLES: &str = "\
+Examples:
+  ddx eval 'x*exp(-y)' x=2 y=0.5 --gradient --hessian
+  ddx batch 'x*exp(-y)' --input points.csv --output out.csv --want jacobian
+  ddx fit 'b1*(1-exp(-b2*x))' --data misra1a.csv --response y --start b1=500,b2=1e-4
+  ddx fit --nist data/nist-strd/Misra1a.dat --start-set 1
+  ddx check 'sin(x)*y + 3'
+  ddx dot 'sin(x)*y + 3' | dot -Tsvg > f.svg";
+
+/// Automatic differentiation from the command line: values, derivatives, batches over CSV
+/// and nonlinear least-squares fits of expressions written in Python's arithmetic.
+#[derive(Debug, Parser)]
+#[command(name = "ddx", version, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Eval(eval::EvalArgs),
+    Check(inspect::CheckArgs),
+    Dot(inspect::DotArgs),
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Eval(a) => eval::run(&a),
+        Command::Check(a) => inspect::check(&a),
+        Command::Dot(a) => inspect::dot(&a),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ddx: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,151 @@
+//! One lane over columns, into dense answers: the layer between NumPy's arrays and the
+//! Rust batch calls.
+//!
+//! Every buffer here is C-contiguous and row-major with the point axis last: values
+//! `(m, p)`, Jacobian `(m, n, p)`, Hessian `(m, n, n, p)`, products `(k, p)`. Each row of
+//! `p` values is one column of the Rust batch calls, so inputs and the dense Jacobian are
+//! passed in place: the structural nonzeros of the Jacobian are written straight into
+//! their rows, and rows off the pattern are never touched (callers zero them once). The
+//! Hessian arrives colour-compressed and is scattered into its dense rows. A single point
+//! is a batch of `p = 1`, whose buffers have exactly the layout of the per-point shapes
+//! (`(m,)`, `(m, n)`, `(m, n, n)`), so single points and batches share this code and give
+//! the same bits (the Rust batch calls equal the per-point calls to the bit).
+//!
+//! Nothing here touches Python: it runs with the GIL released.
+
+use ddx::{Equation, Error, LaneKind, System};
+use smallvec::SmallVec;
+
+type Rows<'a> = SmallVec<[&'a [f64]; 16]>;
+type RowsMut<'a> = SmallVec<[&'a mut [f64]; 16]>;
+
+/// The `rows` rows of `p` values of `data` (`rows · p` long).
+pub(crate) fn rows(data: &[f64], rows: usize, p: usize) -> Rows<'_> {
+    if p == 0 {
+        return (0..rows).map(|_| &[][..]).collect();
+    }
+    data.chunks_exact(p).take(rows).collect()
+}
+
+fn rows_mut(data: &mut [f64], rows: usize, p: usize) -> RowsMut<'_> {
+    if p == 0 {
+        return (0..rows).map(|_| &mut [][..]).collect();
+    }
+    data.chunks_exact_mut(p).take(rows).collect()
+}
+
+/// The rows of a dense `(m, n, p)` Jacobian that hold its structural nonzeros, in slot
+/// order (the pattern's cells are row-major, so this is one pass).
+fn pattern_rows<'a>(eq: &Equation<System>, data: &'a mut [f64], p: usize) -> RowsMut<'a> {
+    let n = eq.arity();
+    let mut all = rows_mut(data, eq.outputs() * n, p).into_iter().enumerate();
+    let mut out = RowsMut::new();
+    for c in eq.jacobian_pattern().entries() {
+        let want = c.row * n + c.column;
+        for (k, row) in all.by_ref() {
+            if k == want {
+                out.push(row);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Where a call's answers go (each `None` when the call does not fill it).
+#[derive(Default)]
+pub(crate) struct Out<'a> {
+    /// `(m, p)`.
+    pub(crate) values: Option<&'a mut [f64]>,
+    /// `(m, n, p)`, dense; rows off the pattern are left as they are.
+    pub(crate) jacobian: Option<&'a mut [f64]>,
+    /// `(m, n, n, p)`, dense; rows off the pattern are left as they are.
+    pub(crate) hessian: Option<&'a mut [f64]>,
+    /// `(k, p)`: `J·v` (`k = m`), `wᵀ·J` or `H·v` (`k = n`).
+    pub(crate) products: Option<&'a mut [f64]>,
+}
+
+/// Lengths of the buffers each kind fills, for callers sizing them.
+pub(crate) fn product_rows(eq: &Equation<System>, kind: LaneKind) -> usize {
+    match kind {
+        LaneKind::Jvp => eq.outputs(),
+        LaneKind::Vjp | LaneKind::Hvp => eq.arity(),
+        _ => 0,
+    }
+}
+
+/// Runs lane `kind` over `p` points: `xs` is `(n, p)`, `seeds` the direction `(n, p)` or
+/// weights `(m, p)` the kind takes (empty otherwise). `scratch` holds the compressed
+/// Hessian between the sweep and the scatter.
+///
+/// # Errors
+/// Those of the Rust batch calls (`not_scalar` for `hvp` on a system; a buffer missing
+/// or of the wrong length is `wrong_column_count`, which the callers never cause).
+pub(crate) fn run(
+    eq: &Equation<System>,
+    kind: LaneKind,
+    xs: &[f64],
+    seeds: &[f64],
+    p: usize,
+    out: Out<'_>,
+    scratch: &mut Vec<f64>,
+) -> Result<(), Error> {
+    let (n, m) = (eq.arity(), eq.outputs());
+    let xs = rows(xs, n, p);
+    let mut values = out.values.map(|v| rows_mut(v, m, p)).unwrap_or_default();
+    let mut partials = match out.jacobian {
+        Some(j) => pattern_rows(eq, j, p),
+        None => RowsMut::new(),
+    };
+    let seed_rows = if kind == LaneKind::Vjp { m } else { n };
+    let vs = rows(seeds, seed_rows, p);
+    let mut products = match out.products {
+        Some(v) => rows_mut(v, product_rows(eq, kind), p),
+        None => RowsMut::new(),
+    };
+    match kind {
+        LaneKind::Value => eq.evaluate_batch(&xs, &mut values),
+        LaneKind::Jacobian => eq.jacobian_batch(&xs, &mut values, &mut partials),
+        LaneKind::Gradient => eq.gradient_batch(&xs, &mut partials),
+        LaneKind::Jvp => eq.jvp_batch(&xs, &vs, &mut values, &mut products),
+        LaneKind::Vjp => eq.vjp_batch(&xs, &vs, &mut values, &mut products),
+        LaneKind::Hvp => eq.hvp_batch(&xs, &vs, &mut values, &mut partials, &mut products),
+        LaneKind::Hessian => {
+            let columns = m * eq.hessian_columns();
+            scratch.clear();
+            scratch.resize(columns * p, 0.0);
+            {
+                let mut compressed = rows_mut(scratch, columns, p);
+                eq.hessian_batch(&xs, &mut values, &mut partials, &mut compressed)?;
+            }
+            if let Some(h) = out.hessian {
+                scatter_hessian(eq, scratch, h, p);
+            }
+            Ok(())
+        }
+        // Not one of `LaneKind::ALL`, the kinds this module is asked for: derivative
+        // tensors are a call of their own, with an order (`derivative_tensor_batch`).
+        LaneKind::Tensor => Ok(()),
+    }
+}
+
+/// The compressed Hessian `(m · hessian_columns(), p)` into the dense `(m, n, n, p)`.
+fn scatter_hessian(eq: &Equation<System>, compressed: &[f64], dense: &mut [f64], p: usize) {
+    let (n, m) = (eq.arity(), eq.outputs());
+    let columns = eq.hessian_columns();
+    let cells = eq.hessian_pattern().entries();
+    for r in 0..m {
+        for c in cells {
+            let Some(k) = eq.hessian_cell(c.row, c.column) else {
+                continue;
+            };
+            let from = (r * columns + k) * p;
+            let to = ((r * n + c.row) * n + c.column) * p;
+            if let (Some(src), Some(dst)) =
+                (compressed.get(from..from + p), dense.get_mut(to..to + p))
+            {
+                dst.copy_from_slice(src);
+            }
+        }
+    }
+}

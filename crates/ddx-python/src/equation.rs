@@ -1,0 +1,665 @@
+//! `Equation`: a built model and its calls, with the specification's return shapes.
+//!
+//! Shapes: `n` symbols, `m` outputs, `p` points. A single point answers a `float` value,
+//! an `(n,)` gradient and an `(n, n)` Hessian; a batch appends the point axis (`(p,)`,
+//! `(n, p)`, `(n, n, p)`); a system (a model that returned a tuple, or a list of texts)
+//! prepends its output axis (`(m,)`, `(m, n)`, `(m, n, n)`, and `(m, p)`… for a batch).
+//! `jvp` answers one value per output (a `float` for a scalar function at one point);
+//! `vjp` and `hvp` one per symbol.
+//!
+//! Each call runs one lane once: the value comes out of the same sweep as the derivatives.
+//! Batches run with the GIL released (and across cores, in the Rust batch calls); single
+//! points keep it, since they take a microsecond.
+//!
+//! Invariant: the Rust equation is held as `Arc<ddx::Equation<System>>` behind a lock
+//! that is held only to clone or replace the `Arc`, so a call never holds it while it
+//! runs and assigning `options` never waits for a batch in flight (the batch finishes
+//! under the options it started with).
+
+use crate::blocks::{self, Out};
+use crate::errors::{raise, OrRaise};
+use crate::expression::Expression;
+use crate::options;
+use crate::points::{self, Kind, Spelled, Values};
+use ddx::{Errc, Expr, LaneKind, System};
+use numpy::{PyArray2, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::sync::{Arc, RwLock};
+
+/// A built equation: `ddx.Equation`.
+#[pyclass(frozen, weakref, module = "ddx", name = "Equation")]
+pub(crate) struct Equation {
+    inner: RwLock<Arc<ddx::Equation<System>>>,
+    /// Built as a system (a tuple of outputs, a list of texts): answers keep the output
+    /// axis even when there is one output.
+    system: bool,
+    /// Read from an archive rather than built.
+    loaded: bool,
+}
+
+/// The lane kind a `want` number names (`ddx.Want`'s values are `LaneKind`'s order).
+pub(crate) fn lane_kind(want: u8) -> PyResult<LaneKind> {
+    LaneKind::ALL
+        .get(usize::from(want))
+        .copied()
+        .ok_or_else(|| PyValueError::new_err(format!("no ddx.Want numbered {want}")))
+}
+
+/// `ddx._options`, imported on first use.
+static OPTIONS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+fn options_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
+    OPTIONS
+        .get_or_try_init(py, || py.import("ddx._options").map(Bound::unbind))
+        .map(|m| m.bind(py))
+}
+
+/// A fresh zeroed float64 array of `shape` and its data.
+fn zeros<'py>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<f64>> {
+    PyArrayDyn::<f64>::zeros(py, shape, false)
+}
+
+/// The data of an array made by [`zeros`], for the Rust calls to fill.
+///
+/// # Safety
+/// `a` was just made and no one else holds it: no alias of its data exists.
+// The data is NumPy's, reached through a shared handle, as `as_slice_mut` does.
+#[allow(clippy::mut_from_ref)]
+unsafe fn data<'a>(a: &'a Bound<'_, PyArrayDyn<f64>>) -> &'a mut [f64] {
+    // SAFETY: the caller's contract; a fresh array from `zeros` is C-contiguous.
+    unsafe { a.as_slice_mut() }.unwrap_or(&mut [])
+}
+
+/// One input block as read: a single vector, or the rows of a batch.
+enum Block<'py> {
+    One(Values),
+    Batch(Bound<'py, PyArray2<f64>>),
+}
+
+impl Block<'_> {
+    fn points(&self) -> Option<usize> {
+        match self {
+            Block::One(_) => None,
+            Block::Batch(a) => Some(a.shape()[1]),
+        }
+    }
+}
+
+impl<'py> From<Spelled<'py>> for Block<'py> {
+    fn from(s: Spelled<'py>) -> Self {
+        match s {
+            Spelled::One(v) => Block::One(v),
+            Spelled::Batch(a) => Block::Batch(a),
+        }
+    }
+}
+
+/// An input block's `(rows, p)` data: in place for a batch, a broadcast copy of a single
+/// vector when the other input is a batch of `p`.
+fn input_data<'a>(block: &'a Block<'_>, p: Option<usize>, store: &'a mut Vec<f64>) -> &'a [f64] {
+    match (block, p) {
+        (Block::One(v), None) => v,
+        (Block::One(v), Some(p)) => {
+            store.clear();
+            for &x in v.iter() {
+                store.extend(std::iter::repeat_n(x, p));
+            }
+            store
+        }
+        // SAFETY: a batch array is C-contiguous float64 (`points::read`), and it is only
+        // read while the call holds it.
+        (Block::Batch(a), _) => unsafe { a.as_slice() }.unwrap_or(&[]),
+    }
+}
+
+impl Equation {
+    pub(crate) fn new(eq: ddx::Equation<System>, system: bool, loaded: bool) -> Self {
+        Self {
+            inner: RwLock::new(Arc::new(eq)),
+            system,
+            loaded,
+        }
+    }
+
+    /// The Rust equation now in force.
+    pub(crate) fn rust(&self) -> Arc<ddx::Equation<System>> {
+        Arc::clone(&self.inner.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn replace(&self, eq: ddx::Equation<System>) {
+        *self.inner.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(eq);
+    }
+
+    pub(crate) fn is_system(&self) -> bool {
+        self.system
+    }
+
+    /// Shape of the value block: `()` / `(m,)`, with `(p,)` appended for a batch.
+    pub(crate) fn value_shape(&self, m: usize, p: Option<usize>) -> Vec<usize> {
+        let mut s = if self.system { vec![m] } else { vec![] };
+        s.extend(p);
+        s
+    }
+
+    /// Shape of a per-symbol block of `axes` symbol axes (`(n,)`, `(n, n)`), with the
+    /// output axis in front for a system and `p` appended for a batch.
+    pub(crate) fn symbol_shape(
+        &self,
+        m: usize,
+        n: usize,
+        axes: usize,
+        p: Option<usize>,
+    ) -> Vec<usize> {
+        let mut s = if self.system { vec![m] } else { vec![] };
+        s.extend(std::iter::repeat_n(n, axes));
+        s.extend(p);
+        s
+    }
+
+    /// Runs `kind` at `x` (and `seed`), answering `(values, jacobian, hessian, product)`
+    /// for the blocks the kind fills.
+    fn answer<'py>(
+        &self,
+        py: Python<'py>,
+        kind: LaneKind,
+        x: &Bound<'py, PyAny>,
+        seed: Option<(&Bound<'py, PyAny>, Kind)>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let eq = self.rust();
+        let (n, m) = (eq.arity(), eq.outputs());
+        let symbols = eq.symbols();
+        let xb: Block<'py> = points::read(x, symbols, n, Kind::Point)?.into();
+        let sb: Option<Block<'py>> = match seed {
+            Some((s, k)) => {
+                let rows = if k == Kind::Weights { m } else { n };
+                Some(points::read(s, symbols, rows, k)?.into())
+            }
+            None => None,
+        };
+        let p = match (xb.points(), sb.as_ref().and_then(Block::points)) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(raise(
+                    py,
+                    Errc::ColumnLength,
+                    format!(
+                        "column_length: the point batch has {a} points and the {} batch {b}",
+                        if kind == LaneKind::Vjp {
+                            "weight"
+                        } else {
+                            "direction"
+                        }
+                    ),
+                ))
+            }
+            (a, b) => a.or(b),
+        };
+        let pp = p.unwrap_or(1);
+        let (mut xstore, mut sstore) = (Vec::new(), Vec::new());
+        let xs = input_data(&xb, p, &mut xstore);
+        let seeds = match &sb {
+            Some(b) => input_data(b, p, &mut sstore),
+            None => &[][..],
+        };
+
+        let wants_values = kind != LaneKind::Gradient;
+        let wants_jacobian = matches!(
+            kind,
+            LaneKind::Jacobian | LaneKind::Gradient | LaneKind::Hessian | LaneKind::Hvp
+        );
+        // `hvp` answers the gradient of its one output: no output axis.
+        let jac_shape = if kind == LaneKind::Hvp {
+            let mut s = vec![n];
+            s.extend(p);
+            s
+        } else {
+            self.symbol_shape(m, n, 1, p)
+        };
+        let values = wants_values.then(|| zeros(py, &[m * pp]));
+        let jacobian = wants_jacobian.then(|| zeros(py, &jac_shape));
+        let hessian =
+            (kind == LaneKind::Hessian).then(|| zeros(py, &self.symbol_shape(m, n, 2, p)));
+        let product_rows = blocks::product_rows(&eq, kind);
+        let product = (product_rows > 0).then(|| zeros(py, &[product_rows * pp]));
+        {
+            // SAFETY: every array was made just above and is held only here.
+            let out = unsafe {
+                Out {
+                    values: values.as_ref().map(|a| data(a)),
+                    jacobian: jacobian.as_ref().map(|a| data(a)),
+                    hessian: hessian.as_ref().map(|a| data(a)),
+                    products: product.as_ref().map(|a| data(a)),
+                }
+            };
+            let mut scratch = Vec::new();
+            let run = || blocks::run(&eq, kind, xs, seeds, pp, out, &mut scratch);
+            match p {
+                None => run(),
+                Some(_) => py.detach(run),
+            }
+            .or_raise()?;
+        }
+        let mut answers = Vec::with_capacity(4);
+        if let Some(v) = values {
+            answers.push(self.values_out(py, v, m, p)?);
+        }
+        if let Some(j) = jacobian {
+            answers.push(j.into_any().unbind());
+        }
+        if let Some(h) = hessian {
+            answers.push(h.into_any().unbind());
+        }
+        if let Some(pr) = product {
+            let shape = if kind == LaneKind::Jvp {
+                self.value_shape(m, p)
+            } else {
+                let mut s = vec![n];
+                s.extend(p);
+                s
+            };
+            answers.push(reshape(py, pr, &shape)?);
+        }
+        Ok(answers)
+    }
+
+    /// A flat `(m·p)` value block in the value shape: a `float` for one output of a scalar
+    /// equation at one point.
+    fn values_out(
+        &self,
+        py: Python<'_>,
+        v: Bound<'_, PyArrayDyn<f64>>,
+        m: usize,
+        p: Option<usize>,
+    ) -> PyResult<Py<PyAny>> {
+        reshape(py, v, &self.value_shape(m, p))
+    }
+}
+
+/// `a` (flat) in `shape`; a 0-D shape is a Python `float`.
+fn reshape(py: Python<'_>, a: Bound<'_, PyArrayDyn<f64>>, shape: &[usize]) -> PyResult<Py<PyAny>> {
+    if shape.is_empty() {
+        // SAFETY: made by `zeros` with one element, held only here.
+        let v = unsafe { a.as_slice() }
+            .ok()
+            .and_then(|s| s.first().copied())
+            .unwrap_or(f64::NAN);
+        return Ok(v.into_pyobject(py)?.into_any().unbind());
+    }
+    if a.shape() == shape {
+        return Ok(a.into_any().unbind());
+    }
+    Ok(a.reshape(shape)?.into_any().unbind())
+}
+
+fn tuple(py: Python<'_>, items: Vec<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+    Ok(PyTuple::new(py, items)?.into_any().unbind())
+}
+
+fn single(mut items: Vec<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+    items
+        .pop()
+        .ok_or_else(|| PyValueError::new_err("the call answered nothing"))
+}
+
+#[pymethods]
+impl Equation {
+    /// Refused: equations are made by `ddx.equation` and `ddx.load`.
+    #[new]
+    fn py_new() -> PyResult<Self> {
+        Err(PyTypeError::new_err(
+            "make an equation with ddx.equation(model) or ddx.load(path)",
+        ))
+    }
+
+    /// The symbol names, in canonical (alphabetical, by bytes) order.
+    #[getter]
+    fn symbols(&self) -> Vec<String> {
+        self.rust().symbols().to_vec()
+    }
+
+    /// The symbol count `n`.
+    #[getter]
+    fn arity(&self) -> usize {
+        self.rust().arity()
+    }
+
+    /// The output count `m`.
+    #[getter]
+    fn outputs(&self) -> usize {
+        self.rust().outputs()
+    }
+
+    /// Whether this equation was read from a file rather than built.
+    #[getter]
+    fn loaded(&self) -> bool {
+        self.loaded
+    }
+
+    /// `f` at the point or batch.
+    fn evaluate(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let eq = self.rust();
+        if let Spelled::One(v) = points::read(x, eq.symbols(), eq.arity(), Kind::Point)? {
+            let m = eq.outputs();
+            if !self.system && m == 1 {
+                let mut out = [0.0];
+                eq.evaluate_into(&v[..], &mut out).or_raise()?;
+                return Ok(out[0].into_pyobject(py)?.into_any().unbind());
+            }
+            let a = zeros(py, &[m]);
+            // SAFETY: `a` was just made and is held only here.
+            eq.evaluate_into(&v[..], unsafe { data(&a) }).or_raise()?;
+            return Ok(a.into_any().unbind());
+        }
+        single(self.answer(py, LaneKind::Value, x, None)?)
+    }
+
+    /// `f` at the point or batch: the same as `evaluate`.
+    fn __call__(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.evaluate(py, x)
+    }
+
+    /// `(f, J)`.
+    fn jacobian(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let a = self.answer(py, LaneKind::Jacobian, x, None)?;
+        tuple(py, a)
+    }
+
+    /// `J` alone, from a lane that does not compute `f`.
+    fn gradient(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        single(self.answer(py, LaneKind::Gradient, x, None)?)
+    }
+
+    /// `(f, J, H)`, the Hessian dense.
+    fn hessian(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let a = self.answer(py, LaneKind::Hessian, x, None)?;
+        tuple(py, a)
+    }
+
+    /// `(f, J·v)`: `v` over the symbols, in any spelling a point takes.
+    fn jvp(
+        &self,
+        py: Python<'_>,
+        v: &Bound<'_, PyAny>,
+        x: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let a = self.answer(py, LaneKind::Jvp, x, Some((v, Kind::Direction)))?;
+        tuple(py, a)
+    }
+
+    /// `(f, wᵀ·J)`: `w` one weight per function, positional.
+    fn vjp(
+        &self,
+        py: Python<'_>,
+        w: &Bound<'_, PyAny>,
+        x: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let a = self.answer(py, LaneKind::Vjp, x, Some((w, Kind::Weights)))?;
+        tuple(py, a)
+    }
+
+    /// `(f, ∇f, H·v)`: one output only.
+    fn hvp(
+        &self,
+        py: Python<'_>,
+        v: &Bound<'_, PyAny>,
+        x: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
+        let eq = self.rust();
+        if eq.outputs() != 1 {
+            return Err(ddx::Error::NotScalar {
+                call: "hvp",
+                outputs: eq.outputs(),
+            })
+            .or_raise();
+        }
+        let a = self.answer(py, LaneKind::Hvp, x, Some((v, Kind::Direction)))?;
+        tuple(py, a)
+    }
+
+    /// The `k`-th derivative `dᵏf/dxᵏ` at `x0` of a function of one symbol and one output
+    /// (`k = 0` is the value), by one sweep of Taylor arithmetic; `k ≤ ddx.MAX_ORDER`.
+    fn univariate_derivative(&self, k: usize, x0: f64) -> PyResult<f64> {
+        let eq = self.rust();
+        if k > ddx::MAX_ORDER {
+            return Err(ddx::Error::OrderTooHigh {
+                order: k,
+                max: ddx::MAX_ORDER,
+            })
+            .or_raise();
+        }
+        let (n, m) = (eq.arity(), eq.outputs());
+        if n != 1 || m != 1 {
+            return Err(ddx::Error::NotUnivariate {
+                symbols: n,
+                outputs: m,
+            })
+            .or_raise();
+        }
+        let model = eq.model();
+        let series =
+            ddx::ir::ad::taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], k)
+                .or_raise()?;
+        let factorial: f64 = (1..=k).map(|i| i as f64).product();
+        let coefficient = series
+            .first()
+            .and_then(|s| s.get(k))
+            .copied()
+            .unwrap_or(f64::NAN);
+        Ok(factorial * coefficient)
+    }
+
+    /// How many colour groups compress the Hessian (products `H·v_k` per Hessian).
+    #[getter]
+    fn hessian_colors(&self, py: Python<'_>) -> usize {
+        let eq = self.rust();
+        py.detach(|| eq.hessian_colors())
+    }
+
+    /// The Jacobian's structural nonzeros, as `(function, symbol)` pairs in row-major order.
+    #[getter]
+    fn jacobian_pattern(&self) -> Vec<(usize, usize)> {
+        let eq = self.rust();
+        eq.jacobian_pattern()
+            .entries()
+            .iter()
+            .map(|c| (c.row, c.column))
+            .collect()
+    }
+
+    /// The gradient lane in Graphviz form; `all=True` draws the pruned nodes too.
+    #[pyo3(signature = (*, all = false))]
+    fn to_dot(&self, all: bool) -> String {
+        self.rust().to_dot(all)
+    }
+
+    /// How many nodes a call for `want` evaluates.
+    #[pyo3(signature = (*, want = 1))]
+    fn nodes(&self, want: u8) -> PyResult<usize> {
+        Ok(self.rust().nodes(lane_kind(want)?))
+    }
+
+    /// Whether calls of the Jacobian lane are answered by compiled code now.
+    #[getter]
+    fn uses_kernel(&self) -> bool {
+        self.rust().uses_kernel(LaneKind::Jacobian)
+    }
+
+    /// Blocks (with the GIL released) until no compile of lane `want` is queued or
+    /// running; answers whether a kernel now answers it.
+    #[pyo3(signature = (*, want = 1))]
+    fn wait_for_kernel(&self, py: Python<'_>, want: u8) -> PyResult<bool> {
+        let kind = lane_kind(want)?;
+        let eq = self.rust();
+        Ok(py.detach(|| eq.wait_for_kernel(kind)))
+    }
+
+    /// What the code generator has done: a dict of counts and the last failures.
+    #[getter]
+    fn jit_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.rust().jit_status();
+        let d = PyDict::new(py);
+        d.set_item("compiled", s.compiled)?;
+        d.set_item("loaded", s.loaded)?;
+        d.set_item("refused", s.refused)?;
+        d.set_item("written", s.written)?;
+        d.set_item("error", s.error.map(|e| e.to_string()))?;
+        d.set_item("cache_error", s.cache_error.map(|e| e.to_string()))?;
+        Ok(d)
+    }
+
+    /// The options in force, as a `ddx.Options`.
+    #[getter]
+    fn get_options(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let raw = options::to_raw(self.rust().options());
+        Ok(options_module(py)?
+            .call_method1("_from_raw", (raw,))?
+            .unbind())
+    }
+
+    /// Sets the options (validated as a `ddx.Options`); never blocks: calls interpret until
+    /// a kernel lands.
+    #[setter]
+    fn set_options(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let raw: options::Raw = options_module(py)?
+            .call_method1("_to_raw", (value,))?
+            .extract()?;
+        self.apply(options::from_raw(raw)?);
+        Ok(())
+    }
+
+    /// Sets the options with `fields` changed (and `backend=COMPILE` unless given), waits
+    /// for the Jacobian lane's kernel with the GIL released, and answers this equation.
+    #[pyo3(signature = (**fields))]
+    fn compile<'py>(
+        slf: &Bound<'py, Self>,
+        fields: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let py = slf.py();
+        let this = slf.get();
+        let current = options::to_raw(this.rust().options());
+        let raw: options::Raw = options_module(py)?
+            .call_method1("_compiled", (current, fields))?
+            .extract()?;
+        this.apply(options::from_raw(raw)?);
+        let eq = this.rust();
+        py.detach(|| eq.wait_for_kernel(LaneKind::Jacobian));
+        Ok(slf.clone())
+    }
+
+    /// `Call` buffers bound to `x` for calls in a loop; `want` picks the blocks filled.
+    #[pyo3(signature = (x, *, want = 1))]
+    fn buffer(
+        slf: &Bound<'_, Self>,
+        x: &Bound<'_, PyAny>,
+        want: u8,
+    ) -> PyResult<crate::call::Call> {
+        crate::call::Call::bind(slf, x, lane_kind(want)?)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let eq = self.rust();
+        let symbols = PyList::new(py, eq.symbols())?.repr()?;
+        Ok(format!(
+            "ddx.Equation(symbols={symbols}, outputs={}{})",
+            eq.outputs(),
+            if self.system { ", system=True" } else { "" }
+        ))
+    }
+
+    /// Each output with its structurally nonzero partials underneath.
+    fn __str__(&self) -> String {
+        self.rust().to_string()
+    }
+}
+
+impl Equation {
+    fn apply(&self, options: ddx::Options) {
+        let mut eq = (*self.rust()).clone();
+        eq.set_options(options);
+        self.replace(eq);
+    }
+}
+
+/// The outputs a model callable returned: one expression (or number), or a tuple or list of
+/// them (a system).
+fn model_outputs(out: &Bound<'_, PyAny>) -> PyResult<(Vec<Expr>, bool)> {
+    if let Some(e) = crate::expression::operand(out)? {
+        return Ok((vec![e], false));
+    }
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(t) = out.cast::<PyTuple>() {
+        t.iter().collect()
+    } else if let Ok(l) = out.cast::<PyList>() {
+        l.iter().collect()
+    } else {
+        return Err(not_an_output(out));
+    };
+    let mut exprs = Vec::with_capacity(items.len());
+    for item in &items {
+        exprs.push(crate::expression::operand(item)?.ok_or_else(|| not_an_output(item))?);
+    }
+    Ok((exprs, true))
+}
+
+fn not_an_output(obj: &Bound<'_, PyAny>) -> PyErr {
+    let ty = obj
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".to_string(), |n| n.to_string());
+    PyTypeError::new_err(format!(
+        "a model returns a ddx.Expression, or a tuple of them for a system; this one returned {ty}"
+    ))
+}
+
+/// Runs `model` (a callable of no arguments) as a model and builds its equation. An
+/// exception the model raises propagates as it is.
+#[pyfunction]
+fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
+    let mut failure: Option<PyErr> = None;
+    let mut system = false;
+    let built = ddx::rt::equation(|| -> Vec<Expr> {
+        match model.call0().and_then(|out| model_outputs(&out)) {
+            Ok((exprs, sys)) => {
+                system = sys;
+                exprs
+            }
+            Err(e) => {
+                failure = Some(e);
+                Vec::new()
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(Equation::new(built.or_raise()?, system, false))
+}
+
+/// The scalar equation `text` describes, e.g. `"exp(x) * sin(y)"`.
+#[pyfunction]
+fn equation_text(text: &str) -> PyResult<Equation> {
+    let formula = ddx::Formula::parse(text).or_raise()?;
+    let model = ddx::ir::text::model(&[formula]).or_raise()?;
+    Ok(Equation::new(ddx::Equation::from(model), false, false))
+}
+
+/// The system whose function `i` is `texts[i]`.
+#[pyfunction]
+fn system_text(texts: Vec<String>) -> PyResult<Equation> {
+    Ok(Equation::new(
+        ddx::rt::system_text(&texts).or_raise()?,
+        true,
+        false,
+    ))
+}
+
+/// Adds `Equation` and its constructors to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Equation>()?;
+    m.add_class::<Expression>()?;
+    m.add_function(wrap_pyfunction!(equation_model, m)?)?;
+    m.add_function(wrap_pyfunction!(equation_text, m)?)?;
+    m.add_function(wrap_pyfunction!(system_text, m)?)?;
+    Ok(())
+}

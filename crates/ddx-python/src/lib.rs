@@ -1,0 +1,52 @@
+//! `ddx._ddx`: the compiled half of the Python package `ddx` (distribution `ddx-ad`).
+//!
+//! The pure-Python layer (`python/ddx/`) re-exports what is here and adds what is easier
+//! in Python: [`Options`](../python/ddx/_options.py) as a pydantic model, the `errc` enum
+//! and the `ddx.Error` exception, and the dispatch of `ddx.equation`.
+//!
+//! Module map:
+//! - [`errors`]: the one conversion from [`ddx::Error`] to `ddx.Error`;
+//! - [`expression`]: `Expression`, `var`, the free functions and `select`;
+//! - [`points`]: reading a point, a direction or a batch from any Python spelling;
+//! - [`blocks`]: running one lane over columns into dense NumPy answers;
+//! - [`equation`]: `Equation` and its calls;
+//! - [`call`]: `Call`, the preallocated buffers of `Equation.buffer`;
+//! - [`options`]: `Options` across the boundary.
+//!
+//! Invariants: nothing here panics on what a Python caller passes (every size is checked
+//! before an array is allocated or a slice taken); the GIL is released for every batch
+//! call and every wait for the compiler, and never while a Python object is touched.
+
+#![deny(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+use pyo3::prelude::*;
+
+mod blocks;
+mod call;
+mod equation;
+mod errors;
+mod expression;
+mod options;
+mod points;
+
+/// The extension module `ddx._ddx`.
+#[pymodule]
+fn _ddx(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("has_jit", cfg!(feature = "jit"))?;
+    m.add("has_opencl", false)?;
+    m.add("ERRC_NAMES", errors::names())?;
+    m.add("MAX_ORDER", ddx::MAX_ORDER)?;
+    m.add_function(wrap_pyfunction!(default_options, m)?)?;
+    expression::register(m)?;
+    equation::register(m)?;
+    m.add_class::<call::Call>()?;
+    Ok(())
+}
+
+/// The Rust `Options::default()` as the raw tuple `ddx._options` reads.
+#[pyfunction]
+fn default_options() -> options::Raw {
+    options::to_raw(&ddx::Options::default())
+}

@@ -1,0 +1,294 @@
+//! Points, directions and weights from Python: every spelling a call accepts.
+//!
+//! - a sequence of numbers (a `list`, a `tuple`, a 1-D array), one value per symbol in
+//!   canonical (alphabetical) order; a bare number for a one-symbol equation;
+//! - a `dict` keyed by symbol name, in any order (points and directions only: weights are
+//!   one per function and positional);
+//! - a 2-D array of shape `(rows, points)`: a **batch**, one row per symbol (or per
+//!   function, for weights). Any float64 array-like is read: a C-contiguous float64 array
+//!   is used in place, without a copy; another layout or a real dtype (integers, `bool`,
+//!   `float32`) is copied once into a C-contiguous float64 array. Any other dtype, or more
+//!   than two dimensions, is a `ddx.Error` naming the shape expected.
+//!
+//! Invariant: a [`Spelled::Batch`] has exactly the rows its role needs and is C-contiguous
+//! float64, so its rows are the columns the Rust batch calls take.
+
+use crate::errors::{raise, OrRaise};
+use ddx::point::{Point, Role};
+use ddx::{Errc, Error, VectorRole};
+use numpy::{
+    PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use smallvec::SmallVec;
+
+/// Values of one point, on the stack for up to 16 symbols.
+pub(crate) type Values = SmallVec<[f64; 16]>;
+
+/// What a vector passed to a call stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A point: one value per symbol.
+    Point,
+    /// A direction (`jvp`, `hvp`): one value per symbol.
+    Direction,
+    /// Weights (`vjp`): one per function, positional only.
+    Weights,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Point => "point",
+            Kind::Direction => "direction",
+            Kind::Weights => "weight vector",
+        }
+    }
+}
+
+/// A point (direction, weights) as read.
+pub(crate) enum Spelled<'py> {
+    /// One vector, in canonical order, of the length its role needs.
+    One(Values),
+    /// A batch: a C-contiguous float64 array of shape `(rows, points)`.
+    Batch(Bound<'py, PyArray2<f64>>),
+}
+
+static NUMPY_ASARRAY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn asarray<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let f = NUMPY_ASARRAY.get_or_try_init(py, || {
+        py.import("numpy")
+            .and_then(|m| m.getattr("asarray"))
+            .map(Bound::unbind)
+    })?;
+    f.bind(py).call1((obj,))
+}
+
+/// The error for a vector of `got` values where `rows` are needed.
+fn length_error(kind: Kind, rows: usize, got: usize) -> Error {
+    match kind {
+        Kind::Point if got < rows => Error::ShortPoint {
+            expected: rows,
+            got,
+        },
+        Kind::Point => Error::WrongArity {
+            expected: rows,
+            got,
+        },
+        Kind::Direction => Error::WrongDirection {
+            role: VectorRole::Direction,
+            expected: rows,
+            got,
+        },
+        Kind::Weights => Error::WrongDirection {
+            role: VectorRole::Covector,
+            expected: rows,
+            got,
+        },
+    }
+}
+
+/// A `ddx.Error` for an array of the wrong shape or dtype, naming the shape expected.
+fn shape_error(py: Python<'_>, kind: Kind, rows: usize, what: String) -> PyErr {
+    let code = match kind {
+        Kind::Point => Errc::WrongArity,
+        Kind::Direction | Kind::Weights => Errc::WrongDirection,
+    };
+    raise(
+        py,
+        code,
+        format!(
+            "{code}: a {} here is {rows} float64 value{} (shape ({rows},)) or a batch of shape \
+             ({rows}, points); got {what}",
+            kind.noun(),
+            if rows == 1 { "" } else { "s" },
+        ),
+    )
+}
+
+/// Reads `obj` as a `kind` vector for an equation over `symbols` (`rows` values: the
+/// symbol count, or the function count for weights).
+///
+/// # Errors
+/// The codes of the Rust [`Point`] spellings (`short_point`, `wrong_arity`,
+/// `unknown_symbol`, `duplicate_symbol`, `wrong_direction`); `wrong_arity` or
+/// `wrong_direction` for an array of the wrong shape or a dtype that is not real;
+/// `TypeError` for a dict key that is not a string.
+pub(crate) fn read<'py>(
+    obj: &Bound<'py, PyAny>,
+    symbols: &[String],
+    rows: usize,
+    kind: Kind,
+) -> PyResult<Spelled<'py>> {
+    let role = match kind {
+        Kind::Point => Role::Point,
+        Kind::Direction | Kind::Weights => Role::Direction,
+    };
+    let mut out: Values = SmallVec::from_elem(0.0, rows);
+    if let Ok(d) = obj.cast::<PyDict>() {
+        if kind == Kind::Weights {
+            return Err(raise(
+                obj.py(),
+                Errc::WrongDirection,
+                "wrong_direction: weights are one per function, in order: pass a sequence, \
+                 not a dict"
+                    .to_string(),
+            ));
+        }
+        named(d, symbols, &mut out, role)?;
+        return Ok(Spelled::One(out));
+    }
+    if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
+        let v = obj.extract::<f64>()?;
+        fill(&[v], &mut out, kind)?;
+        return Ok(Spelled::One(out));
+    }
+    if let Some(values) = flat_sequence(obj)? {
+        fill(&values, &mut out, kind)?;
+        return Ok(Spelled::One(out));
+    }
+    array(obj, rows, &mut out, kind)
+}
+
+/// The values of a list or tuple of plain numbers, or `None` when it is anything else (a
+/// nested list, say: read as an array).
+fn flat_sequence(obj: &Bound<'_, PyAny>) -> PyResult<Option<Values>> {
+    let items = if let Ok(l) = obj.cast::<PyList>() {
+        l.iter().collect::<SmallVec<[_; 16]>>()
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
+        t.iter().collect()
+    } else {
+        return Ok(None);
+    };
+    let mut values = Values::with_capacity(items.len());
+    for item in items {
+        if item.is_instance_of::<PyFloat>() || item.is_instance_of::<PyInt>() {
+            values.push(item.extract::<f64>()?);
+        } else {
+            return Ok(None);
+        }
+    }
+    Ok(Some(values))
+}
+
+/// Positional values into `out`, with the role's error on a length mismatch.
+fn fill(values: &[f64], out: &mut [f64], kind: Kind) -> PyResult<()> {
+    if values.len() == out.len() {
+        out.copy_from_slice(values);
+        Ok(())
+    } else {
+        Err(length_error(kind, out.len(), values.len())).or_raise()
+    }
+}
+
+/// A dict keyed by symbol name into `out`, through the Rust named spelling (so the same
+/// errors: unknown, duplicate or missing names).
+fn named(d: &Bound<'_, PyDict>, symbols: &[String], out: &mut [f64], role: Role) -> PyResult<()> {
+    let mut keys: SmallVec<[(Bound<'_, PyAny>, f64); 16]> = SmallVec::new();
+    for (k, v) in d.iter() {
+        let value = v.extract::<f64>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "a named point maps each symbol to one number; `{k}` maps to {}",
+                v.get_type()
+                    .name()
+                    .map_or_else(|_| "?".to_string(), |n| n.to_string())
+            ))
+        })?;
+        keys.push((k, value));
+    }
+    let mut pairs: SmallVec<[(&str, f64); 16]> = SmallVec::with_capacity(keys.len());
+    for (k, v) in &keys {
+        let s = k.cast::<PyString>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "a named point is keyed by symbol names; got key {k}"
+            ))
+        })?;
+        pairs.push((s.to_str()?, *v));
+    }
+    pairs.as_slice().fill_as(symbols, out, role).or_raise()
+}
+
+/// An array-like: a point (0-D, 1-D) or a batch (2-D).
+fn array<'py>(
+    obj: &Bound<'py, PyAny>,
+    rows: usize,
+    out: &mut Values,
+    kind: Kind,
+) -> PyResult<Spelled<'py>> {
+    let py = obj.py();
+    let any = if obj.cast::<PyUntypedArray>().is_ok() {
+        obj.clone()
+    } else {
+        asarray(py, obj).map_err(|e| {
+            shape_error(
+                py,
+                kind,
+                rows,
+                format!("something not read as an array ({e})"),
+            )
+        })?
+    };
+    let arr = any
+        .cast::<PyUntypedArray>()
+        .map_err(|_| shape_error(py, kind, rows, "something not read as an array".into()))?;
+    let dtype = arr.dtype();
+    let kind_char = dtype.kind();
+    let shape: SmallVec<[usize; 4]> = arr.shape().into();
+    let describe = || format!("an array of shape {:?} and dtype {dtype}", shape.as_slice());
+    if !matches!(kind_char, b'f' | b'i' | b'u' | b'b') {
+        return Err(shape_error(py, kind, rows, describe()));
+    }
+    match shape.len() {
+        0 => {
+            let v: f64 = as_float64(arr)?.call_method0("item")?.extract()?;
+            fill(&[v], out, kind)?;
+            Ok(Spelled::One(std::mem::take(out)))
+        }
+        1 => {
+            let floats = as_float64(arr)?.cast_into::<PyArray1<f64>>()?;
+            // SAFETY: read at once, under the GIL, into `out`.
+            match unsafe { floats.as_slice() } {
+                Ok(s) => fill(s, out, kind)?,
+                Err(_) => {
+                    // SAFETY: as above; a strided view, read once.
+                    let v: Values = unsafe { floats.as_array() }.iter().copied().collect();
+                    fill(&v, out, kind)?
+                }
+            }
+            Ok(Spelled::One(std::mem::take(out)))
+        }
+        2 => {
+            if shape[0] != rows {
+                let e = length_error(kind, rows, shape[0]);
+                return Err(raise(
+                    py,
+                    e.code(),
+                    format!(
+                        "{e} (a batch here has shape ({rows}, points); got {:?})",
+                        shape.as_slice()
+                    ),
+                ));
+            }
+            let floats = as_float64(arr)?;
+            let mut batch = floats.cast_into::<PyArray2<f64>>()?;
+            if !batch.is_c_contiguous() {
+                batch = batch.call_method0("copy")?.cast_into::<PyArray2<f64>>()?;
+            }
+            Ok(Spelled::Batch(batch))
+        }
+        _ => Err(shape_error(py, kind, rows, describe())),
+    }
+}
+
+/// The array itself when it is float64, else a float64 copy.
+fn as_float64<'py>(arr: &Bound<'py, PyUntypedArray>) -> PyResult<Bound<'py, PyAny>> {
+    if arr.cast::<numpy::PyArrayDyn<f64>>().is_ok() {
+        Ok(arr.clone().into_any())
+    } else {
+        arr.call_method1("astype", ("float64",))
+    }
+}
