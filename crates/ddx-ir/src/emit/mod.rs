@@ -240,7 +240,9 @@ pub fn check_name(name: &str) -> Result<(), Error> {
         return bad("it is a keyword or a name the emitted code uses");
     }
     if name.starts_with("ddx_")
-        || (name.starts_with('v') && name[1..].bytes().all(|b| b.is_ascii_digit()))
+        || (name.len() > 1
+            && name.starts_with('v')
+            && name[1..].bytes().all(|b| b.is_ascii_digit()))
     {
         return bad("names starting `ddx_` and `v` followed by digits belong to the emitted code");
     }
