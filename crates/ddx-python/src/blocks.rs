@@ -13,7 +13,8 @@
 //!
 //! Nothing here touches Python: it runs with the GIL released.
 
-use ddx::{Equation, Error, LaneKind, System};
+use crate::shape::{on, AnyEquation};
+use ddx::{Equation, Error, LaneKind, Shape};
 use smallvec::SmallVec;
 
 type Rows<'a> = SmallVec<[&'a [f64]; 16]>;
@@ -35,8 +36,14 @@ fn rows_mut(data: &mut [f64], rows: usize, p: usize) -> RowsMut<'_> {
 }
 
 /// The rows of a dense `(m, n, p)` Jacobian that hold its structural nonzeros, in slot
-/// order (the pattern's cells are row-major, so this is one pass).
-fn pattern_rows<'a>(eq: &Equation<System>, data: &'a mut [f64], p: usize) -> RowsMut<'a> {
+/// order (the pattern's cells are row-major, so this is one pass); with `fresh`, the rows
+/// off the pattern are zeroed on the way.
+fn pattern_rows<'a, S: Shape>(
+    eq: &Equation<S>,
+    data: &'a mut [f64],
+    p: usize,
+    fresh: bool,
+) -> RowsMut<'a> {
     let n = eq.arity();
     let mut all = rows_mut(data, eq.outputs() * n, p).into_iter().enumerate();
     let mut out = RowsMut::new();
@@ -47,7 +54,13 @@ fn pattern_rows<'a>(eq: &Equation<System>, data: &'a mut [f64], p: usize) -> Row
                 out.push(row);
                 break;
             }
+            if fresh {
+                row.fill(0.0);
+            }
         }
+    }
+    if fresh {
+        all.for_each(|(_, row)| row.fill(0.0));
     }
     out
 }
@@ -63,13 +76,20 @@ pub(crate) struct Out<'a> {
     pub(crate) hessian: Option<&'a mut [f64]>,
     /// `(k, p)`: `J·v` (`k = m`), `wᵀ·J` or `H·v` (`k = n`).
     pub(crate) products: Option<&'a mut [f64]>,
+    /// The buffers are new and uninitialised: the cells off the Jacobian's and the
+    /// Hessian's patterns are zeroed here (a bound `Call` zeroes them once, when bound).
+    pub(crate) fresh: bool,
 }
 
 /// Lengths of the buffers each kind fills, for callers sizing them.
-pub(crate) fn product_rows(eq: &Equation<System>, kind: LaneKind) -> usize {
+pub(crate) fn product_rows(eq: &AnyEquation, kind: LaneKind) -> usize {
+    product_count(eq.arity(), eq.outputs(), kind)
+}
+
+fn product_count(n: usize, m: usize, kind: LaneKind) -> usize {
     match kind {
-        LaneKind::Jvp => eq.outputs(),
-        LaneKind::Vjp | LaneKind::Hvp => eq.arity(),
+        LaneKind::Jvp => m,
+        LaneKind::Vjp | LaneKind::Hvp => n,
         _ => 0,
     }
 }
@@ -82,7 +102,19 @@ pub(crate) fn product_rows(eq: &Equation<System>, kind: LaneKind) -> usize {
 /// Those of the Rust batch calls (`not_scalar` for `hvp` on a system; a buffer missing
 /// or of the wrong length is `wrong_column_count`, which the callers never cause).
 pub(crate) fn run(
-    eq: &Equation<System>,
+    eq: &AnyEquation,
+    kind: LaneKind,
+    xs: &[f64],
+    seeds: &[f64],
+    p: usize,
+    out: Out<'_>,
+    scratch: &mut Vec<f64>,
+) -> Result<(), Error> {
+    on!(eq, e => run_shape(e, kind, xs, seeds, p, out, scratch))
+}
+
+fn run_shape<S: Shape>(
+    eq: &Equation<S>,
     kind: LaneKind,
     xs: &[f64],
     seeds: &[f64],
@@ -94,13 +126,13 @@ pub(crate) fn run(
     let xs = rows(xs, n, p);
     let mut values = out.values.map(|v| rows_mut(v, m, p)).unwrap_or_default();
     let mut partials = match out.jacobian {
-        Some(j) => pattern_rows(eq, j, p),
+        Some(j) => pattern_rows(eq, j, p, out.fresh),
         None => RowsMut::new(),
     };
     let seed_rows = if kind == LaneKind::Vjp { m } else { n };
     let vs = rows(seeds, seed_rows, p);
     let mut products = match out.products {
-        Some(v) => rows_mut(v, product_rows(eq, kind), p),
+        Some(v) => rows_mut(v, product_count(n, m, kind), p),
         None => RowsMut::new(),
     };
     match kind {
@@ -119,6 +151,9 @@ pub(crate) fn run(
                 eq.hessian_batch(&xs, &mut values, &mut partials, &mut compressed)?;
             }
             if let Some(h) = out.hessian {
+                if out.fresh {
+                    h.fill(0.0);
+                }
                 scatter_hessian(eq, scratch, h, p);
             }
             Ok(())
@@ -130,7 +165,7 @@ pub(crate) fn run(
 }
 
 /// The compressed Hessian `(m · hessian_columns(), p)` into the dense `(m, n, n, p)`.
-fn scatter_hessian(eq: &Equation<System>, compressed: &[f64], dense: &mut [f64], p: usize) {
+fn scatter_hessian<S: Shape>(eq: &Equation<S>, compressed: &[f64], dense: &mut [f64], p: usize) {
     let (n, m) = (eq.arity(), eq.outputs());
     let columns = eq.hessian_columns();
     let cells = eq.hessian_pattern().entries();

@@ -189,6 +189,7 @@ impl Call {
                 .map(|a| checked(py, a, m * n * n * p, "hessian"))
                 .transpose()?,
             products: None,
+            fresh: false,
         };
         let kind = self.kind;
         let run = || {

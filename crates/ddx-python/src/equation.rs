@@ -21,23 +21,24 @@ use crate::errors::{raise, OrRaise};
 use crate::expression::Expression;
 use crate::options;
 use crate::points::{self, Kind, Spelled, Values};
-use ddx::{Errc, Expr, LaneKind, System};
+use crate::shape::{on, AnyEquation};
+use ddx::{Errc, Expr, LaneKind};
 use numpy::{PyArray2, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyBytes;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 /// A built equation: `ddx.Equation`.
 #[pyclass(frozen, weakref, module = "ddx", name = "Equation")]
 pub(crate) struct Equation {
-    inner: RwLock<Arc<ddx::Equation<System>>>,
+    inner: RwLock<Arc<AnyEquation>>,
     /// Built as a system (a tuple of outputs, a list of texts): answers keep the output
     /// axis even when there is one output.
     system: bool,
-    /// Read from an archive rather than built.
-    loaded: bool,
 }
 
 /// The lane kind a `want` number names (`ddx.Want`'s values are `LaneKind`'s order).
@@ -57,9 +58,17 @@ fn options_module(py: Python<'_>) -> PyResult<&Bound<'_, PyModule>> {
         .map(|m| m.bind(py))
 }
 
-/// A fresh zeroed float64 array of `shape` and its data.
+/// A fresh zeroed float64 array of `shape`.
 fn zeros<'py>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<f64>> {
     PyArrayDyn::<f64>::zeros(py, shape, false)
+}
+
+/// A fresh, uninitialised, C-contiguous float64 array of `shape`, for a call that writes
+/// every element before anyone reads it ([`blocks::run`] with `fresh`).
+fn empty<'py>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<f64>> {
+    // SAFETY: float64 has no invalid bit patterns, and the array is filled (or dropped
+    // on an error) before Python sees it.
+    unsafe { PyArrayDyn::<f64>::new(py, shape, false) }
 }
 
 /// The data of an array made by [`zeros`], for the Rust calls to fill.
@@ -69,7 +78,8 @@ fn zeros<'py>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<f64>> {
 // The data is NumPy's, reached through a shared handle, as `as_slice_mut` does.
 #[allow(clippy::mut_from_ref)]
 unsafe fn data<'a>(a: &'a Bound<'_, PyArrayDyn<f64>>) -> &'a mut [f64] {
-    // SAFETY: the caller's contract; a fresh array from `zeros` is C-contiguous.
+    // SAFETY: the caller's contract; an array from `zeros` or `empty` is C-contiguous
+    // (the bytes of `empty` come from NumPy's allocator, across FFI: unknown, not invalid).
     unsafe { a.as_slice_mut() }.unwrap_or(&mut [])
 }
 
@@ -116,20 +126,19 @@ fn input_data<'a>(block: &'a Block<'_>, p: Option<usize>, store: &'a mut Vec<f64
 }
 
 impl Equation {
-    pub(crate) fn new(eq: ddx::Equation<System>, system: bool, loaded: bool) -> Self {
+    pub(crate) fn new(eq: AnyEquation) -> Self {
         Self {
+            system: eq.is_system(),
             inner: RwLock::new(Arc::new(eq)),
-            system,
-            loaded,
         }
     }
 
     /// The Rust equation now in force.
-    pub(crate) fn rust(&self) -> Arc<ddx::Equation<System>> {
+    pub(crate) fn rust(&self) -> Arc<AnyEquation> {
         Arc::clone(&self.inner.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    fn replace(&self, eq: ddx::Equation<System>) {
+    fn replace(&self, eq: AnyEquation) {
         *self.inner.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(eq);
     }
 
@@ -217,12 +226,12 @@ impl Equation {
         } else {
             self.symbol_shape(m, n, 1, p)
         };
-        let values = wants_values.then(|| zeros(py, &[m * pp]));
-        let jacobian = wants_jacobian.then(|| zeros(py, &jac_shape));
+        let values = wants_values.then(|| empty(py, &[m * pp]));
+        let jacobian = wants_jacobian.then(|| empty(py, &jac_shape));
         let hessian =
-            (kind == LaneKind::Hessian).then(|| zeros(py, &self.symbol_shape(m, n, 2, p)));
+            (kind == LaneKind::Hessian).then(|| empty(py, &self.symbol_shape(m, n, 2, p)));
         let product_rows = blocks::product_rows(&eq, kind);
-        let product = (product_rows > 0).then(|| zeros(py, &[product_rows * pp]));
+        let product = (product_rows > 0).then(|| empty(py, &[product_rows * pp]));
         {
             // SAFETY: every array was made just above and is held only here.
             let out = unsafe {
@@ -231,6 +240,7 @@ impl Equation {
                     jacobian: jacobian.as_ref().map(|a| data(a)),
                     hessian: hessian.as_ref().map(|a| data(a)),
                     products: product.as_ref().map(|a| data(a)),
+                    fresh: true,
                 }
             };
             let mut scratch = Vec::new();
@@ -334,7 +344,7 @@ impl Equation {
     /// Whether this equation was read from a file rather than built.
     #[getter]
     fn loaded(&self) -> bool {
-        self.loaded
+        self.rust().loaded()
     }
 
     /// `f` at the point or batch.
@@ -421,33 +431,19 @@ impl Equation {
     /// The `k`-th derivative `dᵏf/dxᵏ` at `x0` of a function of one symbol and one output
     /// (`k = 0` is the value), by one sweep of Taylor arithmetic; `k ≤ ddx.MAX_ORDER`.
     fn univariate_derivative(&self, k: usize, x0: f64) -> PyResult<f64> {
-        let eq = self.rust();
-        if k > ddx::MAX_ORDER {
-            return Err(ddx::Error::OrderTooHigh {
-                order: k,
-                max: ddx::MAX_ORDER,
-            })
-            .or_raise();
-        }
-        let (n, m) = (eq.arity(), eq.outputs());
-        if n != 1 || m != 1 {
-            return Err(ddx::Error::NotUnivariate {
-                symbols: n,
-                outputs: m,
-            })
-            .or_raise();
-        }
-        let model = eq.model();
-        let series =
-            ddx::ir::ad::taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], k)
-                .or_raise()?;
-        let factorial: f64 = (1..=k).map(|i| i as f64).product();
-        let coefficient = series
-            .first()
-            .and_then(|s| s.get(k))
-            .copied()
-            .unwrap_or(f64::NAN);
-        Ok(factorial * coefficient)
+        on!(&*self.rust(), e => e.univariate_derivative_of_order(k, x0)).or_raise()
+    }
+
+    /// Every derivative `f(x0), f'(x0), …, f⁽ᵏ⁾(x0)` (`k + 1` values) from one sweep, each
+    /// the bits `univariate_derivative` answers.
+    fn univariate_derivatives<'py>(
+        &self,
+        py: Python<'py>,
+        k: usize,
+        x0: f64,
+    ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let d = on!(&*self.rust(), e => e.univariate_derivatives(k, x0)).or_raise()?;
+        Ok(numpy::PyArray1::from_vec(py, d))
     }
 
     /// How many colour groups compress the Hessian (products `H·v_k` per Hessian).
@@ -558,6 +554,34 @@ impl Equation {
         crate::call::Call::bind(slf, x, lane_kind(want)?)
     }
 
+    /// This equation as bytes: its symbols, graph, the lanes prepared so far, its options
+    /// and the kernels it kept (`Options.retain_object`), as `save` writes them.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let eq = self.rust();
+        let bytes = py.detach(|| eq.to_bytes()).or_raise()?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// Writes this equation to `path` (atomically: a reader sees the old file or the new).
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let eq = self.rust();
+        py.detach(|| eq.save(&path)).or_raise()
+    }
+
+    /// Raises `ddx.Error` unless the file at `path` holds this equation (`archive_io`,
+    /// `bad_archive`, `archive_corrupt`, `archive_mismatch` say why).
+    fn verify(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let eq = self.rust();
+        py.detach(|| eq.verify(&path)).or_raise()
+    }
+
+    /// Pickles through the archive bytes (kernels included; one made for another host or
+    /// build is never run: its lane compiles instead).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Py<PyAny>, (Bound<'py, PyBytes>,))> {
+        let f = py.import("ddx._ddx")?.getattr("from_bytes")?.unbind();
+        Ok((f, (self.to_bytes(py)?,)))
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let eq = self.rust();
         let symbols = PyList::new(py, eq.symbols())?.repr()?;
@@ -570,7 +594,7 @@ impl Equation {
 
     /// Each output with its structurally nonzero partials underneath.
     fn __str__(&self) -> String {
-        self.rust().to_string()
+        self.rust().text()
     }
 }
 
@@ -618,7 +642,7 @@ fn not_an_output(obj: &Bound<'_, PyAny>) -> PyErr {
 fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
     let mut failure: Option<PyErr> = None;
     let mut system = false;
-    let built = ddx::rt::equation(|| -> Vec<Expr> {
+    let built = ddx::ir::build(|| -> Vec<Expr> {
         match model.call0().and_then(|out| model_outputs(&out)) {
             Ok((exprs, sys)) => {
                 system = sys;
@@ -633,7 +657,10 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
     if let Some(e) = failure {
         return Err(e);
     }
-    Ok(Equation::new(built.or_raise()?, system, false))
+    let model = built.or_raise()?;
+    Ok(Equation::new(
+        AnyEquation::from_model(model, system).or_raise()?,
+    ))
 }
 
 /// The scalar equation `text` describes, e.g. `"exp(x) * sin(y)"`.
@@ -641,17 +668,38 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
 fn equation_text(text: &str) -> PyResult<Equation> {
     let formula = ddx::Formula::parse(text).or_raise()?;
     let model = ddx::ir::text::model(&[formula]).or_raise()?;
-    Ok(Equation::new(ddx::Equation::from(model), false, false))
+    Ok(Equation::new(
+        AnyEquation::from_model(model, false).or_raise()?,
+    ))
 }
 
 /// The system whose function `i` is `texts[i]`.
 #[pyfunction]
 fn system_text(texts: Vec<String>) -> PyResult<Equation> {
+    let model = ddx::ir::text::parse_model(&texts).or_raise()?;
     Ok(Equation::new(
-        ddx::rt::system_text(&texts).or_raise()?,
-        true,
-        false,
+        AnyEquation::from_model(model, true).or_raise()?,
     ))
+}
+
+/// The equation saved at `path` (no model runs, nothing is rebuilt).
+#[pyfunction]
+fn load(py: Python<'_>, path: PathBuf) -> PyResult<Equation> {
+    let eq = py.detach(|| AnyEquation::load(&path)).or_raise()?;
+    Ok(Equation::new(eq))
+}
+
+/// The equation `bytes` hold (as `Equation.to_bytes` made them); what unpickling calls.
+#[pyfunction]
+fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Equation> {
+    let eq = py.detach(|| AnyEquation::from_bytes(data)).or_raise()?;
+    Ok(Equation::new(eq))
+}
+
+/// Raises unless this build can read the equation file at `path` at all.
+#[pyfunction]
+fn verify_file(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    py.detach(|| ddx::verify(&path)).or_raise()
 }
 
 /// Adds `Equation` and its constructors to the module.
@@ -661,5 +709,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(equation_model, m)?)?;
     m.add_function(wrap_pyfunction!(equation_text, m)?)?;
     m.add_function(wrap_pyfunction!(system_text, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_file, m)?)?;
     Ok(())
 }

@@ -38,6 +38,10 @@ pub(crate) const CODES: &[Errc] = &[
     Errc::JitObject,
     Errc::JitVerify,
     Errc::JitCache,
+    Errc::ArchiveIo,
+    Errc::BadArchive,
+    Errc::ArchiveCorrupt,
+    Errc::ArchiveMismatch,
 ];
 
 /// The spellings of [`CODES`], for `ddx._errors` to build `errc` from.

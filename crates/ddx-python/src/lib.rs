@@ -11,7 +11,8 @@
 //! - [`blocks`]: running one lane over columns into dense NumPy answers;
 //! - [`equation`]: `Equation` and its calls;
 //! - [`call`]: `Call`, the preallocated buffers of `Equation.buffer`;
-//! - [`options`]: `Options` across the boundary.
+//! - [`options`]: `Options` across the boundary;
+//! - [`shape`]: an equation of either shape (`Scalar`, `System`), as Rust has them.
 //!
 //! Invariants: nothing here panics on what a Python caller passes (every size is checked
 //! before an array is allocated or a slice taken); the GIL is released for every batch
@@ -29,6 +30,7 @@ mod errors;
 mod expression;
 mod options;
 mod points;
+mod shape;
 
 /// The extension module `ddx._ddx`.
 #[pymodule]

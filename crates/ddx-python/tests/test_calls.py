@@ -150,6 +150,8 @@ def test_univariate_derivative():
     for k in range(8):
         expected = [math.sin, math.cos, lambda t: -math.sin(t), lambda t: -math.cos(t)][k % 4]
         assert math.isclose(eq.univariate_derivative(k, 0.5), expected(0.5), rel_tol=1e-14)
+    every = eq.univariate_derivatives(7, 0.5)
+    assert every.tolist() == [eq.univariate_derivative(k, 0.5) for k in range(8)]
     with pytest.raises(ddx.Error) as e:
         eq.univariate_derivative(ddx.MAX_ORDER + 1, 0.5)
     assert e.value.code is ddx.errc.order_too_high

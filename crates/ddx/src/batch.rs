@@ -11,7 +11,7 @@
 
 use crate::equation::{Equation, Shape};
 use crate::interp::{Columns, Program};
-use ddx_ir::{Block, Error, LaneKind};
+use ddx_ir::{Block, Error, LaneKind, Sparsity};
 use rayon::prelude::*;
 use smallvec::SmallVec;
 
@@ -137,6 +137,17 @@ impl<S: Shape> Equation<S> {
         self.arity()
     }
 
+    /// The partial columns lane `kind` writes: the cells of its own pattern. Each batch
+    /// call sizes its partial block from the lane it runs (which a loaded equation's checks
+    /// tie to that lane's outputs), never from another lane's pattern.
+    fn cells(&self, kind: LaneKind) -> usize {
+        self.prepared(kind)
+            .lane
+            .pattern
+            .as_ref()
+            .map_or(0, Sparsity::nonzeros)
+    }
+
     /// Runs lane `kind` over a checked table: through the lane's kernel when one answers
     /// it, else the block interpreter.
     fn batch(&self, kind: LaneKind, table: &Table) {
@@ -191,7 +202,7 @@ impl<S: Shape> Equation<S> {
         let mut t = Table::new(xs);
         t.read(Block::Points, xs, self.arity())?
             .write(Block::Values, values, self.outputs())?
-            .write(Block::Partials, partials, self.jacobian_columns())?;
+            .write(Block::Partials, partials, self.cells(LaneKind::Jacobian))?;
         self.batch(LaneKind::Jacobian, &t);
         Ok(())
     }
@@ -206,7 +217,7 @@ impl<S: Shape> Equation<S> {
         t.read(Block::Points, xs, self.arity())?.write(
             Block::Partials,
             partials,
-            self.jacobian_columns(),
+            self.cells(LaneKind::Gradient),
         )?;
         self.batch(LaneKind::Gradient, &t);
         Ok(())
@@ -299,7 +310,7 @@ impl<S: Shape> Equation<S> {
         let mut t = Table::new(xs);
         t.read(Block::Points, xs, self.arity())?
             .write(Block::Values, values, m)?
-            .write(Block::Partials, partials, self.jacobian_columns())?
+            .write(Block::Partials, partials, self.cells(LaneKind::Hessian))?
             .write(Block::Hessians, hessians, m * self.hessian_columns())?;
         self.batch(LaneKind::Hessian, &t);
         Ok(())
@@ -328,7 +339,7 @@ impl<S: Shape> Equation<S> {
         t.read(Block::Points, xs, n)?
             .read(Block::Directions, vs, n)?
             .write(Block::Values, values, 1)?
-            .write(Block::Partials, partials, self.jacobian_columns())?
+            .write(Block::Partials, partials, self.cells(LaneKind::Hvp))?
             .write(Block::Products, products, n)?;
         self.batch(LaneKind::Hvp, &t);
         Ok(())

@@ -315,7 +315,7 @@ impl<S: Shape> Equation<S> {
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
         let p = self.prepared(kind);
         if let Some(k) = self.jit.point(&self.lanes, kind) {
-            let n = p.program.outputs();
+            let n = p.lane.outputs.len();
             let mut stack = [0.0; STACK_OUTPUTS];
             let mut heap = Vec::new();
             let out = if n <= STACK_OUTPUTS {
@@ -329,7 +329,7 @@ impl<S: Shape> Equation<S> {
                 sink(i, v);
             }
         } else {
-            p.program.run_with(inputs, sink);
+            p.program().run_with(inputs, sink);
         }
     }
 
@@ -338,7 +338,7 @@ impl<S: Shape> Equation<S> {
         let p = self.prepared(kind);
         match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),
-            None => p.program.run(inputs, out),
+            None => p.program().run(inputs, out),
         }
     }
 
@@ -346,7 +346,7 @@ impl<S: Shape> Equation<S> {
     fn tail(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.prepared(kind);
         let values = p.lane.values;
-        let mut out = Vec::with_capacity(p.program.outputs() - values);
+        let mut out = Vec::with_capacity(p.program().outputs() - values);
         self.eval(kind, inputs, |k, v| {
             if k >= values {
                 out.push(v);
@@ -357,7 +357,7 @@ impl<S: Shape> Equation<S> {
 
     fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.prepared(kind);
-        let mut out = zeros(p.program.outputs());
+        let mut out = zeros(p.program().outputs());
         self.eval_into(kind, inputs, &mut out);
         out
     }

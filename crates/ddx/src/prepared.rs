@@ -9,8 +9,10 @@
 //! Saving and loading serialise this same place.
 //!
 //! **Invariants.**
-//! - A lane is built and lowered once, the first time any caller asks for it, under a
-//!   [`OnceLock`]: many threads may ask at once, one builds, the others wait and read.
+//! - A lane is built once, the first time any caller asks for it, and each of its
+//!   interpreter programs is lowered once, the first time the interpreter runs it (a lane
+//!   that only a kernel answers is never lowered), each under a [`OnceLock`]: many threads
+//!   may ask at once, one builds, the others wait and read.
 //! - What is prepared never changes afterwards, so an engine may keep a reference (or an
 //!   `Arc` of the whole set) for as long as it runs.
 //! - The contracted variant of a lane is built from the plain one, never from the model.
@@ -23,22 +25,27 @@ use std::sync::OnceLock;
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub(crate) lane: Lane,
-    /// Scheduled for one point at a time.
-    pub(crate) program: Program,
+    /// Scheduled for one point at a time, lowered on the first per-point call the
+    /// interpreter answers (a lane a kernel answers never needs it).
+    program: OnceLock<Program>,
     /// Scheduled for blocks of points, lowered on the first batch call.
     batch: OnceLock<Program>,
 }
 
 impl Prepared {
-    /// The lane `lane`, lowered for one point at a time (the block program waits for the
-    /// first batch call).
+    /// The lane `lane`; its programs are lowered when first needed.
     pub(crate) fn new(lane: Lane) -> Self {
-        let program = Program::lower(&lane, Schedule::Level);
         Prepared {
             lane,
-            program,
+            program: OnceLock::new(),
             batch: OnceLock::new(),
         }
+    }
+
+    /// The program for one point at a time.
+    pub(crate) fn program(&self) -> &Program {
+        self.program
+            .get_or_init(|| Program::lower(&self.lane, Schedule::Level))
     }
 
     /// The program for blocks of points.
@@ -82,7 +89,7 @@ impl PreparedLanes {
     }
 
     /// A set whose lanes come ready-made (a loaded equation): each `(contract, lane)` is
-    /// lowered and placed as if it had been prepared here. The caller has checked each lane
+    /// placed as if it had been prepared here. The caller has checked each lane
     /// against the model ([`Lane::check_layout`]); a kind given twice keeps the first.
     pub(crate) fn with_lanes(model: Model, lanes: Vec<(bool, Lane)>) -> Self {
         let set = Self::new(model);
@@ -103,7 +110,7 @@ impl PreparedLanes {
         })
     }
 
-    /// The lane `kind`, built and lowered on first use; contracted (see
+    /// The lane `kind`, built on first use; contracted (see
     /// [`ddx_ir::contract`]) when `contract` is set.
     pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {
         self.lanes[usize::from(contract)][kind as usize].get_or_init(|| {

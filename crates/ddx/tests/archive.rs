@@ -6,9 +6,10 @@
 //! Forged structures (a checksummed file claiming 2^60 nodes, a kernel for another host)
 //! are made with the format's own types, in `src/archive/tests.rs`.
 
-use ddx::{rt, select, Equation, Errc, Expr, LaneKind, Scalar, Shape, System};
 #[cfg(feature = "jit")]
-use ddx::{Backend, Options};
+use ddx::Backend;
+use ddx::{rt, select, Equation, Errc, Expr, LaneKind, Options, Scalar, Shape, System};
+use std::path::Path;
 
 fn scalar_model() -> Equation {
     rt::equation(|| {
@@ -470,4 +471,41 @@ fn errors_name_the_path_and_the_trouble() {
     // In memory, the message says so.
     let e = Equation::<Scalar>::from_bytes(&bytes[..20]).expect_err("cut");
     assert!(e.to_string().contains("the equation bytes"), "{e}");
+}
+
+/// Writes the seed corpus of the `archive` fuzz target (`fuzz/corpus/archive/`) when
+/// `DDX_WRITE_FUZZ_CORPUS` names a directory: each file twice, whole (mode byte 0) and as a
+/// body to be wrapped (mode byte 1). Otherwise it only checks that the seeds encode.
+#[test]
+fn fuzz_seed_corpus() {
+    let small = rt::equation(|| rt::var("x").sin() * rt::var("y") + 2.0).expect("builds");
+    small.hessian([0.5, 1.0]).expect("fits");
+    let quiet = rt::equation(|| rt::var("x").exp()).expect("builds");
+    let sys: Equation<System> =
+        rt::equation(|| [rt::var("u") * rt::var("v"), rt::var("u").max(rt::var("v"))])
+            .expect("builds");
+    sys.jacobian([1.0, 2.0]).expect("fits");
+    sys.jvp([1.0, 0.0], [1.0, 2.0]).expect("fits");
+    let mut contracted = scalar_model();
+    let mut o = Options::default();
+    o.codegen.contract = true;
+    contracted.set_options(o);
+    contracted.gradient(POINT).expect("fits");
+    let seeds = [
+        ("small", small.to_bytes()),
+        ("quiet", quiet.to_bytes()),
+        ("system", sys.to_bytes()),
+        ("contracted", contracted.to_bytes()),
+    ];
+    let dir = std::env::var_os("DDX_WRITE_FUZZ_CORPUS");
+    for (name, bytes) in seeds {
+        let bytes = bytes.expect("encodes");
+        if let Some(dir) = &dir {
+            let dir = Path::new(dir);
+            let whole = [&[0u8][..], &bytes].concat();
+            let body = [&[1u8][..], &bytes[52..]].concat();
+            std::fs::write(dir.join(format!("{name}-file")), whole).expect("writes");
+            std::fs::write(dir.join(format!("{name}-body")), body).expect("writes");
+        }
+    }
 }

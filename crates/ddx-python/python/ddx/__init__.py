@@ -13,6 +13,8 @@ string) and ask it for values, gradients, Jacobians, Hessians and the products `
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable, Sequence
 from typing import overload
 
@@ -70,13 +72,20 @@ Model = Callable[[], "Expression | float | tuple[Expression | float, ...]"]
 
 
 @overload
-def equation(model: Model | str | Sequence[str], /) -> Equation: ...
+def equation(
+    model: Model | str | Sequence[str], /, *, cache: str | os.PathLike[str] | None = None
+) -> Equation: ...
 @overload
-def equation(model: None = None, /) -> Callable[[Model], Equation]: ...
+def equation(
+    model: None = None, /, *, cache: str | os.PathLike[str] | None = None
+) -> Callable[[Model], Equation]: ...
 
 
 def equation(
-    model: Model | str | Sequence[str] | None = None, /
+    model: Model | str | Sequence[str] | None = None,
+    /,
+    *,
+    cache: str | os.PathLike[str] | None = None,
 ) -> Equation | Callable[[Model], Equation]:
     """The equation of ``model``: a callable of no arguments that names symbols with
     :func:`var` and returns one :class:`Expression` (a scalar function) or a tuple of them
@@ -87,9 +96,18 @@ def equation(
     :class:`Error` when it builds no equation (``errc.no_graph`` for a literal,
     ``errc.no_arena`` or ``errc.sealed_arena`` for expressions from outside the model,
     ``errc.bad_syntax`` … for text).
+
+    With ``cache=path`` the file is a cache of the equation: the model runs (or the text
+    is read) every time, and when the file holds this very equation (same symbols, same
+    graph) it is loaded with every lane and kernel it holds (``loaded`` is True);
+    otherwise the equation is built, its value and Jacobian lanes prepared, and saved to
+    ``path``. A file that cannot be read is rebuilt, never an error; one that cannot be
+    written raises ``errc.archive_io``.
     """
     if model is None:
-        return _decorator
+        return lambda m: equation(m, cache=cache)
+    if cache is not None:
+        return _cached(equation(model), os.fspath(cache))
     if isinstance(model, str):
         return _ddx.equation_text(model)
     if isinstance(model, (list, tuple)):
@@ -103,8 +121,31 @@ def equation(
     )
 
 
-def _decorator(model: Model) -> Equation:
-    return equation(model)
+def _cached(built: Equation, path: str) -> Equation:
+    try:
+        built.verify(path)
+        return _ddx.load(path)
+    except Error:
+        built.nodes(want=Want.VALUE)  # prepares the lanes a first call needs
+        built.nodes(want=Want.JACOBIAN)
+        built.save(path)
+        return built
+
+
+def load(path: str | os.PathLike[str]) -> Equation:
+    """The equation saved at ``path`` (by :meth:`Equation.save`, from Python or Rust): no
+    model runs and nothing is rebuilt; a kernel saved for this host and build answers at
+    once. Raises :class:`Error`: ``archive_io`` (unreadable), ``bad_archive`` (not a ddx
+    file, or a format this build does not read), ``archive_corrupt`` (checksum or
+    structure)."""
+    return _ddx.load(os.fspath(path))
+
+
+def verify(path: str | os.PathLike[str]) -> None:
+    """Raises :class:`Error` unless this build can read the equation file at ``path`` (see
+    :func:`load` for the codes); :meth:`Equation.verify` also asks that it be *that*
+    equation (``archive_mismatch``)."""
+    _ddx.verify_file(os.fspath(path))
 
 
 __all__ = [
@@ -138,6 +179,7 @@ __all__ = [
     "has_jit",
     "has_opencl",
     "hypot",
+    "load",
     "ln",
     "log",
     "log10",
@@ -156,4 +198,5 @@ __all__ = [
     "tan",
     "tanh",
     "var",
+    "verify",
 ]

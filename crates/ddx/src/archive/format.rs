@@ -26,9 +26,10 @@
 //! length, and a claim beyond the bytes present runs out of input), and then every part:
 //! graphs through [`Graph::from_nodes`] (the IR verifier's per-node check), the model
 //! through [`Model::from_parts`], each lane through [`Lane::check_layout`], patterns and
-//! colourings through their checked constructors, and the cross-lane facts calls rely on
-//! (one Jacobian pattern for every lane that has one, and a gradient lane whenever any
-//! lane has a pattern, since the equation's pattern is read from it).
+//! colourings through their checked constructors, and one Jacobian pattern for every lane
+//! that has one. No call relies on one lane's layout to run another (each batch call sizes
+//! its blocks from the lane it runs), so a lane built later from the model cannot
+//! disagree with a loaded one in a way that reaches memory.
 
 use super::StoredKernel;
 use crate::options::{Backend, Codegen, Lanes, OptLevel, Options};
@@ -426,14 +427,6 @@ fn parts(body: Body<'_>) -> Result<Decoded, Refusal> {
                 .to_string()
                 .into());
         }
-        if !lanes
-            .iter()
-            .any(|(c, l)| !*c && l.kind == LaneKind::Gradient)
-        {
-            return Err("lanes with a Jacobian pattern, but no gradient lane"
-                .to_string()
-                .into());
-        }
     }
     let options = options(&body.options)?;
     let mut kernels = Vec::with_capacity(body.kernels.len());
@@ -484,37 +477,44 @@ fn graph(
     }
     let mut nodes = Vec::with_capacity(rec.nodes.len());
     for (i, n) in rec.nodes.iter().enumerate() {
-        let arg = |back: u32| -> Result<NodeId, String> {
-            i.checked_sub(back as usize)
-                .filter(|_| back > 0)
-                .map(NodeId::from_index)
-                .ok_or_else(|| format!("n{i}: an argument {back} nodes back"))
-        };
-        let apply = |op: u8, args: &[u32]| -> Result<Node, String> {
-            let op = *ops
-                .get(usize::from(op))
-                .ok_or_else(|| format!("n{i}: operation {op} of {}", ops.len()))?;
-            if op.arity() != args.len() {
-                return Err(format!("n{i}: {op} with {} arguments", args.len()));
-            }
-            let mut a = [NO_ARG; 3];
-            for (slot, &back) in a.iter_mut().zip(args) {
-                *slot = arg(back)?;
-            }
-            Ok(Node::Apply(op, a))
-        };
         nodes.push(match *n {
             NodeRec::Const(v) => Node::Const(ddx_ir::Constant::new(v)),
             NodeRec::Symbol(s) => Node::Symbol(SymbolId(s)),
             NodeRec::Seed(s) => Node::Seed(SeedId(s)),
-            NodeRec::Unary(op, a) => apply(op, &[a])?,
-            NodeRec::Binary(op, a, b) => apply(op, &[a, b])?,
-            NodeRec::Ternary(op, a, b, c) => apply(op, &[a, b, c])?,
+            NodeRec::Unary(op, a) => apply(ops, i, op, [a, 0, 0], 1)?,
+            NodeRec::Binary(op, a, b) => apply(ops, i, op, [a, b, 0], 2)?,
+            NodeRec::Ternary(op, a, b, c) => apply(ops, i, op, [a, b, c], 3)?,
         });
     }
     let graph = Graph::from_nodes(nodes, symbols, seeds).map_err(|v| v.to_string())?;
     let outputs = rec.outputs.iter().map(|&o| NodeId(o)).collect();
     Ok((graph, outputs))
+}
+
+/// Node `i`: operation `op` (an index into `ops`) of the first `arity` of `backs`, each
+/// a distance back from `i`.
+#[inline]
+fn apply(ops: &[Op], i: usize, op: u8, backs: [u32; 3], arity: usize) -> Result<Node, String> {
+    let Some(&found) = ops.get(usize::from(op)) else {
+        return Err(bad_node(i, format!("operation {op} of {}", ops.len())));
+    };
+    if found.arity() != arity {
+        return Err(bad_node(i, format!("{found} with {arity} arguments")));
+    }
+    let mut args = [NO_ARG; 3];
+    for (slot, &back) in args.iter_mut().zip(&backs[..arity]) {
+        let back = back as usize;
+        if back == 0 || back > i {
+            return Err(bad_node(i, format!("an argument {back} nodes back")));
+        }
+        *slot = NodeId::from_index(i - back);
+    }
+    Ok(Node::Apply(found, args))
+}
+
+#[cold]
+fn bad_node(i: usize, what: String) -> String {
+    format!("n{i}: {what}")
 }
 
 fn pattern(rec: &PatternRec) -> Result<Sparsity, String> {

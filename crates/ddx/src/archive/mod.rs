@@ -122,9 +122,7 @@ impl<S: Shape> Equation<S> {
     /// This equation as the bytes [`Equation::save`] writes: symbols, model graph, every
     /// lane prepared so far (with its Jacobian pattern and Hessian colouring), the options
     /// (less [`Options::cache_dir`] and [`Options::device`], which are the machine's), and
-    /// each kernel answering now whose code [`Options::retain_object`] kept. A lane with a
-    /// Jacobian pattern brings the gradient lane with it (built now if it was not), since
-    /// the equation's pattern is read from that lane.
+    /// each kernel answering now whose code [`Options::retain_object`] kept.
     ///
     /// # Errors
     /// None in practice: [`Error::ArchiveIo`] if the encoder fails.
@@ -138,9 +136,6 @@ impl<S: Shape> Equation<S> {
 
     fn encode(&self, path: &Path) -> Result<Vec<u8>, Error> {
         let core = &self.lanes;
-        if core.prepared_lanes().any(|(_, l)| l.pattern.is_some()) {
-            core.prepared(LaneKind::Gradient, false);
-        }
         let kernels = self.jit.saved(core);
         let mut options = self.options().clone();
         options.cache_dir = None;
@@ -162,8 +157,10 @@ impl<S: Shape> Equation<S> {
     /// lanes saved are answered from as they are, and each saved kernel that was made for
     /// this host by this build answers at once ([`Equation::uses_kernel`] is true,
     /// [`JitStatus::loaded`](crate::JitStatus::loaded) counts it). Any other kernel is
-    /// never run: under [`Backend::Compile`](crate::Backend::Compile) its lane compiles as
-    /// it would have (counted in [`JitStatus::refused`](crate::JitStatus::refused)).
+    /// never run (counted in [`JitStatus::refused`](crate::JitStatus::refused)). Loading
+    /// asks nothing of the compiler: under [`Backend::Compile`](crate::Backend::Compile) a
+    /// lane without a kernel of its own compiles when it is first called (or waited for),
+    /// as any lane first used after the options were set does.
     ///
     /// # Errors
     /// - [`Error::BadArchive`]: not a ddx equation, or a format version this build does
@@ -184,10 +181,11 @@ impl<S: Shape> Equation<S> {
     }
 
     fn from_decoded(d: Decoded) -> Self {
-        let contract = d.options.codegen.contract;
         let core = Arc::new(PreparedLanes::with_lanes(d.model, d.lanes));
-        let prepared = core.prepared_kinds(contract);
-        let jit = crate::jit::Jit::with_saved(&d.options, &core, &prepared, &d.kernels);
+        // Nothing is asked of the compiler now: a lane without a (matching) kernel
+        // compiles when it is first called, as a lane first prepared after the options
+        // were set does.
+        let jit = crate::jit::Jit::with_saved(&d.options, &core, &[], &d.kernels);
         Equation::from_parts(core, d.options, jit)
     }
 

@@ -116,12 +116,6 @@ fn checksummed_lies_about_the_structure_are_refused() {
     );
     corrupt(
         forged(&good, |d| {
-            d.lanes.retain(|(_, l)| l.kind != LaneKind::Gradient);
-        }),
-        "patterns without the gradient lane",
-    );
-    corrupt(
-        forged(&good, |d| {
             let l = &mut d
                 .lanes
                 .iter_mut()
@@ -145,4 +139,45 @@ fn checksummed_lies_about_the_structure_are_refused() {
         }),
         "a value lane with seeds",
     );
+}
+
+/// A checksummed file whose lanes are another model's (same symbols and output count,
+/// another Jacobian pattern): lanes built later from the file's model disagree with the
+/// loaded ones, and no call may panic or overrun — each sizes its blocks from the lane it
+/// runs, so the worst is a refused column count.
+#[test]
+fn lanes_of_another_model_never_overrun() {
+    let dense = rt::equation(|| rt::var("x") * rt::var("y")).expect("builds");
+    let sparse = rt::equation(|| rt::var("x").sin() + rt::var("y") * 0.0).expect("builds");
+    assert_ne!(
+        dense.jacobian_pattern().nonzeros(),
+        sparse.jacobian_pattern().nonzeros()
+    );
+    dense.jacobian([1.0, 2.0]).expect("fits");
+    dense.hessian([1.0, 2.0]).expect("fits");
+    let bytes = forged(&dense.to_bytes().expect("encodes"), |d| {
+        d.model = sparse.model().clone();
+    });
+    let eq = Equation::<Scalar>::from_bytes(&bytes).expect("loads: the lanes are sound");
+    let x = [0.5, 1.5];
+    let _ = eq.jacobian(x).expect("fits");
+    let _ = eq.gradient(x).expect("fits");
+    let _ = eq.hessian(x).expect("fits");
+    let _ = eq.hvp(x, x).expect("fits");
+    let cols = [vec![0.5; 4], vec![1.5; 4]];
+    let xs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
+    for partials in [eq.jacobian_columns(), dense.jacobian_columns()] {
+        let mut v = [vec![0.0; 4]];
+        let mut d = vec![vec![0.0; 4]; partials];
+        let mut h = vec![vec![0.0; 4]; eq.hessian_columns()];
+        let mut p = vec![vec![0.0; 4]; 2];
+        let mut vv: Vec<&mut [f64]> = v.iter_mut().map(Vec::as_mut_slice).collect();
+        let mut dd: Vec<&mut [f64]> = d.iter_mut().map(Vec::as_mut_slice).collect();
+        let mut hh: Vec<&mut [f64]> = h.iter_mut().map(Vec::as_mut_slice).collect();
+        let mut pp: Vec<&mut [f64]> = p.iter_mut().map(Vec::as_mut_slice).collect();
+        let _ = eq.jacobian_batch(&xs, &mut vv, &mut dd);
+        let _ = eq.gradient_batch(&xs, &mut dd);
+        let _ = eq.hessian_batch(&xs, &mut vv, &mut dd, &mut hh);
+        let _ = eq.hvp_batch(&xs, &xs, &mut vv, &mut dd, &mut pp);
+    }
 }
