@@ -28,6 +28,59 @@ pub enum CliError {
         /// Why.
         source: std::io::Error,
     },
+    /// A CSV file is malformed as a whole (no header, a symbol with no column).
+    #[error("{}: {what}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        what: String,
+    },
+    /// One record of a CSV file is malformed (a short row, a bad quote, invalid UTF-8).
+    #[error("{}: row {row} (line {line}): {what}", path.display())]
+    Row {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based data row (the header is row 0).
+        row: u64,
+        /// The 1-based line of the file.
+        line: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// One cell of a CSV file is not a number.
+    #[error(
+        "{}: row {row} (line {line}), column {column} `{name}`: `{cell}` is not a number",
+        path.display()
+    )]
+    Cell {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based data row.
+        row: u64,
+        /// The 1-based line of the file.
+        line: u64,
+        /// The 1-based column.
+        column: usize,
+        /// The column's header.
+        name: String,
+        /// The cell as written.
+        cell: String,
+    },
+    /// A fit failed: it diverged, or its start or data give non-finite residuals.
+    #[error("{0}")]
+    Fit(#[from] ddx_fit::FitError),
+    /// A NIST StRD file could not be read or its model built.
+    #[error("{0}")]
+    Nist(#[from] ddx_models::nist::NistError),
+    /// The plot could not be drawn.
+    #[error("{}: cannot draw the plot: {what}", path.display())]
+    Plot {
+        /// The SVG file.
+        path: PathBuf,
+        /// What the plotting library reported.
+        what: String,
+    },
 }
 
 impl CliError {

@@ -6,9 +6,12 @@
 //! Every failure is a [`CliError`]: `main` prints it on stderr after `ddx: ` and exits
 //! nonzero; no input makes the binary panic.
 
+mod batch;
 mod error;
 mod eval;
+mod fit;
 mod inspect;
+mod plot;
 
 use clap::{Parser, Subcommand};
 use error::CliError;
@@ -36,6 +39,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Eval(eval::EvalArgs),
+    Batch(batch::BatchArgs),
+    Fit(fit::FitArgs),
     Check(inspect::CheckArgs),
     Dot(inspect::DotArgs),
 }
@@ -43,6 +48,8 @@ enum Command {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Eval(a) => eval::run(&a),
+        Command::Batch(a) => batch::run(&a),
+        Command::Fit(a) => fit::run(&a),
         Command::Check(a) => inspect::check(&a),
         Command::Dot(a) => inspect::dot(&a),
     }
