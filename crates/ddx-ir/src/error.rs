@@ -67,6 +67,8 @@ pub enum Block {
     Products,
     /// The compressed Hessian columns.
     Hessians,
+    /// The derivative-tensor columns (`derivative_tensor_batch`).
+    Tensors,
 }
 
 impl fmt::Display for Block {
@@ -79,6 +81,7 @@ impl fmt::Display for Block {
             Block::Partials => "partial",
             Block::Products => "product",
             Block::Hessians => "hessian",
+            Block::Tensors => "tensor",
         })
     }
 }
@@ -406,14 +409,24 @@ pub enum Error {
         /// What differs.
         detail: String,
     },
-    /// A per-point call's answer would hold more values than the equation allows
-    /// (`ddx::Options::answer_limit`, 2²⁸ values by default): nothing was allocated or
-    /// computed. Raise the limit, or ask for the sparse answer (`sparse_jacobian`,
-    /// `sparse_hessian`), which holds only the structural nonzeros.
+    // ---- Generated source (`crate::emit`) and derivative tensors. ----
+    /// A name given for an emitted function cannot name one in Rust and C.
+    #[error("bad_name: `{name}` cannot name an emitted function: {why}")]
+    BadName {
+        /// The name given.
+        name: String,
+        /// Which rule it breaks.
+        why: &'static str,
+    },
+    /// A call's answer would hold more values than allowed: nothing was allocated or
+    /// computed. For the dense per-point answers the limit is `ddx::Options::answer_limit`
+    /// (2²⁸ values by default): raise it, or ask for the sparse answer (`sparse_jacobian`,
+    /// `sparse_hessian`), which holds only the structural nonzeros. `derivative_tensor`'s
+    /// limits are fixed (`ddx::MAX_TENSOR_VALUES`).
     #[error(
         "too_large: `{call}` would answer {values} values, more than the limit of {limit} \
-         (Options::answer_limit); raise the limit, or ask for the sparse answer \
-         (sparse_jacobian, sparse_hessian)"
+         (Options::answer_limit for dense per-point answers: raise it, or ask for the sparse \
+         answer, sparse_jacobian or sparse_hessian)"
     )]
     TooLarge {
         /// The call refused.
@@ -523,6 +536,8 @@ pub enum Errc {
     ArchiveCorrupt,
     /// See [`Error::ArchiveMismatch`].
     ArchiveMismatch,
+    /// See [`Error::BadName`].
+    BadName,
     /// See [`Error::TooLarge`].
     TooLarge,
 }
@@ -563,6 +578,7 @@ impl Errc {
             Errc::BadArchive => "bad_archive",
             Errc::ArchiveCorrupt => "archive_corrupt",
             Errc::ArchiveMismatch => "archive_mismatch",
+            Errc::BadName => "bad_name",
             Errc::TooLarge => "too_large",
         }
     }
@@ -610,6 +626,7 @@ impl Error {
             Error::BadArchive { .. } => Errc::BadArchive,
             Error::ArchiveCorrupt { .. } => Errc::ArchiveCorrupt,
             Error::ArchiveMismatch { .. } => Errc::ArchiveMismatch,
+            Error::BadName { .. } => Errc::BadName,
             Error::TooLarge { .. } => Errc::TooLarge,
         }
     }

@@ -24,9 +24,10 @@
 //! because the colouring is of the symmetric union of all outputs' patterns. A cell that
 //! is a structural zero for one output but not another reads an exact `0` for the first.
 
+use crate::ad::tensor::{self, TensorLayout};
 use crate::ad::{forward::forward, hessian, reverse::reverse, Deriv};
 use crate::colour::HessianLayout;
-use crate::{Graph, Model, NodeId, SeedId, Sparsity};
+use crate::{Error, Graph, Model, NodeId, SeedId, Sparsity};
 
 /// Which kind of call a lane answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -45,6 +46,10 @@ pub enum LaneKind {
     Hessian,
     /// Values, the Jacobian cells, and `H·v` for each output.
     Hvp,
+    /// Every partial of one order `k` ([`build_tensor`]): per output, one per sorted
+    /// multi-index, in the order of [`crate::ad::tensor::TensorLayout`]. Built per order on
+    /// request, so not in [`LaneKind::ALL`] (an equation's fixed lane slots).
+    Tensor,
 }
 
 impl LaneKind {
@@ -69,6 +74,7 @@ impl LaneKind {
             LaneKind::Vjp => "vjp",
             LaneKind::Hessian => "hessian",
             LaneKind::Hvp => "hvp",
+            LaneKind::Tensor => "tensor",
         }
     }
 }
@@ -130,7 +136,7 @@ impl Lane {
         let (seeds, values) = match self.kind {
             K::Jvp | K::Hvp => (n, m),
             K::Vjp => (m, m),
-            K::Gradient => (0, 0),
+            K::Gradient | K::Tensor => (0, 0),
             K::Value | K::Jacobian | K::Hessian => (0, m),
         };
         if (self.symbols, self.seeds, self.values) != (n, seeds, values) {
@@ -165,6 +171,8 @@ impl Lane {
                 .checked_mul(block.unwrap_or(0))
                 .and_then(|b| b.checked_add(m + nnz)),
             K::Hvp => m.checked_mul(n).and_then(|b| b.checked_add(m + nnz)),
+            // The order is not recorded in the lane: any count of partials.
+            K::Tensor => Some(self.outputs.len()),
         };
         if expected != Some(self.outputs.len()) {
             return Err(format!(
@@ -228,6 +236,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
             outs.extend(wj.into_iter().map(|t| or_zero(&mut g, t)));
             (outs, m, m, None)
         }
+        LaneKind::Tensor => return tensor_lane(model, 1),
         LaneKind::Hessian | LaneKind::Hvp => {
             let grads = hessian::gradients(&mut g, &values, n);
             let (cells, pattern) = cells_of(&grads, n);
@@ -266,6 +275,72 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
         "lane {kind:?} fails verification: {:?}",
         crate::verify(&lane.graph, lane.symbols, lane.seeds)
     );
+    lane
+}
+
+/// The lane of every order-`order` partial of `model` (`order ≥ 1`): per output `r`, the
+/// partials at each sorted multi-index of [`TensorLayout::new`]`(n, order)`, structural
+/// zeros as the constant `0`; no values, no seeds. Built by nested differentiation
+/// ([`crate::ad::tensor`]); order 1 is the gradient lane's nodes.
+///
+/// # Errors
+/// [`Error::OrderTooHigh`] for `order == 0` or above [`MAX_TENSOR_ORDER`];
+/// [`Error::TooLarge`] when `m·C(n+order−1, order)` outputs would pass
+/// [`MAX_TENSOR_OUTPUTS`] (checked before anything is built).
+pub fn build_tensor(model: &Model, order: usize) -> Result<Lane, Error> {
+    if order == 0 || order > MAX_TENSOR_ORDER {
+        return Err(Error::OrderTooHigh {
+            order,
+            max: MAX_TENSOR_ORDER,
+        });
+    }
+    let (n, m) = (model.arity(), model.outputs().len());
+    // C(n+k−1, k), saturating, before any allocation.
+    let mut unique: usize = 1;
+    for t in 0..order {
+        unique = unique.saturating_mul(n + t) / (t + 1);
+        if unique > MAX_TENSOR_OUTPUTS {
+            break;
+        }
+    }
+    let size = unique.saturating_mul(m);
+    if size > MAX_TENSOR_OUTPUTS {
+        return Err(Error::TooLarge {
+            call: "derivative_tensor",
+            values: size as u128,
+            limit: MAX_TENSOR_OUTPUTS,
+        });
+    }
+    Ok(tensor_lane(model, order))
+}
+
+/// The highest order [`build_tensor`] builds.
+pub const MAX_TENSOR_ORDER: usize = 32;
+/// The most outputs (distinct partials over all outputs) a tensor lane may have.
+pub const MAX_TENSOR_OUTPUTS: usize = 1 << 20;
+
+fn tensor_lane(model: &Model, order: usize) -> Lane {
+    let n = model.arity();
+    let mut g = model.graph().clone();
+    let layout = TensorLayout::new(n, order);
+    let rows = tensor::tensors(&mut g, model.outputs(), n, &layout);
+    let outs: Vec<NodeId> = rows
+        .into_iter()
+        .flatten()
+        .map(|d| or_zero(&mut g, d))
+        .collect();
+    let (graph, outputs) = g.extract(&outs);
+    let lane = Lane {
+        kind: LaneKind::Tensor,
+        graph,
+        outputs,
+        symbols: n,
+        seeds: 0,
+        values: 0,
+        pattern: None,
+        hessian: None,
+    };
+    debug_assert!(crate::verify(&lane.graph, lane.symbols, lane.seeds).is_empty());
     lane
 }
 

@@ -14,6 +14,7 @@ pub mod ad;
 mod builder;
 pub mod colour;
 pub mod contract;
+pub mod emit;
 pub mod error;
 mod expr;
 pub mod fold;

@@ -42,6 +42,7 @@ pub(crate) const CODES: &[Errc] = &[
     Errc::BadArchive,
     Errc::ArchiveCorrupt,
     Errc::ArchiveMismatch,
+    Errc::BadName,
     Errc::TooLarge,
 ];
 

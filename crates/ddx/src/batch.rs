@@ -359,6 +359,60 @@ impl<S: Shape> Equation<S> {
     }
 }
 
+impl<S: Shape> Equation<S> {
+    /// [`Equation::derivative_tensor`] at every point of a batch: `xs` holds one column
+    /// per symbol, `tensors` [`Equation::tensor_columns`]`(k)` = `m·nᵏ` columns in the
+    /// dense layout of [`Equation::derivative_tensor`] (column `r·nᵏ + d`). Each point's
+    /// entries are the per-point call's bits. Every column is checked before anything is
+    /// built or written.
+    ///
+    /// # Errors
+    /// As [`Equation::derivative_tensor`] for the order; [`Error::WrongColumnCount`] and
+    /// [`Error::ColumnLength`] for the columns.
+    pub fn derivative_tensor_batch(
+        &self,
+        k: usize,
+        xs: &[&[f64]],
+        tensors: &mut [&mut [f64]],
+    ) -> Result<(), Error> {
+        let size = self.tensor_size(k)?;
+        let mut t = Table::new(xs);
+        t.read(Block::Points, xs, self.arity())?;
+        check(Block::Tensors, tensors, size, t.len)?;
+        let lane = self.tensor_lane(k)?;
+        let dense = lane.unique_of.len().max(1);
+        // Each distinct partial is written to the first dense column that holds it, then
+        // copied to the others.
+        let mut first = vec![usize::MAX; lane.unique * self.outputs()];
+        for r in 0..self.outputs() {
+            for (d, &u) in lane.unique_of.iter().enumerate() {
+                let slot = &mut first[r * lane.unique + u as usize];
+                if *slot == usize::MAX {
+                    *slot = r * dense + d;
+                }
+            }
+        }
+        t.outputs
+            .extend(first.iter().map(|&c| tensors[c].as_mut_ptr()));
+        run(lane.batch(), &t);
+        for r in 0..self.outputs() {
+            for (d, &u) in lane.unique_of.iter().enumerate() {
+                let src = first[r * lane.unique + u as usize];
+                let dst = r * dense + d;
+                if src != dst {
+                    let (a, b) = tensors.split_at_mut(dst.max(src));
+                    if src < dst {
+                        b[0].copy_from_slice(a[src]);
+                    } else {
+                        a[dst].copy_from_slice(b[0]);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Points per chunk of a kernel's batch are a multiple of this (any vector width divides
 /// it, so only a batch's last chunk runs a remainder loop).
 const KERNEL_CHUNK: usize = 64;

@@ -20,6 +20,7 @@ use std::sync::Arc;
 pub(crate) mod second_order;
 // Issue 11: sparse per-point answers (pattern + values).
 pub(crate) mod sparse;
+pub(crate) mod tensor;
 
 mod private {
     pub trait Sealed {}

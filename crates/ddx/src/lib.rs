@@ -61,6 +61,7 @@ mod options;
 pub mod point;
 mod prepared;
 mod print;
+mod source;
 mod text;
 
 pub use archive::verify;
@@ -79,6 +80,8 @@ pub use point::{Point, Role};
 pub use ddx_ir::{Colouring, HessianLayout};
 pub use equation::second_order::{SymbolRef, MAX_ORDER};
 pub use equation::sparse::SparseAnswer;
+// Issue 16: derivative tensors.
+pub use equation::tensor::{MAX_TENSOR_ORDER, MAX_TENSOR_VALUES};
 // Issue 3: text.
 pub use ddx_ir::text::MAX_TEXT_NODES;
 pub use ddx_ir::Formula;
@@ -89,6 +92,72 @@ pub mod cl {
     pub use crate::device::source::source_of;
     pub use crate::device::{DeviceColumns, DeviceInfo};
 }
+/// Value and derivatives of an `f64` function, generated while the program compiles.
+///
+/// ```
+/// #[ddx::derivatives]
+/// const fn f(x: f64, y: f64) -> f64 {
+///     x * y + 2.0 * x
+/// }
+///
+/// const G: [f64; 2] = f::gradient(2.0, 3.0); // evaluated by the compiler
+/// const _: () = assert!(G[0] == 5.0 && G[1] == 2.0);
+/// assert_eq!(f(2.0, 3.0), 10.0);
+/// assert_eq!(f::hessian(2.0, 3.0), [[0.0, 1.0], [1.0, 0.0]]);
+/// let t = f::derivative_tensor::<3>(1.0, 2.0); // [[[f64; 2]; 2]; 2]
+/// assert_eq!(t, [[[0.0; 2]; 2]; 2]);
+/// ```
+///
+/// The attribute reads the body into ddx's graph at expansion time, runs the passes the
+/// run-time [`Equation`] runs, and emits plain Rust through the same emitter as
+/// [`Equation::to_rust_source`]: the function itself (its value), and a module of the
+/// same name holding
+///
+/// | item | answers |
+/// |---|---|
+/// | `f::SYMBOLS: [&str; n]` | the parameters in canonical order (byte order of the names) |
+/// | `f::value(..) -> f64` | `f` |
+/// | `f::gradient(..) -> [f64; n]` | `∂f/∂xᵢ`, in `SYMBOLS` order |
+/// | `f::hessian(..) -> [[f64; n]; n]` | `∂²f/∂xᵢ∂xⱼ` (read like [`Equation::hessian`]) |
+/// | `f::derivative_tensor::<K>(..)` | every `K`-th partial, `[[…[f64; n]…; n]; n]` (`K` deep), `1 ≤ K ≤ order` |
+/// | `f::univariate_derivative::<K>(x)` | `dᴷf/dxᴷ` of a one-parameter function, `0 ≤ K ≤ order` |
+///
+/// Every call takes the parameters as declared; results are laid out in `SYMBOLS` order
+/// (so `fn f(y: f64, x: f64)` has `gradient(y, x) == [∂f/∂x, ∂f/∂y]`). `order` is the
+/// attribute's option, `#[ddx::derivatives(order = K)]` (default 3, at most 8); a `K`
+/// past it does not compile. Results are the run-time interpreter's bits for the same
+/// graph (same passes, same math functions), and the conventions (`select`'s untaken
+/// arm, the singular points of `pow`, `atan2`, `hypot`) are the run-time ones.
+///
+/// **`const fn`.** An item is a `const fn` when its lane uses only what Rust evaluates
+/// in constants: `+ - * /`, negation, `abs`, `sign`, comparisons, `if`/`select`, `max`,
+/// `min`, `recip`, `powi(n)` with a literal `n`, and `powf` with exponent `2` or `-1`. Any other
+/// function (`sin`, `sqrt`, other powers, …) makes the items that reach it ordinary
+/// `fn`s. A `const fn` in the source is accepted either way (the attribute decides).
+/// `derivative_tensor` and `univariate_derivative` go through a trait and are never
+/// `const`.
+///
+/// **The body** may use: `f64` parameters (at least one; an `f64` result), float and
+/// integer literals, `f64::consts::*`, `let` and `let mut` with `=`, `+=`, `-=`, `*=`,
+/// `/=`; `+ - * /` and unary `-`; `if a < b { .. } else { .. }` with any comparison
+/// (both arms are evaluated: it is `select`); `for i in A..B` (or `A..=B`) with bounds
+/// known at compile time, unrolled, and `i as f64`; the methods `sin cos tan exp ln
+/// log10 log2 ln_1p exp_m1 recip sqrt cbrt abs sign asin acos atan sinh cosh tanh asinh
+/// acosh atanh erf`, `powf powi atan2 hypot max min mul_add`, `lt le gt ge eq ne`
+/// (`1.0`/`0.0`), and the same names as free functions (`sin(x)`, `f64::sin(x)`,
+/// `pow(a, b)`, `log(x)`, `log1p(x)`, `select(c, a, b)`, `fma(a, b, c)`). `x.powi(n)` is
+/// ddx's `powi` (repeated squaring, `const` for a literal `n`), which may round
+/// differently from Rust's `f64::powi`. Anything else — a loop it cannot unroll, a call of an unknown
+/// function, a non-`f64` type — is a compile error at that span saying what is accepted.
+///
+/// ```compile_fail
+/// #[ddx::derivatives]
+/// fn f(x: f64) -> f64 {
+///     x.gamma() // error: unknown function `gamma`
+/// }
+/// ```
+#[cfg(feature = "macros")]
+pub use ddx_macros::derivatives;
 
 /// The intermediate representation, for tools that inspect or transform graphs.
 pub use ddx_ir as ir;

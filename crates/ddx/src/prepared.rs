@@ -61,6 +61,8 @@ pub(crate) struct PreparedLanes {
     pub(crate) model: Model,
     /// The lanes as the passes build them, and contracted (`Codegen::contract`).
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
+    /// The derivative-tensor lanes, by order (`equation::tensor`); never saved.
+    pub(crate) tensors: Box<[OnceLock<crate::equation::tensor::TensorLane>]>,
 }
 
 impl PreparedLanes {
@@ -68,6 +70,9 @@ impl PreparedLanes {
         Self {
             model,
             lanes: Default::default(),
+            tensors: (0..=crate::equation::tensor::MAX_TENSOR_ORDER)
+                .map(|_| OnceLock::new())
+                .collect(),
         }
     }
 

@@ -7,6 +7,7 @@
 //! - [`reverse`] pulls adjoints down the graph (gradients, Jacobian rows, `vjp`).
 //! - [`hessian`] runs forward mode over the reverse graph: `H·v`, the Hessian's structural
 //!   pattern, and the colour-compressed columns (with [`crate::colour`]).
+//! - [`tensor`] nests forward mode over the reverse sweep: every partial of any order.
 //! - [`taylor`] is not a graph pass but an evaluation: truncated Taylor arithmetic over
 //!   the value graph, for K-th derivatives along a line.
 //!
@@ -28,6 +29,7 @@ pub mod hessian;
 pub mod reverse;
 pub mod rules;
 pub mod taylor;
+pub mod tensor;
 
 /// What a derivative pass knows of one node's tangent or adjoint: `None` is a structural
 /// zero (no node is made for it).

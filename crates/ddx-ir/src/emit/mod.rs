@@ -1,0 +1,287 @@
+//! Source code from a lane: a standalone Rust or C function that computes the lane's
+//! outputs exactly as the interpreter does.
+//!
+//! This is an engine like the interpreter or the JIT: it reads a prepared [`Lane`] and
+//! nothing else. The code it writes has no dependency on ddx: arithmetic is the
+//! language's own, each graph node is one statement (`let vK` / `const double vK`) in
+//! the graph's topological order, and every operation is spelled so that it rounds as
+//! [`crate::math`] does. Nothing is re-associated, contracted or reordered: a fused
+//! multiply-add appears only where the lane holds an [`Op::Fma`] node.
+//!
+//! **Signature.** Rust: `pub fn name(x: &[f64; n], seeds: &[f64; s]) -> [f64; m]` (no
+//! `seeds` parameter when the lane has none; a `const fn` when every operation can be
+//! evaluated in a constant, see [`const_evaluable`]). C:
+//! `void name(const double *x, const double *seeds, double *out)`, `x` holding `n`
+//! values, `seeds` `s` (may be `NULL` when `s = 0`), `out` receiving `m`. Symbols are in
+//! canonical order (byte order of their names); outputs are in the lane's layout
+//! ([`crate::lane`]).
+//!
+//! **Where the platform's math differs from ddx's** (bit-identical everywhere else,
+//! tested on random graphs against the interpreter):
+//! - `erf`: ddx computes it with the `libm` crate (a port of FreeBSD's `msun`); the
+//!   emitted C calls the C library's `erf`, and the emitted Rust, by default, declares and
+//!   calls the same C function (Rust's standard library has no `erf`). glibc 2.x answers
+//!   differently from ddx in the last bit for about 1% of arguments (within 1 ULP in our
+//!   tests). [`RustStyle::erf`] names a Rust function to call instead (the macro passes
+//!   ddx's own, so its code is exact).
+//! - `asinh`, `acosh`, `atanh` are not the C library's functions in ddx (Rust's standard
+//!   library computes `asinh` and `acosh` from `log1p`, `hypot` and `sqrt`, and ddx's
+//!   `atanh` is its own odd formula): the emitted C spells those same formulas with the C
+//!   library's `log1p`, `log`, `hypot` and `sqrt`, so it answers ddx's bits. glibc's own
+//!   `asinh` would differ in about 7% of arguments.
+//! - `cbrt`: Rust's standard library computes it itself, correctly rounded; glibc's
+//!   `cbrt` is not, and answers differently in the last bit for about half of all
+//!   arguments in our tests (within 4 ULP). The emitted Rust calls `f64::cbrt`
+//!   (exact); the emitted C calls the C library's (not exact).
+//! - Every other function (`sin` … `tanh`, `exp`, `log`, `log10`, `pow`, `atan2`,
+//!   `hypot`, `fma`) is the C library's in all three (Rust's `f64` methods call it), so
+//!   it is exact when the emitted code runs against the same C library as ddx.
+//!
+//! **Compiling the C.** Any C99 compiler; `-ffp-contract=off` (GCC contracts `a*b + c`
+//! into a fused multiply-add in its GNU modes when the target has one, which would change
+//! bits), no `-ffast-math`; link with `-lm`. x87 arithmetic (32-bit x86 without SSE2)
+//! rounds differently and is not supported.
+
+mod c;
+mod rust;
+
+pub use c::c;
+pub use rust::{rust, RustStyle};
+
+use crate::{Error, Lane, Node, Op};
+
+/// Whether every operation of `lane` can be evaluated in a Rust constant (so that the
+/// emitted Rust function is a `const fn`): `+ - * /`, negation, `abs`, `sign`,
+/// comparisons, `select`, `max`, `min`, `recip`, `pow` with the literal exponent `2` or
+/// `-1` (which ddx defines as `a*a` and `1/a`), and `powi` with a literal integer
+/// exponent (written out as its multiplications). Every other function calls a library
+/// routine that Rust does not evaluate in constants.
+pub fn const_evaluable(lane: &Lane) -> bool {
+    let g = &lane.graph;
+    g.nodes().iter().all(|n| match *n {
+        Node::Apply(op, args) => op_is_const(op, || g.constant_of(args[1])),
+        _ => true,
+    })
+}
+
+/// Whether `op` is const-evaluable; `exponent` gives a `pow`/`powi` literal exponent.
+fn op_is_const(op: Op, exponent: impl Fn() -> Option<f64>) -> bool {
+    use Op::*;
+    match op {
+        Neg | Add | Sub | Mul | Div | Abs | Sign | Max | Min | Lt | Le | Eq | Ne | Select
+        | Recip => true,
+        Pow => matches!(exponent(), Some(e) if e == 2.0 || e == -1.0),
+        Powi => exponent().and_then(powi_steps).is_some(),
+        Sin | Cos | Tan | Exp | Log | Log10 | Sqrt | Cbrt | Asin | Acos | Atan | Sinh | Cosh
+        | Tanh | Asinh | Acosh | Atanh | Erf | Atan2 | Hypot | Fma | Log1p | Expm1 | Log2 => false,
+    }
+}
+
+/// `powi(a, n)` for a literal `n` as [`crate::math::powi`] computes it, step by step:
+/// the bits of `|n|` from the lowest (multiply the result by the current square where
+/// set), and whether to take the reciprocal. `None` where `powi` does not take that path
+/// (`n` not an integer, NaN, or `|n| >= 2^63`).
+pub(crate) fn powi_steps(n: f64) -> Option<(Vec<bool>, bool)> {
+    if n.fract() != 0.0 || n.is_nan() || n.abs() >= 2f64.powi(63) {
+        return None;
+    }
+    let mut m = n.abs() as u64;
+    let mut bits = Vec::new();
+    loop {
+        bits.push(m & 1 == 1);
+        m >>= 1;
+        if m == 0 {
+            break;
+        }
+    }
+    Some((bits, n < 0.0))
+}
+
+/// The straight-line statements of `powi(a, n)` for a literal `n` (see [`powi_steps`]),
+/// each declared with `decl`, and last the result expression.
+pub(crate) fn powi_unrolled(a: &str, bits: &[bool], negative: bool, decl: &str) -> Vec<String> {
+    let mut lines = vec![format!("{decl} r0 = 1.0;"), format!("{decl} b0 = {a};")];
+    let (mut r, mut b) = (0, 0);
+    for (k, &bit) in bits.iter().enumerate() {
+        if bit {
+            lines.push(format!("{decl} r{} = r{r} * b{b};", r + 1));
+            r += 1;
+        }
+        if k + 1 < bits.len() {
+            lines.push(format!("{decl} b{} = b{b} * b{b};", b + 1));
+            b += 1;
+        }
+    }
+    lines.push(if negative {
+        format!("1.0 / r{r}")
+    } else {
+        format!("r{r}")
+    });
+    lines
+}
+
+/// Words no emitted function may be called: Rust's and C's keywords, and the names the
+/// emitted code itself uses.
+const RESERVED: &[&str] = &[
+    // Rust (strict and reserved keywords, 2015–2024 editions).
+    "as",
+    "async",
+    "await",
+    "break",
+    "const",
+    "continue",
+    "crate",
+    "dyn",
+    "else",
+    "enum",
+    "extern",
+    "false",
+    "fn",
+    "for",
+    "gen",
+    "if",
+    "impl",
+    "in",
+    "let",
+    "loop",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "pub",
+    "ref",
+    "return",
+    "self",
+    "Self",
+    "static",
+    "struct",
+    "super",
+    "trait",
+    "true",
+    "type",
+    "unsafe",
+    "use",
+    "where",
+    "while",
+    "abstract",
+    "become",
+    "box",
+    "do",
+    "final",
+    "macro",
+    "override",
+    "priv",
+    "try",
+    "typeof",
+    "unsized",
+    "virtual",
+    "yield",
+    // C (C23 keywords).
+    "auto",
+    "bool",
+    "case",
+    "char",
+    "default",
+    "double",
+    "float",
+    "goto",
+    "inline",
+    "int",
+    "long",
+    "register",
+    "restrict",
+    "short",
+    "signed",
+    "sizeof",
+    "switch",
+    "typedef",
+    "union",
+    "unsigned",
+    "void",
+    "volatile",
+    "alignas",
+    "alignof",
+    "constexpr",
+    "nullptr",
+    "static_assert",
+    "thread_local",
+    // The emitted code's own names.
+    "x",
+    "seeds",
+    "out",
+    "erf",
+];
+
+/// Checks that `name` can name the emitted function in both languages: an ASCII
+/// identifier (`[A-Za-z_][A-Za-z0-9_]*`), not a keyword, not `_`, not starting with the
+/// prefix `ddx_` (the emitted helpers') and not one of the emitted code's own names.
+///
+/// # Errors
+/// [`Error::BadName`] saying which rule `name` breaks.
+pub fn check_name(name: &str) -> Result<(), Error> {
+    let bad = |why: &'static str| {
+        Err(Error::BadName {
+            name: name.to_string(),
+            why,
+        })
+    };
+    let mut chars = name.chars();
+    match chars.next() {
+        None => return bad("it is empty"),
+        Some(c) if !(c.is_ascii_alphabetic() || c == '_') => {
+            return bad("it must start with an ASCII letter or `_`")
+        }
+        _ => {}
+    }
+    if !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return bad("it may hold only ASCII letters, digits and `_`");
+    }
+    if name == "_" || RESERVED.contains(&name) {
+        return bad("it is a keyword or a name the emitted code uses");
+    }
+    if name.starts_with("ddx_")
+        || (name.len() > 1
+            && name.starts_with('v')
+            && name[1..].bytes().all(|b| b.is_ascii_digit()))
+    {
+        return bad("names starting `ddx_` and `v` followed by digits belong to the emitted code");
+    }
+    Ok(())
+}
+
+/// The symbol names and output layout as a comment body (one line each, names escaped
+/// with Rust's `{:?}` so that no name can end the comment or start a line).
+fn describe(lane: &Lane, symbols: &[String]) -> Vec<String> {
+    let names: Vec<String> = symbols
+        .iter()
+        .map(|s| format!("{s:?}").replace("*/", "*\\/"))
+        .collect();
+    vec![
+        format!(
+            "The `{}` lane of ddx: {} symbol(s), {} seed(s), {} output(s) ({} function value(s) first).",
+            lane.kind.name(),
+            lane.symbols,
+            lane.seeds,
+            lane.outputs.len(),
+            lane.values
+        ),
+        format!("Symbols, in this order: [{}].", names.join(", ")),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(check_name("model_grad2").is_ok());
+        assert!(check_name("_f").is_ok());
+        assert!(check_name("v").is_ok());
+        for bad in [
+            "", "2f", "f-g", "fn", "double", "x", "ddx_f", "v12", "é", "_",
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The Rust emitter: one function per lane (see the parent module for the signature and
+//! the functions whose bits depend on the platform).
+
+use super::{check_name, const_evaluable, describe, powi_steps, powi_unrolled};
+use crate::{Error, Lane, Node, NodeId, Op};
+use std::fmt::Write;
+
+/// Choices of the Rust emitter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RustStyle {
+    /// A path to a Rust function `fn(f64) -> f64` computing `erf` (for instance
+    /// `::ddx::ir::math::erf`, ddx's own); `None` declares and calls the C library's `erf`
+    /// (standalone, but see the parent module for how its bits differ).
+    pub erf: Option<String>,
+    /// Write `pub(crate)` rather than `pub` before `fn`.
+    pub crate_visible: bool,
+}
+
+/// A Rust function `name` computing `lane`'s outputs (module doc of [`crate::emit`]).
+/// `symbols` are the lane's symbol names in canonical order; they appear only in the
+/// function's documentation.
+///
+/// # Errors
+/// [`Error::BadName`] when `name` cannot name the function ([`super::check_name`]).
+pub fn rust(
+    lane: &Lane,
+    symbols: &[String],
+    name: &str,
+    style: &RustStyle,
+) -> Result<String, Error> {
+    check_name(name)?;
+    let g = &lane.graph;
+    let (n, s, m) = (lane.symbols, lane.seeds, lane.outputs.len());
+    let mut out = String::new();
+    for line in describe(lane, symbols) {
+        let _ = writeln!(out, "/// {line}");
+    }
+    let constness = if const_evaluable(lane) { "const " } else { "" };
+    let vis = if style.crate_visible {
+        "pub(crate)"
+    } else {
+        "pub"
+    };
+    let seeds = if s > 0 {
+        format!(", seeds: &[f64; {s}]")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "#[allow(unused_variables, unused_parens, invalid_nan_comparisons, clippy::all, clippy::pedantic, clippy::nursery)]\n\
+         {vis} {constness}fn {name}(x: &[f64; {n}]{seeds}) -> [f64; {m}] {{"
+    );
+    if style.erf.is_none() && g.nodes().iter().any(|n| n.op() == Some(Op::Erf)) {
+        out.push_str("    unsafe extern \"C\" {\n        safe fn erf(x: f64) -> f64;\n    }\n");
+    }
+    for (i, node) in g.nodes().iter().enumerate() {
+        if let Node::Apply(op, args) = *node {
+            let a = |k: usize| operand(lane, args[k]);
+            let exponent = if matches!(op, Op::Pow | Op::Powi) {
+                g.constant_of(args[1])
+            } else {
+                None
+            };
+            let e = expression(op, &a, exponent, style);
+            let _ = writeln!(out, "    let v{i}: f64 = {e};");
+        }
+    }
+    let outs: Vec<String> = lane.outputs.iter().map(|&o| operand(lane, o)).collect();
+    let _ = writeln!(out, "    [{}]\n}}", outs.join(", "));
+    Ok(out)
+}
+
+/// How node `id` is read: a literal, `x[i]`, `seeds[i]` or `vK`.
+fn operand(lane: &Lane, id: NodeId) -> String {
+    match *lane.graph.node(id) {
+        Node::Const(c) => literal(c.value()),
+        Node::Symbol(s) => format!("x[{}]", s.index()),
+        Node::Seed(s) => format!("seeds[{}]", s.index()),
+        Node::Apply(..) => format!("v{}", id.index()),
+    }
+}
+
+/// `v` as a Rust expression of type `f64` with exactly its bits (NaN: some NaN).
+pub(crate) fn literal(v: f64) -> String {
+    if v.is_nan() {
+        "f64::NAN".into()
+    } else if v == f64::INFINITY {
+        "f64::INFINITY".into()
+    } else if v == f64::NEG_INFINITY {
+        "f64::NEG_INFINITY".into()
+    } else if v.is_sign_negative() {
+        format!("(-{:?}_f64)", -v)
+    } else {
+        format!("{v:?}_f64")
+    }
+}
+
+/// The expression computing `op` on the operands `a(0)`, `a(1)`, `a(2)`, rounding as
+/// [`crate::math::eval`] does. `exponent` is `pow`'s literal exponent, if it has one.
+fn expression(
+    op: Op,
+    a: &dyn Fn(usize) -> String,
+    exponent: Option<f64>,
+    style: &RustStyle,
+) -> String {
+    use Op::*;
+    let m = |method: &str| format!("{}.{method}()", a(0));
+    let truth = |cond: String| format!("if {cond} {{ 1.0 }} else {{ 0.0 }}");
+    match op {
+        Neg => format!("-{}", a(0)),
+        Add => format!("{} + {}", a(0), a(1)),
+        Sub => format!("{} - {}", a(0), a(1)),
+        Mul => format!("{} * {}", a(0), a(1)),
+        Div => format!("{} / {}", a(0), a(1)),
+        Sqrt => m("sqrt"),
+        Abs => m("abs"),
+        Sign => format!(
+            "{{ let a = {}; if a > 0.0 {{ 1.0 }} else if a < 0.0 {{ -1.0 }} else if a == 0.0 {{ 0.0 }} else {{ a }} }}",
+            a(0)
+        ),
+        Max => format!(
+            "{{ let (a, b) = ({}, {}); if b > a || a.is_nan() {{ b }} else {{ a }} }}",
+            a(0),
+            a(1)
+        ),
+        Min => format!(
+            "{{ let (a, b) = ({}, {}); if b < a || a.is_nan() {{ b }} else {{ a }} }}",
+            a(0),
+            a(1)
+        ),
+        Lt => truth(format!("{} < {}", a(0), a(1))),
+        Le => truth(format!("{} <= {}", a(0), a(1))),
+        Eq => truth(format!("{} == {}", a(0), a(1))),
+        Ne => format!(
+            "{{ let (a, b) = ({}, {}); if a < b || a > b {{ 1.0 }} else {{ 0.0 }} }}",
+            a(0),
+            a(1)
+        ),
+        Select => format!("if {} == 0.0 {{ {} }} else {{ {} }}", a(0), a(2), a(1)),
+        Fma => format!("{}.mul_add({}, {})", a(0), a(1), a(2)),
+        Sin => m("sin"),
+        Cos => m("cos"),
+        Tan => m("tan"),
+        Exp => m("exp"),
+        Log => m("ln"),
+        Log10 => m("log10"),
+        Cbrt => m("cbrt"),
+        Asin => m("asin"),
+        Acos => m("acos"),
+        Atan => m("atan"),
+        Sinh => m("sinh"),
+        Cosh => m("cosh"),
+        Tanh => m("tanh"),
+        Asinh => m("asinh"),
+        Acosh => m("acosh"),
+        // `ddx_ir::math::atanh`: odd, from |x|.
+        Atanh => format!(
+            "{{ let a = {}; let t = a.abs(); (0.5 * (2.0 * t / (1.0 - t)).ln_1p()).copysign(a) }}",
+            a(0)
+        ),
+        Erf => match &style.erf {
+            Some(path) => format!("{path}({})", a(0)),
+            None => format!("erf({})", a(0)),
+        },
+        // `ddx_ir::math::pow`: three exponents are the operation they name.
+        Pow => match exponent {
+            Some(2.0) => format!("{} * {}", a(0), a(0)),
+            Some(-1.0) => format!("1.0 / {}", a(0)),
+            Some(0.5) => format!(
+                "{{ let a = {}; if a == f64::NEG_INFINITY {{ f64::INFINITY }} else {{ a.sqrt() + 0.0 }} }}",
+                a(0)
+            ),
+            Some(_) => format!("{}.powf({})", a(0), a(1)),
+            None => format!(
+                "{{ let (a, b) = ({}, {}); if b == 2.0 {{ a * a }} else if b == -1.0 {{ 1.0 / a }} \
+                 else if b == 0.5 {{ if a == f64::NEG_INFINITY {{ f64::INFINITY }} else {{ a.sqrt() + 0.0 }} }} \
+                 else {{ a.powf(b) }} }}",
+                a(0),
+                a(1)
+            ),
+        },
+        Atan2 => format!("{}.atan2({})", a(0), a(1)),
+        Hypot => format!("{}.hypot({})", a(0), a(1)),
+        Log1p => m("ln_1p"),
+        Expm1 => m("exp_m1"),
+        Log2 => m("log2"),
+        Recip => format!("1.0 / {}", a(0)),
+        // `ddx_ir::math::powi`: repeated squaring, written out for a literal exponent.
+        Powi => match exponent.and_then(powi_steps) {
+            Some((bits, negative)) => {
+                let mut lines = powi_unrolled(&a(0), &bits, negative, "let");
+                let last = lines.pop().unwrap_or_default();
+                format!("{{ {} {last} }}", lines.join(" "))
+            }
+            None => format!(
+                "{{ let (a, n) = ({}, {}); if n.fract() != 0.0 || n.is_nan() {{ f64::NAN }} \
+                 else if n.abs() >= 9223372036854775808.0 {{ a.powf(n) }} else {{ \
+                 let mut m = n.abs() as u64; let mut r = 1.0; let mut b = a; \
+                 loop {{ if m & 1 == 1 {{ r *= b; }} m >>= 1; if m == 0 {{ break; }} b *= b; }} \
+                 if n < 0.0 {{ 1.0 / r }} else {{ r }} }} }}",
+                a(0),
+                a(1)
+            ),
+        },
+    }
+}

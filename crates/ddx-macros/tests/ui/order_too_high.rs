@@ -1,0 +1,6 @@
+#[ddx::derivatives(order = 9)]
+fn f(x: f64) -> f64 {
+    x * x
+}
+
+fn main() {}
