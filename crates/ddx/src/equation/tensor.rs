@@ -115,7 +115,7 @@ impl<S: Shape> Equation<S> {
         let x = self.point(point)?;
         let t = self.tensor_lane(k)?;
         let mut unique = super::zeros(t.program.outputs());
-        t.program.run(&x, &mut unique);
+        t.program.run(&x, &mut unique)?;
         let mut dense = super::zeros(size);
         for (r, block) in dense.chunks_exact_mut(t.unique_of.len().max(1)).enumerate() {
             let base = r * t.unique;
