@@ -203,7 +203,7 @@ fn check(engine: &str, cases: &[Case], got: &[f64]) {
         let mut want = vec![0.0; c.lane.outputs.len()];
         let exact = engine != "C" || c.c_exact;
         for p in &c.inputs {
-            program.run(p, &mut want);
+            program.run(p, &mut want).expect("outputs fit");
             for (k, &w) in want.iter().enumerate() {
                 if !exact {
                     continue;
