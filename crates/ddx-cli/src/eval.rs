@@ -19,6 +19,14 @@ pub struct EvalArgs {
     pub expr: String,
     /// The point: `name=value` for every symbol of the expression.
     pub point: Vec<String>,
+    /// What to print besides the value.
+    #[command(flatten)]
+    pub wants: Wants,
+}
+
+/// What `eval` and `load` print besides the value.
+#[derive(Debug, Args)]
+pub struct Wants {
     /// Also print the gradient, `df/dx` per symbol.
     #[arg(long)]
     pub gradient: bool,
@@ -84,7 +92,15 @@ fn num(v: f64) -> Value {
 /// a number; a direction of the wrong length.
 pub fn run(a: &EvalArgs) -> Result<(), CliError> {
     let eq = rt::equation_text(&a.expr)?;
-    let point = pairs(&a.point)?;
+    at_point(&eq, &a.point, &a.wants)
+}
+
+/// Prints `eq`'s value at `point` (`name=value` arguments) and what `a` asks for.
+///
+/// # Errors
+/// As [`run`], less the parse error.
+pub fn at_point(eq: &Equation, point: &[String], a: &Wants) -> Result<(), CliError> {
+    let point = pairs(point)?;
     let point = eq.point(&point[..])?;
     let names = eq.symbols();
     let n = names.len();
@@ -101,7 +117,7 @@ pub fn run(a: &EvalArgs) -> Result<(), CliError> {
     };
     let jvp = match &a.jvp {
         Some(v) => {
-            let v = direction(&eq, v)?;
+            let v = direction(eq, v)?;
             Some(eq.jvp(&v[..], &point[..])?[0])
         }
         None => None,

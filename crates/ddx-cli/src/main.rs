@@ -2,10 +2,12 @@
 //!
 //! Each subcommand lives in its own module: [`eval`] (one point), [`inspect`] (`check`,
 //! `dot`), [`batch`] (CSV in, CSV out, streamed in chunks on all cores) and [`fit`]
-//! (nonlinear least squares through the shared fitter `ddx_fit`, NIST StRD files, plots).
+//! (nonlinear least squares through the shared fitter `ddx_fit`, NIST StRD files, plots),
+//! [`archive`] (`compile`, `load`: equations saved with their lanes and machine code).
 //! Every failure is a [`CliError`]: `main` prints it on stderr after `ddx: ` and exits
 //! nonzero; no input makes the binary panic.
 
+mod archive;
 mod batch;
 mod error;
 mod eval;
@@ -25,7 +27,9 @@ Examples:
   ddx fit 'b1*(1-exp(-b2*x))' --data misra1a.csv --response y --start b1=500,b2=1e-4
   ddx fit --nist data/nist-strd/Misra1a.dat --start-set 1
   ddx check 'sin(x)*y + 3'
-  ddx dot 'sin(x)*y + 3' | dot -Tsvg > f.svg";
+  ddx dot 'sin(x)*y + 3' | dot -Tsvg > f.svg
+  ddx compile 'x*exp(-y)' -o f.ddx --jit
+  ddx load f.ddx x=2 y=0.5 --gradient";
 
 /// Automatic differentiation from the command line: values, derivatives, batches over CSV
 /// and nonlinear least-squares fits of expressions written in Python's arithmetic.
@@ -43,6 +47,8 @@ enum Command {
     Fit(fit::FitArgs),
     Check(inspect::CheckArgs),
     Dot(inspect::DotArgs),
+    Compile(archive::CompileArgs),
+    Load(archive::LoadArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -52,6 +58,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Fit(a) => fit::run(&a),
         Command::Check(a) => inspect::check(&a),
         Command::Dot(a) => inspect::dot(&a),
+        Command::Compile(a) => archive::compile(&a),
+        Command::Load(a) => archive::load(&a),
     }
 }
 
