@@ -19,8 +19,16 @@ fn parse_errors_on_a_two_megabyte_line_are_short() {
         // A 2 MB token found where an operator belongs.
         (format!("x {name}"), Errc::BadSyntax, 2),
         // A 2 MB function name, then a wrong argument count deep in the line.
-        (format!("{}(x)", "f".repeat(2_000_000)), Errc::UnknownFunction, 0),
-        (format!("{head}sin(x, y) + {name}"), Errc::WrongArgumentCount, head.len() + 7),
+        (
+            format!("{}(x)", "f".repeat(2_000_000)),
+            Errc::UnknownFunction,
+            0,
+        ),
+        (
+            format!("{head}sin(x, y) + {name}"),
+            Errc::WrongArgumentCount,
+            head.len() + 7,
+        ),
     ];
     for (text, code, at) in cases {
         assert!(text.len() >= 2_000_000);
