@@ -97,7 +97,11 @@ fn check_family<M: ddx_models::BenchModel>(model: &M) {
         o.points = points_hint;
         jit.set_options(o);
         for kind in [LaneKind::Gradient, LaneKind::Jacobian] {
-            assert!(jit.wait_for_kernel_of(kind), "{name}: {:?}", jit.jit_status());
+            assert!(
+                jit.wait_for_kernel_of(kind),
+                "{name}: {:?}",
+                jit.jit_status()
+            );
         }
         check(&name, &interp, &jit, &pts);
     }
