@@ -64,6 +64,10 @@ impl<T: SymbolRef + ?Sized> SymbolRef for &T {
     }
 }
 
+/// What [`Equation::value_gradient_and_hvp`] answers: `(f, ∇f, H·v)`, the value as
+/// [`Equation::evaluate`] answers it, the gradient and `H·v` each `n` long.
+pub type ValueGradientHvp<S> = (<S as Shape>::Value, Vec<f64>, Vec<f64>);
+
 /// The highest order `K` that [`Equation::univariate_derivative`] computes: 170, the
 /// largest `K` whose `K!` is finite in `f64` (`171!` overflows), so the highest order
 /// whose derivative can be a finite number. The bound also keeps one call's memory and
@@ -236,7 +240,7 @@ impl<S: Shape> Equation<S> {
         &self,
         v: impl Point,
         point: impl Point,
-    ) -> Result<(S::Value, Vec<f64>, Vec<f64>), Error> {
+    ) -> Result<ValueGradientHvp<S>, Error> {
         self.scalar_only("hvp")?;
         let n = self.arity();
         let fill = |seeds: &mut [f64]| v.fill_as(self.symbols(), seeds, Role::Direction);
