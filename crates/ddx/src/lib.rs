@@ -63,6 +63,7 @@ mod prepared;
 mod print;
 mod source;
 mod text;
+mod version;
 
 pub use archive::verify;
 pub use batch::PARALLEL_WORK;
@@ -76,6 +77,7 @@ pub use options::{
     Backend, Codegen, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
 };
 pub use point::{Point, Role};
+pub use version::{VERSION, VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH};
 // Issue 4: second order.
 pub use ddx_ir::{Colouring, HessianLayout};
 pub use equation::second_order::{SymbolRef, ValueGradientHvp, MAX_ORDER};
