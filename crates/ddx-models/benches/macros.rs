@@ -121,7 +121,7 @@ macro_rules! gradient_row {
         o.points = 1;
         jit.set_options(o);
         let _ = jit.gradient(&points[0][..]);
-        let compiled = jit.wait_for_kernel(LaneKind::Gradient);
+        let compiled = jit.wait_for_kernel_of(LaneKind::Gradient);
         let mut out = vec![0.0; $n];
         let ns = time(&points, &mut [
             &mut |p: &[f64]| { black_box(model.eval::<f64>(p)); },
