@@ -24,8 +24,8 @@
 //! because the colouring is of the symmetric union of all outputs' patterns. A cell that
 //! is a structural zero for one output but not another reads an exact `0` for the first.
 
-use crate::ad::tensor::{self, TensorLayout};
 use crate::ad::forward::{forward_with, Zeros};
+use crate::ad::tensor::{self, TensorLayout};
 use crate::ad::{hessian, reverse::reverse, Deriv};
 use crate::colour::HessianLayout;
 use crate::{Error, Graph, Model, NodeId, SeedId, Sparsity};

@@ -28,13 +28,21 @@ fn engines(eq: &ddx::Equation) -> Vec<(&'static str, ddx::Equation)> {
     for (name, backend) in [("jit", Backend::Compile), ("device", Backend::Device)] {
         let mut e = eq.clone();
         e.set_options(Options::with_backend(backend));
-        let ready = [LaneKind::Jacobian, LaneKind::Jvp, LaneKind::Hvp, LaneKind::Hessian]
-            .into_iter()
-            .all(|k| e.wait_for_kernel(k));
+        let ready = [
+            LaneKind::Jacobian,
+            LaneKind::Jvp,
+            LaneKind::Hvp,
+            LaneKind::Hessian,
+        ]
+        .into_iter()
+        .all(|k| e.wait_for_kernel(k));
         if ready {
             out.push((name, e));
         } else {
-            eprintln!("{name}: not every lane runs there ({:?})", e.device_status());
+            eprintln!(
+                "{name}: not every lane runs there ({:?})",
+                e.device_status()
+            );
         }
     }
     out
@@ -47,16 +55,17 @@ fn basis(n: usize, j: usize) -> Vec<f64> {
 /// `a` and `b` agree: both NaN, or equal to `ulps` units in the last place (infinities
 /// exactly).
 fn close(a: f64, b: f64, ulps: u64) -> bool {
-    (a.is_nan() && b.is_nan()) || a == b || (a.is_finite() && b.is_finite() && {
-        let (x, y) = (a.to_bits() as i64, b.to_bits() as i64);
-        (a.signum() == b.signum()) && x.abs_diff(y) <= ulps
-    })
+    (a.is_nan() && b.is_nan())
+        || a == b
+        || (a.is_finite() && b.is_finite() && {
+            let (x, y) = (a.to_bits() as i64, b.to_bits() as i64);
+            (a.signum() == b.signum()) && x.abs_diff(y) <= ulps
+        })
 }
 
 fn bits_equal(a: &[f64], b: &[f64]) -> bool {
     a.len() == b.len()
-        && a
-            .iter()
+        && a.iter()
             .zip(b)
             .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
 }
@@ -101,7 +110,11 @@ fn jvp_along_a_basis_vector_is_the_jacobians_column() {
                     want[j]
                 );
                 assert!(close(jac[j], want[j], 0), "{text} {engine}: J = {jac:?}");
-                assert!(bits_equal(&jv, &oracle[j]), "{text} {engine}: {jv:?} {:?}", oracle[j]);
+                assert!(
+                    bits_equal(&jv, &oracle[j]),
+                    "{text} {engine}: {jv:?} {:?}",
+                    oracle[j]
+                );
             }
         }
     }
@@ -116,12 +129,19 @@ fn only_exact_zeros_are_skipped() {
     assert!(eq.jvp([1.0, 1.0], [1.0, -800.0]).unwrap()[0].is_nan());
     assert_eq!(eq.jvp([2.0, 0.0], [1.0, -800.0]).unwrap()[0], f64::INFINITY);
     // A tiny but nonzero component is a number: ∞ times it.
-    assert_eq!(eq.jvp([0.0, 1e-300], [1.0, -800.0]).unwrap()[0], -f64::INFINITY);
+    assert_eq!(
+        eq.jvp([0.0, 1e-300], [1.0, -800.0]).unwrap()[0],
+        -f64::INFINITY
+    );
     let eq = rt::equation_text("sqrt(x - y)").unwrap();
     for (engine, e) in engines(&eq) {
         assert_eq!(e.jvp([1.0, 1.0], [2.0, 2.0]).unwrap(), [0.0], "{engine}");
         assert_eq!(e.jvp([-0.0, 0.0], [2.0, 2.0]).unwrap()[0], 0.0, "{engine}");
-        assert_eq!(e.jvp([1.0, 0.0], [2.0, 2.0]).unwrap()[0], f64::INFINITY, "{engine}");
+        assert_eq!(
+            e.jvp([1.0, 0.0], [2.0, 2.0]).unwrap()[0],
+            f64::INFINITY,
+            "{engine}"
+        );
     }
     // A NaN in the direction is a number too: it propagates.
     assert!(eq.jvp([f64::NAN, 0.0], [3.0, 2.0]).unwrap()[0].is_nan());
@@ -142,7 +162,11 @@ fn hvp_along_a_basis_vector_is_the_hessians_column() {
         // whose own derivative meets 0·∞ in cbrt(x)·cbrt'(x)), in every route alike.
         ("cbrt(x)*y", vec![0.0, 2.0], vec![f64::NAN, inf, inf, 0.0]),
         // log(v): ∂²/∂v² = −1/v² = −∞; u moves nothing.
-        ("log(0*u + v) + u*u", vec![1.0, 0.0], vec![2.0, 0.0, 0.0, -inf]),
+        (
+            "log(0*u + v) + u*u",
+            vec![1.0, 0.0],
+            vec![2.0, 0.0, 0.0, -inf],
+        ),
     ];
     for (text, p, want) in cases {
         let base = rt::equation_text(text).unwrap();
@@ -154,11 +178,19 @@ fn hvp_along_a_basis_vector_is_the_hessians_column() {
             let h = eq.hessian(&p[..]).unwrap();
             for j in 0..n {
                 let hv = eq.hvp(basis(n, j), &p[..]).unwrap();
-                assert!(bits_equal(&hv, &oracle[j]), "{text} {engine}: {hv:?} {:?}", oracle[j]);
+                assert!(
+                    bits_equal(&hv, &oracle[j]),
+                    "{text} {engine}: {hv:?} {:?}",
+                    oracle[j]
+                );
                 assert!(bits_equal(&hv, &eq.hvp_along(j, &p[..]).unwrap()));
                 for i in 0..n {
                     let w = want[i * n + j];
-                    assert!(close(hv[i], w, 0), "{text} {engine}: (H e_{j})_{i} = {}, want {w}", hv[i]);
+                    assert!(
+                        close(hv[i], w, 0),
+                        "{text} {engine}: (H e_{j})_{i} = {}, want {w}",
+                        hv[i]
+                    );
                     assert!(close(h[i * n + j], w, 0), "{text} {engine}: H = {h:?}");
                 }
             }
@@ -180,7 +212,10 @@ fn zero_times_an_infinite_second_partial_is_plain_ieee_in_every_route() {
         assert!(h.is_nan(), "{text}: {h}");
         assert!(eq.hvp([1.0], 0.0).unwrap()[0].is_nan(), "{text}");
         assert!(eq.derivative_tensor(2, 0.0).unwrap()[0].is_nan(), "{text}");
-        assert!(eq.univariate_derivative::<2>(0.0).unwrap().is_nan(), "{text}");
+        assert!(
+            eq.univariate_derivative::<2>(0.0).unwrap().is_nan(),
+            "{text}"
+        );
         for (engine, e) in engines(&eq) {
             assert!(e.hessian(0.0).unwrap()[0].is_nan(), "{text} {engine}");
         }

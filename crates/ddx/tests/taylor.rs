@@ -556,7 +556,10 @@ fn the_untaken_arm_never_reaches_a_taylor_derivative() {
     let eq = eq1(|x| select(x.ge(0.0), x.sqrt(), x));
     assert!(answered_by_rules(&eq));
     assert_eq!(eq.univariate_derivative::<2>(0.0), Ok(f64::NEG_INFINITY));
-    assert_eq!(eq.univariate_derivative::<2>(0.0), Ok(eq.hessian(0.0).unwrap()[0]));
+    assert_eq!(
+        eq.univariate_derivative::<2>(0.0),
+        Ok(eq.hessian(0.0).unwrap()[0])
+    );
     // A NaN condition takes the true arm.
     let eq = eq1(|x| select((x - 2.0).sqrt(), x * x, x.exp()));
     assert_eq!(eq.univariate_derivative::<2>(1.0).unwrap(), 2.0);
@@ -612,9 +615,13 @@ fn refusals() {
     }
     // Above the tensor lanes' highest order no route answers there: refused.
     let eq = eq1(|x| x.sqrt());
-    let e = eq.univariate_derivative::<{ ddx::MAX_TENSOR_ORDER + 1 }>(0.0).unwrap_err();
+    let e = eq
+        .univariate_derivative::<{ ddx::MAX_TENSOR_ORDER + 1 }>(0.0)
+        .unwrap_err();
     assert_eq!(e, Error::UnsupportedScalar { op: "sqrt" });
-    assert!(eq.univariate_derivative::<{ ddx::MAX_TENSOR_ORDER + 1 }>(1.0).is_ok());
+    assert!(eq
+        .univariate_derivative::<{ ddx::MAX_TENSOR_ORDER + 1 }>(1.0)
+        .is_ok());
     // Outside the domain the value is NaN, and so is every derivative (IEEE, as the
     // other lanes answer), not a refusal.
     assert!(eq.univariate_derivative::<3>(-1.0).unwrap().is_nan());
@@ -647,15 +654,23 @@ fn agrees_with_the_routes(what: &str, eq: &Equation, x0: f64) {
     for (k, dk) in d.iter().enumerate() {
         let k = k + 1;
         fact *= k as f64;
-        let dk = *dk.as_ref().unwrap_or_else(|e| panic!("{what}: K = {k}: {e}"));
+        let dk = *dk
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{what}: K = {k}: {e}"));
         let want = match k {
             1 => eq.gradient(x0).unwrap()[0],
             2 => eq.hessian(x0).unwrap()[0],
             _ => eq.derivative_tensor(k, x0).unwrap()[0],
         };
-        assert!(same_bits(dk, want), "{what} at {x0}, K = {k}: {dk}, routes {want}");
+        assert!(
+            same_bits(dk, want),
+            "{what} at {x0}, K = {k}: {dk}, routes {want}"
+        );
         assert!(same_bits(all[k], dk), "{what}: univariate_derivatives[{k}]");
-        assert!(same_bits(coef[k], dk / fact), "{what}: taylor_coefficients[{k}]");
+        assert!(
+            same_bits(coef[k], dk / fact),
+            "{what}: taylor_coefficients[{k}]"
+        );
     }
 }
 
@@ -682,7 +697,11 @@ fn a_slowly_moving_argument_at_a_pole_or_branch_point_is_answered_by_the_rules()
         ("x**(x*x)", "pow"),
     ] {
         let eq = rt::equation_text(text).unwrap();
-        assert_eq!(taylor_sweep(&eq, 0.0, 1), Err(Error::UnsupportedScalar { op }), "{text}");
+        assert_eq!(
+            taylor_sweep(&eq, 0.0, 1),
+            Err(Error::UnsupportedScalar { op }),
+            "{text}"
+        );
         agrees_with_the_routes(text, &eq, 0.0);
     }
     // sqrt(x*x) at 0 meets 0·∞ in the chain rule: NaN, as the gradient says.
@@ -919,7 +938,13 @@ fn k1_and_k2_are_the_gradient_and_hessian_at_every_special_point() {
         if by_rules {
             agrees_with_the_routes(text, &eq, x0);
         }
-        let ok = |a: f64, b: f64| if by_rules { same_bits(a, b) } else { same(a, b) };
+        let ok = |a: f64, b: f64| {
+            if by_rules {
+                same_bits(a, b)
+            } else {
+                same(a, b)
+            }
+        };
         assert!(ok(d1, g), "{text} at {x0}: K = 1 {d1}, gradient {g}");
         assert!(ok(d2, h), "{text} at {x0}: K = 2 {d2}, Hessian {h}");
     }
@@ -943,7 +968,10 @@ fn branch_points_answer_the_one_sided_limits() {
         ("1/x", -inf, inf),
     ] {
         let eq = rt::equation_text(text).unwrap();
-        let got = [eq.univariate_derivative::<1>(0.0).unwrap(), eq.univariate_derivative::<2>(0.0).unwrap()];
+        let got = [
+            eq.univariate_derivative::<1>(0.0).unwrap(),
+            eq.univariate_derivative::<2>(0.0).unwrap(),
+        ];
         for (k, (g, w)) in got.into_iter().zip([d1, d2]).enumerate() {
             assert!(same_bits(g, w), "{text}: K = {} is {g}, want {w}", k + 1);
         }

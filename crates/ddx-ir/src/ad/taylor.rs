@@ -277,7 +277,13 @@ fn constant(v: f64, w: usize) -> Vec<f64> {
 /// is `value`, or `Err(op)` where `op` has no expansion at this point. `live` says which
 /// arguments move into the node ([`live`]); at least one does, so every argument of a
 /// unary operation, and every series formed from it, moves.
-fn apply(op: Op, a: &[&[f64]], deg: [usize; 3], live: [bool; 3], value: f64) -> Result<Vec<f64>, Op> {
+fn apply(
+    op: Op,
+    a: &[&[f64]],
+    deg: [usize; 3],
+    live: [bool; 3],
+    value: f64,
+) -> Result<Vec<f64>, Op> {
     let da = deg[0];
     let w = a[0].len();
     let mut x = [0.0; 3];
@@ -357,7 +363,12 @@ fn apply(op: Op, a: &[&[f64]], deg: [usize; 3], live: [bool; 3], value: f64) -> 
             // (2/√π)·exp(−a²).
             let na2 = scale(&mul(a[0], a[0]), -1.0);
             let e = exp(&na2, FULL, math::exp(na2[0]));
-            integrate(a[0], da, value, &scale(&e, std::f64::consts::FRAC_2_SQRT_PI))
+            integrate(
+                a[0],
+                da,
+                value,
+                &scale(&e, std::f64::consts::FRAC_2_SQRT_PI),
+            )
         }
         Op::Log1p => integrate(a[0], da, value, &recip(&add_to(1.0, a[0])).ok_or(op)?),
         Op::Expm1 => exp(a[0], da, math::exp(x[0])),
@@ -505,7 +516,9 @@ fn sqrt(a: &[f64], c0: f64) -> Option<Vec<f64>> {
 fn integrate(a: &[f64], da: usize, c0: f64, h: &[f64]) -> Vec<f64> {
     let mut c = constant(c0, a.len());
     for k in 1..a.len() {
-        let s: f64 = (1..=k).map(|j| term(j, da, j as f64 * a[j], h[k - j])).sum();
+        let s: f64 = (1..=k)
+            .map(|j| term(j, da, j as f64 * a[j], h[k - j]))
+            .sum();
         c[k] = s / k as f64;
     }
     c
@@ -515,7 +528,9 @@ fn integrate(a: &[f64], da: usize, c0: f64, h: &[f64]) -> Vec<f64> {
 fn exp(a: &[f64], da: usize, c0: f64) -> Vec<f64> {
     let mut c = constant(c0, a.len());
     for k in 1..a.len() {
-        let s: f64 = (1..=k).map(|j| term(j, da, j as f64 * a[j], c[k - j])).sum();
+        let s: f64 = (1..=k)
+            .map(|j| term(j, da, j as f64 * a[j], c[k - j]))
+            .sum();
         c[k] = s / k as f64;
     }
     c
@@ -547,7 +562,9 @@ fn tan_tanh(a: &[f64], da: usize, t0: f64, sign: f64, u0: f64) -> Vec<f64> {
     // tanh's can be computed without cancellation ([`sech2`]).
     let mut u = constant(u0, w);
     for k in 1..w {
-        let s: f64 = (1..=k).map(|j| term(j, da, j as f64 * a[j], u[k - j])).sum();
+        let s: f64 = (1..=k)
+            .map(|j| term(j, da, j as f64 * a[j], u[k - j]))
+            .sum();
         t[k] = s / k as f64;
         let tt: f64 = (0..=k).map(|j| t[j] * t[k - j]).sum();
         u[k] = sign * tt;
