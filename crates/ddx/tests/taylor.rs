@@ -589,7 +589,8 @@ fn refusals() {
     // the one-sided limit of f' (x → 0⁺, or from inside the domain at ±1) where the rules
     // reach it, and equal the gradient and Hessian (checked in `agrees_with_the_routes`).
     let inf = f64::INFINITY;
-    let cases: Vec<(&str, fn(Expr) -> Expr, f64, f64)> = vec![
+    type Limit = (&'static str, fn(Expr) -> Expr, f64, f64);
+    let cases: Vec<Limit> = vec![
         ("sqrt", |x| x.sqrt(), 0.0, inf),
         ("cbrt", |x| x.cbrt(), 0.0, inf),
         ("log", |x| x.ln(), 0.0, inf),
