@@ -28,7 +28,7 @@ fn run<M: BenchModel>(model: &M, arm: &str, calls: usize) {
     };
     if jit {
         eq.set_options(Options::with_backend(Backend::Compile));
-        assert!(eq.wait_for_kernel(kind), "{:?}", eq.jit_status());
+        assert!(eq.wait_for_kernel_of(kind), "{:?}", eq.jit_status());
     }
     let g = &eq.lane(kind).graph;
     let selects = g

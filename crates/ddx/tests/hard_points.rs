@@ -35,7 +35,7 @@ fn engines(eq: &ddx::Equation) -> Vec<(&'static str, ddx::Equation)> {
             LaneKind::Hessian,
         ]
         .into_iter()
-        .all(|k| e.wait_for_kernel(k));
+        .all(|k| e.wait_for_kernel_of(k));
         if ready {
             out.push((name, e));
         } else {
