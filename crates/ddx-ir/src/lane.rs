@@ -279,6 +279,19 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
     lane
 }
 
+/// The [`HessianLayout`] that [`build`]`(model, LaneKind::Hessian)` carries, computed without
+/// building the lane: the reverse sweep of each output, the structural pattern of each
+/// output's Hessian and their colouring, none of the compressed products (the lane's
+/// forward sweeps, one per colour) and no extraction. What the column-count accessors read
+/// before a Hessian lane exists.
+pub fn hessian_layout(model: &Model) -> HessianLayout {
+    let n = model.arity();
+    let mut g = model.graph().clone();
+    let grads = hessian::gradients(&mut g, model.outputs(), n);
+    let per_output = hessian::pattern(&g, &grads, n);
+    HessianLayout::new(hessian::symmetric_union(&per_output, n))
+}
+
 /// The lane of every order-`order` partial of `model` (`order ≥ 1`): per output `r`, the
 /// partials at each sorted multi-index of [`TensorLayout::new`]`(n, order)`, structural
 /// zeros as the constant `0`; no values, no seeds. Built by nested differentiation

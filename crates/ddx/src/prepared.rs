@@ -18,7 +18,7 @@
 //! - The contracted variant of a lane is built from the plain one, never from the model.
 
 use crate::interp::{Program, Schedule};
-use ddx_ir::{Lane, LaneKind, Model};
+use ddx_ir::{HessianLayout, Lane, LaneKind, Model, Sparsity};
 use std::sync::OnceLock;
 
 /// A lane and its lowered programs.
@@ -63,6 +63,9 @@ pub(crate) struct PreparedLanes {
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
     /// The derivative-tensor lanes, by order (`equation::tensor`); never saved.
     pub(crate) tensors: Box<[OnceLock<crate::equation::tensor::TensorLane>]>,
+    /// The Hessian layout computed alone ([`ddx_ir::lane::hessian_layout`]), for the
+    /// column-count accessors asked before any Hessian lane is prepared; never saved.
+    hessian_structure: OnceLock<HessianLayout>,
 }
 
 impl PreparedLanes {
@@ -73,6 +76,7 @@ impl PreparedLanes {
             tensors: (0..=crate::equation::tensor::MAX_TENSOR_ORDER)
                 .map(|_| OnceLock::new())
                 .collect(),
+            hessian_structure: OnceLock::new(),
         }
     }
 
@@ -108,6 +112,54 @@ impl PreparedLanes {
                 .iter()
                 .filter_map(move |cell| cell.get().map(|p| (contract, &p.lane)))
         })
+    }
+
+    /// The Jacobian pattern, read from a lane already prepared that carries it (the
+    /// gradient, Jacobian, `hvp` and Hessian lanes all carry the same one: the cells of
+    /// the model's reverse sweeps), else from the gradient lane of variant `contract`,
+    /// built now. So asking for the pattern never builds a lane besides one a call has
+    /// built.
+    pub(crate) fn jacobian_pattern(&self, contract: bool) -> &Sparsity {
+        let kinds = [
+            LaneKind::Gradient,
+            LaneKind::Jacobian,
+            LaneKind::Hvp,
+            LaneKind::Hessian,
+        ];
+        let known = kinds.into_iter().find_map(|k| {
+            self.lanes
+                .iter()
+                .find_map(|variant| variant[k as usize].get()?.lane.pattern.as_ref())
+        });
+        match known {
+            Some(pattern) => pattern,
+            None => self
+                .prepared(LaneKind::Gradient, contract)
+                .lane
+                .pattern
+                .as_ref()
+                .unwrap_or_else(|| unreachable!("a gradient lane always carries its pattern")),
+        }
+    }
+
+    /// The Hessian layout: the prepared Hessian lane's (either variant), else computed
+    /// alone, once ([`ddx_ir::lane::hessian_layout`]: the same layout, without the
+    /// compressed products). Asking for the Hessian's column count or colours thus never
+    /// builds a Hessian lane.
+    pub(crate) fn hessian_layout(&self) -> &HessianLayout {
+        let lane = self.lanes.iter().find_map(|variant| {
+            variant[LaneKind::Hessian as usize]
+                .get()?
+                .lane
+                .hessian
+                .as_ref()
+        });
+        match lane {
+            Some(layout) => layout,
+            None => self
+                .hessian_structure
+                .get_or_init(|| ddx_ir::lane::hessian_layout(&self.model)),
+        }
     }
 
     /// The lane `kind`, built on first use; contracted (see

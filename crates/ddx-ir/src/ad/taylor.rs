@@ -32,7 +32,7 @@
 //! through a factor of `mul`/`fma` whose other factor is the literal `0`, not through
 //! `pow`'s base under the literal exponent `0` or its exponent over the literal base `0`.
 //!
-//! **Conventions** (`ARCHITECTURE.md`, "Semantics"), carried to every order so that these derivatives agree
+//! **Conventions** (the repository's [ARCHITECTURE.md, "Semantics"](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md#semantics)), carried to every order so that these derivatives agree
 //! with nested first derivatives and the Hessian lane:
 //! - a node that does not move is the constant `[f(a₀), 0, …]`, and an argument that does
 //!   not move contributes nothing (no `0·∞`): a factor that does not move scales the

@@ -76,12 +76,10 @@ pub type ValueGradientHvp<S> = (<S as Shape>::Value, Vec<f64>, Vec<f64>);
 pub const MAX_ORDER: usize = taylor::MAX_DEGREE;
 
 impl<S: Shape> Equation<S> {
+    /// The Hessian layout, without building the Hessian lane when none is built yet (see
+    /// `PreparedLanes::hessian_layout`).
     pub(crate) fn hessian_layout(&self) -> &HessianLayout {
-        self.prepared(LaneKind::Hessian)
-            .lane
-            .hessian
-            .as_ref()
-            .expect("a Hessian lane always carries its layout")
+        self.lanes.hessian_layout()
     }
 
     /// The Hessians `Hᵣ(x)`, `Hᵣ(i, j) = ∂²fᵣ/∂xᵢ∂xⱼ`, dense: `m × n × n`, row-major, so
@@ -99,6 +97,14 @@ impl<S: Shape> Equation<S> {
     /// Dense Hessians hold `m·n²` values: past [`Options::answer_limit`] (2²⁸ by
     /// default) the call refuses before computing anything, and
     /// [`Equation::sparse_hessian`] answers the structural nonzeros only.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * x * y")?;
+    /// assert_eq!(eq.hessian([3.0, 2.0])?, [4.0, 6.0, 6.0, 0.0]);  // row-major 2 × 2
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::TooLarge`] when `m·n·n` exceeds [`Options::answer_limit`] (checked
@@ -156,7 +162,8 @@ impl<S: Shape> Equation<S> {
 
     /// How many colour groups compress the Hessian: the number of products `H·v_k` one
     /// Hessian costs (0 when every symbol enters at most linearly; `n` when every pair
-    /// interacts). Prepares the Hessian lane if it is not yet prepared.
+    /// interacts). Builds no lane: before the Hessian lane exists it is computed alone (the
+    /// reverse sweeps and the pattern's forward pass, none of the compressed products).
     pub fn hessian_colors(&self) -> usize {
         self.hessian_layout().colours()
     }
@@ -190,6 +197,15 @@ impl<S: Shape> Equation<S> {
     /// An exactly-zero component of `v` contributes nothing, even through an infinite
     /// partial (`ARCHITECTURE.md`, "Exact zeros in a direction"): along a basis vector
     /// this is the Hessian's column wherever [`Equation::hessian`] answers a number.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * x * y")?;
+    /// assert_eq!(eq.hvp([1.0, 0.0], [3.0, 2.0])?, [4.0, 6.0]);  // H·v, no H formed
+    /// assert_eq!(eq.hvp_along("x", [3.0, 2.0])?, [4.0, 6.0]);   // the same, by name
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::NotScalar`] on a system of more than one output; [`Error::WrongDirection`]
