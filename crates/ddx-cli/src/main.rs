@@ -37,7 +37,7 @@ Examples:
 /// Automatic differentiation from the command line: values, derivatives, batches over CSV
 /// and nonlinear least-squares fits of expressions written in Python's arithmetic.
 #[derive(Debug, Parser)]
-#[command(name = "ddx", version, after_help = EXAMPLES)]
+#[command(name = "ddx", version = ddx::VERSION, after_help = EXAMPLES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -129,6 +129,7 @@ mod prepared;
 mod print;
 mod source;
 mod text;
+mod version;
 
 pub use archive::verify;
 pub use batch::PARALLEL_WORK;
@@ -142,6 +143,7 @@ pub use options::{
     Backend, Codegen, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
 };
 pub use point::{Point, Role};
+pub use version::{VERSION, VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH};
 // Issue 4: second order (the colouring and the Hessian layout are in `ddx::ir`).
 pub use equation::second_order::{SymbolRef, ValueGradientHvp, MAX_ORDER};
 pub use equation::sparse::SparseAnswer;

@@ -62,6 +62,9 @@ from ddx._errors import Error, errc
 from ddx._options import Backend, Codegen, Options, OptLevel, Want
 
 __version__: str = _ddx.__version__
+"""This build's version (``ddx::VERSION``: the workspace ``Cargo.toml``'s, stated once)."""
+version_info: tuple[int, int, int] = _ddx.version_info
+"""``__version__`` as numbers: ``(major, minor, patch)``."""
 has_jit: bool = _ddx.has_jit
 """Whether this copy was built with the Cranelift JIT (otherwise calls interpret)."""
 has_opencl: bool = _ddx.has_opencl
@@ -201,4 +204,5 @@ __all__ = [
     "tanh",
     "var",
     "verify",
+    "version_info",
 ]

@@ -15,6 +15,7 @@ _PointLike: TypeAlias = Sequence[_Number] | Mapping[str, _Number] | npt.ArrayLik
 _Value: TypeAlias = "float | _Array"
 
 __version__: Final[str]
+version_info: Final[tuple[int, int, int]]
 has_jit: Final[bool]
 has_opencl: Final[bool]
 ERRC_NAMES: Final[list[str]]

@@ -256,6 +256,7 @@ fn level_of(tag: u8) -> Option<OptLevel> {
 /// equation holds.
 pub(crate) fn encode(parts: &Parts<'_>, path: &Path) -> Result<Vec<u8>, Error> {
     let body = Body {
+        // `ddx::VERSION`, spelled so that it stays a literal.
         writer: concat!("ddx ", env!("CARGO_PKG_VERSION")),
         scalar: parts.scalar,
         ops: Op::ALL.iter().map(|op| op.name()).collect(),
