@@ -24,8 +24,9 @@
 //! because the colouring is of the symmetric union of all outputs' patterns. A cell that
 //! is a structural zero for one output but not another reads an exact `0` for the first.
 
+use crate::ad::forward::{forward_with, Zeros};
 use crate::ad::tensor::{self, TensorLayout};
-use crate::ad::{forward::forward, hessian, reverse::reverse, Deriv};
+use crate::ad::{hessian, reverse::reverse, Deriv};
 use crate::colour::HessianLayout;
 use crate::{Error, Graph, Model, NodeId, SeedId, Sparsity};
 
@@ -220,7 +221,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
             let tangents: Vec<Deriv> = (0..n)
                 .map(|j| Some(g.seed(SeedId::from_index(j))))
                 .collect();
-            let jv = forward(&mut g, &tangents, &values);
+            let jv = forward_with(&mut g, &tangents, &values, Zeros::Skip);
             let mut outs = values;
             outs.extend(jv.into_iter().map(|t| or_zero(&mut g, t)));
             (outs, n, m, None)
@@ -246,7 +247,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
                 let tangents: Vec<Deriv> = (0..n)
                     .map(|j| Some(g.seed(SeedId::from_index(j))))
                     .collect();
-                for row in hessian::products(&mut g, &grads, &tangents) {
+                for row in hessian::products_with(&mut g, &grads, &tangents, Zeros::Skip) {
                     outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
                 }
                 (outs, n, m, Some(pattern))

@@ -522,6 +522,10 @@ impl<S: Shape> Equation<S> {
     /// `J(x)·v`: the directional derivative of `f` along `v`, `m` long. `v` is one value per
     /// symbol, in any [`Point`] spelling.
     ///
+    /// An exactly-zero component of `v` contributes nothing, even where its partial is
+    /// infinite or NaN (`ARCHITECTURE.md`, "Exact zeros in a direction"), so along a basis
+    /// vector this is the Jacobian's column: `log(0·u + v)` at `v = 0` along `e_u` is `0`.
+    ///
     /// ```
     /// use ddx::rt;
     ///
