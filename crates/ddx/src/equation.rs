@@ -21,6 +21,8 @@ pub(crate) mod second_order;
 // Issue 11: sparse per-point answers (pattern + values).
 pub(crate) mod sparse;
 pub(crate) mod tensor;
+// Issue 14: the last-call cache.
+mod remember;
 
 mod private {
     pub trait Sealed {}
@@ -115,6 +117,8 @@ pub struct Equation<S: Shape = Scalar> {
     pub(crate) device: Device,
     /// Whether it came from a saved equation ([`Equation::loaded`]).
     pub(crate) loaded: bool,
+    /// The last-call cache ([`Equation::with_cache`]), shared by clones; `None`: off.
+    pub(crate) cache: Option<Arc<dyn crate::cache::ValueCache>>,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -130,6 +134,7 @@ impl<S: Shape> Clone for Equation<S> {
             jit: self.jit.clone(),
             device: self.device.clone(),
             loaded: self.loaded,
+            cache: self.cache.clone(),
             shape: PhantomData,
         }
     }
@@ -157,6 +162,7 @@ impl<S: Shape> Equation<S> {
             jit: Jit::default(),
             device: Device::default(),
             loaded: false,
+            cache: None,
             shape: PhantomData,
         }
     }
@@ -171,6 +177,7 @@ impl<S: Shape> Equation<S> {
             jit,
             device,
             loaded: true,
+            cache: None,
             shape: PhantomData,
         }
     }
@@ -376,6 +383,11 @@ impl<S: Shape> Equation<S> {
     /// order: from the kernel when one answers the lane, else from the interpreter (the
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
+        if let Some(cache) = self.cache.as_deref() {
+            if cache.active() && self.remembered(cache, kind, inputs, &mut sink) {
+                return;
+            }
+        }
         let p = self.prepared(kind);
         if let Some(k) = self.jit.point(&self.lanes, kind) {
             let n = p.lane.outputs.len();
@@ -400,6 +412,11 @@ impl<S: Shape> Equation<S> {
 
     /// Runs lane `kind` at one point into `out` (one value per output).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
+        if let Some(cache) = self.cache.as_deref() {
+            if cache.active() && self.remembered(cache, kind, inputs, &mut |k, v| out[k] = v) {
+                return;
+            }
+        }
         let p = self.prepared(kind);
         match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),

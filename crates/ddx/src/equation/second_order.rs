@@ -301,9 +301,12 @@ impl<S: Shape> Equation<S> {
                 outputs: m,
             });
         }
-        let model = self.model();
-        let mut series = taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], order)?;
-        Ok(series.swap_remove(0))
+        self.remembered_taylor(order, x0, || {
+            let model = self.model();
+            let mut series =
+                taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], order)?;
+            Ok(series.swap_remove(0))
+        })
     }
 }
 
