@@ -428,6 +428,57 @@ impl<S: Shape> Equation<S> {
         }
     }
 
+    /// Runs lane `kind` at one input block and writes every output of the lane, in the
+    /// lane's order ([`Lane::outputs`]: the values, then its Jacobian cells in pattern
+    /// order where it has them, then its products or compressed Hessian blocks) — the
+    /// per-point form of the batch calls, for layers that lay answers out themselves (the
+    /// Python package). `inputs` is `n` symbols in canonical order, then the lane's seeds
+    /// (`n` direction values for `jvp`/`hvp`, `m` weights for `vjp`). Remembered like
+    /// every per-point call ([`Equation::with_cache`]).
+    ///
+    /// # Errors
+    /// [`Error::WrongArity`] or [`Error::ShortPoint`] unless `inputs` is the lane's input
+    /// count; [`Error::WrongOutputLength`] unless `out` is its output count (nothing is
+    /// written); [`Error::WrongColumnCount`] for [`LaneKind::Tensor`], whose lanes are
+    /// per order ([`Equation::derivative_tensor`]).
+    pub fn lane_point_into(
+        &self,
+        kind: LaneKind,
+        inputs: &[f64],
+        out: &mut [f64],
+    ) -> Result<(), Error> {
+        if !LaneKind::ALL.contains(&kind) {
+            return Err(Error::WrongColumnCount {
+                block: ddx_ir::Block::Tensors,
+                expected: 0,
+                got: out.len(),
+            });
+        }
+        let lane = &self.prepared(kind).lane;
+        let expected = lane.symbols + lane.seeds;
+        if inputs.len() != expected {
+            return Err(if inputs.len() > expected {
+                Error::WrongArity {
+                    expected,
+                    got: inputs.len(),
+                }
+            } else {
+                Error::ShortPoint {
+                    expected,
+                    got: inputs.len(),
+                }
+            });
+        }
+        check_output(out, Some(lane.outputs.len()))?;
+        self.eval_into(kind, inputs, out);
+        Ok(())
+    }
+
+    /// Whether a cache is given and active: per-point calls are remembered.
+    pub fn remembers(&self) -> bool {
+        self.cache.as_deref().is_some_and(|c| c.active())
+    }
+
     /// The outputs of lane `kind` after its values (the products of `jvp`, `vjp`).
     fn tail(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
         let p = self.prepared(kind);
