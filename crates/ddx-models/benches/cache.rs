@@ -15,8 +15,8 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use ddx::{Equation, LastValue};
-use ddx_models::{equation, sample_points};
 use ddx_models::trend::Chain;
+use ddx_models::{equation, sample_points};
 use std::hint::black_box;
 
 fn pair(n: usize) -> (Equation, Equation, Vec<Vec<f64>>) {

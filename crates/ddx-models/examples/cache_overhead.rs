@@ -10,8 +10,8 @@
 //! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.off target/release/examples/cache_overhead off 100 20000
 //! ```
 
-use ddx_models::{equation, sample_points};
 use ddx_models::trend::Chain;
+use ddx_models::{equation, sample_points};
 use std::hint::black_box;
 
 fn main() {
