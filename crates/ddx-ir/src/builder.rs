@@ -122,12 +122,20 @@ fn stale(tag: u64) -> Error {
 
 /// The symbol `name` of the innermost open model, or a handle carrying
 /// [`Error::NoArena`] when no model closure is running.
+///
+/// Any non-empty string names a symbol (a column header read from a file, say); the text
+/// grammar reads the names that are Python identifiers. An empty `name` makes the model
+/// being built fail with [`Error::BadName`].
 pub fn var(name: &str) -> Expr {
     STACK.with(|s| {
         let mut s = s.borrow_mut();
         let Some(a) = s.last_mut() else {
             return Expr(Repr::Poison(Poison::NoArena));
         };
+        if name.is_empty() {
+            a.error.get_or_insert(Poison::EmptyName.error());
+            return Expr(Repr::Poison(Poison::EmptyName));
+        }
         let sym = match a.by_name.get(name) {
             Some(&sym) => sym,
             None => {
