@@ -106,6 +106,30 @@ fn answers(eq: &Equation<System>, x: &[f64], v: &[f64], w: &[f64], mask: u64) ->
             .map(|v| vec![v.to_bits()])
             .map_err(code)
     });
+    // The value-returning forms and the remaining `_into` forms.
+    ask(18, &|| {
+        eq.value_and_gradient(x)
+            .map(|(f, g)| [bits(&f), bits(&g)].concat())
+            .map_err(code)
+    });
+    ask(19, &|| {
+        eq.value_and_jvp(v, x)
+            .map(|(f, jv)| [bits(&f), bits(&jv)].concat())
+            .map_err(code)
+    });
+    ask(20, &|| {
+        eq.value_gradient_and_hvp(v, x)
+            .map(|(f, g, hv)| [bits(&f), bits(&g), bits(&hv)].concat())
+            .map_err(code)
+    });
+    ask(21, &|| {
+        let mut o = vec![0.0; m * n * n];
+        eq.hessian_into(x, &mut o).map(|_| bits(&o)).map_err(code)
+    });
+    ask(22, &|| {
+        let mut o = vec![0.0; n];
+        eq.hvp_into(v, x, &mut o).map(|_| bits(&o)).map_err(code)
+    });
     out
 }
 
@@ -274,7 +298,7 @@ fn compiled_lanes_serve_repeats_and_compute_moved_points_whole() {
             LaneKind::Hessian,
             LaneKind::Hvp,
         ] {
-            assert!(off.wait_for_kernel(kind), "{kind:?} compiles");
+            assert!(off.wait_for_kernel_of(kind), "{kind:?} compiles");
         }
         let mut walk = Walk::new(seed, on.arity(), on.outputs());
         for step in 0..30 {
