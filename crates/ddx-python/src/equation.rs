@@ -402,6 +402,45 @@ impl Equation {
         self.rust().loaded()
     }
 
+    /// Whether single-point calls are remembered (`ddx.equation(..., remember=True)`):
+    /// a repeated point is answered with no sweep, a point with some symbols moved
+    /// re-sweeps only what they reach, with the same bits.
+    #[getter]
+    fn remember(&self) -> bool {
+        self.rust().remembers()
+    }
+
+    /// Turns the last-call cache on (a fresh, empty one) or off.
+    #[pyo3(name = "_set_remember")]
+    fn set_remember(&self, on: bool) {
+        fn switch<S: ddx::Shape>(e: ddx::Equation<S>, on: bool) -> ddx::Equation<S> {
+            if on {
+                e.with_cache(ddx::LastValue::new())
+            } else {
+                e.without_cache()
+            }
+        }
+        self.replace(match (*self.rust()).clone() {
+            AnyEquation::Scalar(e) => AnyEquation::Scalar(switch(e, on)),
+            AnyEquation::System(e) => AnyEquation::System(switch(e, on)),
+        });
+    }
+
+    /// What the last-call cache has counted (`hits`, `resweeps`, `sweeps`, `busy`,
+    /// `instructions`), or `None` when the equation does not remember.
+    fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(s) = on!(&*self.rust(), e => e.cache_stats()) else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("hits", s.hits)?;
+        d.set_item("resweeps", s.resweeps)?;
+        d.set_item("sweeps", s.sweeps)?;
+        d.set_item("busy", s.busy)?;
+        d.set_item("instructions", s.instructions)?;
+        Ok(Some(d))
+    }
+
     /// `f` at the point or batch.
     fn evaluate(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let eq = self.rust();

@@ -109,6 +109,8 @@ pub struct Equation<S: Shape = Scalar> {
     pub(crate) device: Device,
     /// Whether it came from a saved equation ([`Equation::loaded`]).
     pub(crate) loaded: bool,
+    /// The last-call cache ([`Equation::with_cache`]), shared by clones; `None`: off.
+    pub(crate) cache: Option<Arc<dyn crate::cache::ValueCache>>,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -124,6 +126,7 @@ impl<S: Shape> Clone for Equation<S> {
             jit: self.jit.clone(),
             device: self.device.clone(),
             loaded: self.loaded,
+            cache: self.cache.clone(),
             shape: PhantomData,
         }
     }
@@ -151,6 +154,7 @@ impl<S: Shape> Equation<S> {
             jit: Jit::default(),
             device: Device::default(),
             loaded: false,
+            cache: None,
             shape: PhantomData,
         }
     }
@@ -165,6 +169,7 @@ impl<S: Shape> Equation<S> {
             jit,
             device,
             loaded: true,
+            cache: None,
             shape: PhantomData,
         }
     }
@@ -228,6 +233,11 @@ impl<S: Shape> Equation<S> {
     /// order: from the kernel when one answers the lane, else from the interpreter (the
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
+        if let Some(cache) = self.cache.as_deref() {
+            if cache.active() && self.remembered(cache, kind, inputs, &mut sink) {
+                return;
+            }
+        }
         let p = self.prepared(kind);
         if let Some(k) = self.jit.point(&self.lanes, kind) {
             let n = p.lane.outputs.len();
@@ -252,6 +262,11 @@ impl<S: Shape> Equation<S> {
 
     /// Runs lane `kind` at one point into `out` (one value per output).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
+        if let Some(cache) = self.cache.as_deref() {
+            if cache.active() && self.remembered(cache, kind, inputs, &mut |k, v| out[k] = v) {
+                return;
+            }
+        }
         let p = self.prepared(kind);
         match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),
@@ -261,6 +276,57 @@ impl<S: Shape> Equation<S> {
                 debug_assert!(ran.is_ok(), "{ran:?}");
             }
         }
+    }
+
+    /// Runs lane `kind` at one input block and writes every output of the lane, in the
+    /// lane's order ([`Lane::outputs`]: the values, then its Jacobian cells in pattern
+    /// order where it has them, then its products or compressed Hessian blocks) — the
+    /// per-point form of the batch calls, for layers that lay answers out themselves (the
+    /// Python package). `inputs` is `n` symbols in canonical order, then the lane's seeds
+    /// (`n` direction values for `jvp`/`hvp`, `m` weights for `vjp`). Remembered like
+    /// every per-point call ([`Equation::with_cache`]).
+    ///
+    /// # Errors
+    /// [`Error::WrongArity`] or [`Error::ShortPoint`] unless `inputs` is the lane's input
+    /// count; [`Error::WrongOutputLength`] unless `out` is its output count (nothing is
+    /// written); [`Error::WrongColumnCount`] for [`LaneKind::Tensor`], whose lanes are
+    /// per order ([`Equation::derivative_tensor`]).
+    pub fn lane_point_into(
+        &self,
+        kind: LaneKind,
+        inputs: &[f64],
+        out: &mut [f64],
+    ) -> Result<(), Error> {
+        if !LaneKind::ALL.contains(&kind) {
+            return Err(Error::WrongColumnCount {
+                block: ddx_ir::Block::Tensors,
+                expected: 0,
+                got: out.len(),
+            });
+        }
+        let lane = &self.prepared(kind).lane;
+        let expected = lane.symbols + lane.seeds;
+        if inputs.len() != expected {
+            return Err(if inputs.len() > expected {
+                Error::WrongArity {
+                    expected,
+                    got: inputs.len(),
+                }
+            } else {
+                Error::ShortPoint {
+                    expected,
+                    got: inputs.len(),
+                }
+            });
+        }
+        check_output(out, Some(lane.outputs.len()))?;
+        self.eval_into(kind, inputs, out);
+        Ok(())
+    }
+
+    /// Whether a cache is given and active: per-point calls are remembered.
+    pub fn remembers(&self) -> bool {
+        self.cache.as_deref().is_some_and(|c| c.active())
     }
 
     /// The outputs of lane `kind` after its values (the products of `jvp`, `vjp`).
@@ -835,3 +901,5 @@ pub(crate) mod second_order;
 // Issue 11: sparse per-point answers (pattern + values).
 pub(crate) mod sparse;
 pub(crate) mod tensor;
+// Issue 14: the last-call cache.
+mod remember;

@@ -112,6 +112,7 @@ mod equation;
 
 mod archive;
 mod batch;
+pub mod cache;
 #[cfg(feature = "opencl")]
 mod device;
 #[cfg(not(feature = "opencl"))]
@@ -133,6 +134,7 @@ mod version;
 
 pub use archive::verify;
 pub use batch::PARALLEL_WORK;
+pub use cache::{CacheStats, LastValue, ValueCache};
 pub use ddx_ir::{
     abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, exp_m1, expm1,
     hypot, ln, ln_1p, log, log10, log1p, log2, max, min, pow, powi, recip, select, sign, sin, sinh,
@@ -264,6 +266,20 @@ pub mod rt {
         model: impl FnOnce() -> R,
     ) -> Result<Equation<R::Shape>, Error> {
         crate::equation::build(model)
+    }
+
+    /// [`equation`], remembering its last call of each kind in `cache` (for example
+    /// [`LastValue::default()`](crate::LastValue)): a repeated point is answered with no
+    /// sweep, a point with some coordinates moved re-sweeps only what they reach, bit for
+    /// bit the full sweep's answer (see [`Equation::with_cache`] and [`crate::cache`]).
+    ///
+    /// # Errors
+    /// Those of [`equation`].
+    pub fn equation_with<R: ModelOutput>(
+        model: impl FnOnce() -> R,
+        cache: impl crate::ValueCache + 'static,
+    ) -> Result<Equation<R::Shape>, Error> {
+        Ok(crate::equation::build(model)?.with_cache(cache))
     }
 
     /// The equation of `model`, kept in the file at `path` between runs: `path` is a

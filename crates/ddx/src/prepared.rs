@@ -17,19 +17,35 @@
 //!   `Arc` of the whole set) for as long as it runs.
 //! - The contracted variant of a lane is built from the plain one, never from the model.
 
+use crate::interp::tape::Tape;
 use crate::interp::{Program, Schedule};
 use ddx_ir::{HessianLayout, Lane, LaneKind, Model, Sparsity};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+
+/// Identities of prepared lanes and lane sets, never reused within a process: what a
+/// remembered call's [`Extent`](crate::cache::Extent) names, so an entry made for one
+/// lane is never served to another.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
 
 /// A lane and its lowered programs.
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub(crate) lane: Lane,
+    /// This lane's identity (unique in the process).
+    pub(crate) id: u64,
     /// Scheduled for one point at a time, lowered on the first per-point call the
     /// interpreter answers (a lane a kernel answers never needs it).
     program: OnceLock<Program>,
     /// Scheduled for blocks of points, lowered on the first batch call.
     batch: OnceLock<Program>,
+    /// Lowered with a slot per value, for the last-call cache (`crate::cache`): built on
+    /// the first call an active cache remembers.
+    tape: OnceLock<Tape>,
 }
 
 impl Prepared {
@@ -37,8 +53,10 @@ impl Prepared {
     pub(crate) fn new(lane: Lane) -> Self {
         Prepared {
             lane,
+            id: next_id(),
             program: OnceLock::new(),
             batch: OnceLock::new(),
+            tape: OnceLock::new(),
         }
     }
 
@@ -46,6 +64,16 @@ impl Prepared {
     pub(crate) fn program(&self) -> &Program {
         self.program
             .get_or_init(|| Program::lower(&self.lane, Schedule::Level))
+    }
+
+    /// The tape program (one slot per value), for the last-call cache.
+    pub(crate) fn tape(&self) -> &Tape {
+        self.tape.get_or_init(|| Tape::new(&self.lane))
+    }
+
+    /// The tape program, if a remembered call has built it.
+    pub(crate) fn tape_if_built(&self) -> Option<&Tape> {
+        self.tape.get()
     }
 
     /// The program for blocks of points.
@@ -59,6 +87,8 @@ impl Prepared {
 #[derive(Debug)]
 pub(crate) struct PreparedLanes {
     pub(crate) model: Model,
+    /// This set's identity (unique in the process).
+    pub(crate) id: u64,
     /// The lanes as the passes build them, and contracted (`Codegen::contract`).
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
     /// The derivative-tensor lanes, by order (`equation::tensor`); never saved.
@@ -72,6 +102,7 @@ impl PreparedLanes {
     pub(crate) fn new(model: Model) -> Self {
         Self {
             model,
+            id: next_id(),
             lanes: Default::default(),
             tensors: (0..=crate::equation::tensor::MAX_TENSOR_ORDER)
                 .map(|_| OnceLock::new())

@@ -77,11 +77,19 @@ Model = Callable[[], "Expression | float | tuple[Expression | float, ...]"]
 
 @overload
 def equation(
-    model: Model | str | Sequence[str], /, *, cache: str | os.PathLike[str] | None = None
+    model: Model | str | Sequence[str],
+    /,
+    *,
+    cache: str | os.PathLike[str] | None = None,
+    remember: bool = False,
 ) -> Equation: ...
 @overload
 def equation(
-    model: None = None, /, *, cache: str | os.PathLike[str] | None = None
+    model: None = None,
+    /,
+    *,
+    cache: str | os.PathLike[str] | None = None,
+    remember: bool = False,
 ) -> Callable[[Model], Equation]: ...
 
 
@@ -90,6 +98,7 @@ def equation(
     /,
     *,
     cache: str | os.PathLike[str] | None = None,
+    remember: bool = False,
 ) -> Equation | Callable[[Model], Equation]:
     """The equation of ``model``: a callable of no arguments that names symbols with
     :func:`var` and returns one :class:`Expression` (a scalar function) or a tuple of them
@@ -107,9 +116,20 @@ def equation(
     otherwise the equation is built, its value and Jacobian lanes prepared, and saved to
     ``path``. A file that cannot be read is rebuilt, never an error; one that cannot be
     written raises ``errc.archive_io``.
+
+    With ``remember=True`` the equation keeps its last call of each kind (the last-call
+    cache): asked again at the same point (the same bits) it answers with no sweep, and
+    with some symbols moved it re-sweeps only what they reach; the numbers are the ones a
+    full sweep gives, bit for bit. Single points only, never batches; a lane a compiled
+    kernel answers serves a repeat and computes a moved point whole. ``cache_stats()``
+    says what it did.
     """
     if model is None:
-        return lambda m: equation(m, cache=cache)
+        return lambda m: equation(m, cache=cache, remember=remember)
+    if remember:
+        built = equation(model, cache=cache)
+        built._set_remember(True)
+        return built
     if cache is not None:
         return _cached(equation(model), os.fspath(cache))
     if isinstance(model, str):

@@ -428,8 +428,13 @@ impl<S: Shape> Equation<S> {
             });
         }
         let model = self.model();
-        match taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], order) {
-            Ok(mut series) => Ok(Series::Taylor(series.swap_remove(0))),
+        let taylor = self.remembered_taylor(order, x0, || {
+            let mut series =
+                taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], order)?;
+            Ok(series.swap_remove(0))
+        });
+        match taylor {
+            Ok(c) => Ok(Series::Taylor(c)),
             Err(Error::UnsupportedScalar { .. }) if order <= crate::MAX_TENSOR_ORDER => {
                 self.derivatives_by_rules(order, x0).map(Series::Rules)
             }
