@@ -7,7 +7,7 @@
 
 use ddx::cache::{CallKind, Entry, Event, Extent, LastValue, ValueCache};
 use ddx::ir::testing::{random_model, smooth_model, ModelSize, Rng};
-use ddx::{rt, Equation, Errc, Expr, LaneKind, Options, Scalar, System};
+use ddx::{rt, Equation, Errc, Expr, LaneKind, Scalar, System};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -265,7 +265,7 @@ fn larger_models_with_many_symbols_resweep_exactly() {
 #[cfg(feature = "jit")]
 #[test]
 fn compiled_lanes_serve_repeats_and_compute_moved_points_whole() {
-    use ddx::Backend;
+    use ddx::{Backend, Options};
     let same = |a: &[Answer], b: &[Answer]| {
         a.len() == b.len()
             && a.iter().zip(b).all(|(a, b)| match (a, b) {
