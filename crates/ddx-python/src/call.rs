@@ -127,8 +127,16 @@ impl Call {
             }
         };
         let limit = eq.options().answer_limit;
+        let call = "Equation.buffer";
+        // The largest block first: the Hessian's when asked, else the Jacobian's.
+        let largest = match kind {
+            LaneKind::Hessian => this.symbol_shape(m, n, 2, points),
+            LaneKind::Value => this.value_shape(m, points),
+            _ => this.symbol_shape(m, n, 1, points),
+        };
+        crate::equation::check_limit(&[&largest], limit, call)?;
         let block = |shape: &[usize]| {
-            crate::equation::answer_block(py, shape, limit, kind.name(), true).map(Bound::unbind)
+            crate::equation::answer_block(py, shape, limit, call, true).map(Bound::unbind)
         };
         let value = (kind != LaneKind::Gradient)
             .then(|| {

@@ -13,6 +13,7 @@
 //! one at a time per `DeviceColumns` (a lock), so two threads never race on the device
 //! buffers.
 
+use crate::args::Int;
 use crate::equation::lane_kind;
 use crate::errors::{raise, OrRaise};
 use ddx::{Errc, LaneKind};
@@ -118,8 +119,16 @@ impl DeviceColumns {
     /// device as input columns `first … first + k − 1`. Raises `ddx.Error`
     /// (`wrong_column_count` past the lane's inputs, `column_length` for another shape,
     /// `device_launch` when the device refuses the copy); nothing is copied then.
-    #[pyo3(signature = (columns, first = 0))]
-    fn write(&self, py: Python<'_>, columns: &Bound<'_, PyAny>, first: usize) -> PyResult<()> {
+    #[pyo3(signature = (columns, first = Int::ZERO), text_signature = "($self, columns, first=0)")]
+    fn write(&self, py: Python<'_>, columns: &Bound<'_, PyAny>, first: Int) -> PyResult<()> {
+        let first = first.within(
+            py,
+            "DeviceColumns.write",
+            "first",
+            usize::MAX,
+            Errc::WrongColumnCount,
+            "the first input column",
+        )?;
         let arr = self::columns(py, columns, self.points)?;
         let view = arr.readonly();
         let data = view.as_slice()?;
@@ -140,14 +149,36 @@ impl DeviceColumns {
     /// Output columns `first … first + count − 1` (all from `first` when `count` is
     /// `None`) copied from the device: a new float64 array of shape `(count, points)`.
     /// Raises `ddx.Error` (`wrong_column_count` past the lane's outputs, `device_launch`).
-    #[pyo3(signature = (first = 0, count = None))]
+    #[pyo3(
+        signature = (first = Int::ZERO, count = None),
+        text_signature = "($self, first=0, count=None)"
+    )]
     fn read<'py>(
         &self,
         py: Python<'py>,
-        first: usize,
-        count: Option<usize>,
+        first: Int,
+        count: Option<Int>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let count = count.unwrap_or(self.outputs.saturating_sub(first));
+        let call = "DeviceColumns.read";
+        let first = first.within(
+            py,
+            call,
+            "first",
+            usize::MAX,
+            Errc::WrongColumnCount,
+            "the first output column",
+        )?;
+        let count = match count {
+            Some(c) => c.within(
+                py,
+                call,
+                "count",
+                usize::MAX,
+                Errc::WrongColumnCount,
+                "a column count",
+            )?,
+            None => self.outputs.saturating_sub(first),
+        };
         if first.saturating_add(count) > self.outputs {
             return Err(raise(
                 py,
@@ -188,10 +219,18 @@ impl DeviceColumns {
 pub(crate) fn make(
     py: Python<'_>,
     eq: &crate::shape::AnyEquation,
-    want: u8,
-    points: usize,
+    want: &Int,
+    points: &Int,
 ) -> PyResult<DeviceColumns> {
-    let kind = lane_kind(want)?;
+    let kind = lane_kind(py, want, "Equation.device_columns")?;
+    let points = points.within(
+        py,
+        "Equation.device_columns",
+        "points",
+        usize::MAX,
+        Errc::ColumnLength,
+        "a point count (the columns' length)",
+    )?;
     let cols = py.detach(|| eq.device_columns(kind, points)).or_raise()?;
     Ok(DeviceColumns::new(cols, kind))
 }

@@ -16,8 +16,9 @@
 //! runs and assigning `options` never waits for a batch in flight (the batch finishes
 //! under the options it started with).
 
+use crate::args::Int;
 use crate::blocks::{self, Out};
-use crate::errors::{raise, OrRaise};
+use crate::errors::{method_of, raise, OrRaise};
 use crate::expression::Expression;
 use crate::options;
 use crate::points::{self, Kind, Spelled, Values};
@@ -29,6 +30,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use smallvec::SmallVec;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
@@ -41,12 +43,27 @@ pub(crate) struct Equation {
     system: bool,
 }
 
-/// The lane kind a `want` number names (`ddx.Want`'s values are `LaneKind`'s order).
-pub(crate) fn lane_kind(want: u8) -> PyResult<LaneKind> {
-    LaneKind::ALL
-        .get(usize::from(want))
-        .copied()
-        .ok_or_else(|| PyValueError::new_err(format!("no ddx.Want numbered {want}")))
+/// The lane kind the `want` argument of `call` names (`ddx.Want`'s values are
+/// `LaneKind`'s order).
+///
+/// # Errors
+/// `ddx.Error` `index_out_of_range` for a number that names no `ddx.Want`.
+pub(crate) fn lane_kind(py: Python<'_>, want: &Int, call: &str) -> PyResult<LaneKind> {
+    let i = want.within(
+        py,
+        call,
+        "want",
+        LaneKind::ALL.len() - 1,
+        Errc::IndexOutOfRange,
+        "a lane (a ddx.Want)",
+    )?;
+    LaneKind::ALL.get(i).copied().ok_or_else(|| {
+        raise(
+            py,
+            Errc::IndexOutOfRange,
+            format!("index_out_of_range: {call}: want={i} names no ddx.Want"),
+        )
+    })
 }
 
 /// `ddx._options`, imported on first use.
@@ -107,6 +124,28 @@ pub(crate) fn answer_block<'py>(
     let numpy = py.import("numpy")?;
     let made = numpy.call_method1(if zeroed { "zeros" } else { "empty" }, (shape.to_vec(),))?;
     Ok(made.cast_into::<PyArrayDyn<f64>>()?)
+}
+
+/// Refuses a call whose largest answer block (of `shapes`, the blocks it will make) holds
+/// more than `limit` values, before any of them is allocated, so the message names the
+/// limit that lets the whole call through.
+///
+/// # Errors
+/// `ddx.Error` `too_large` naming `call` and the largest block's size.
+pub(crate) fn check_limit(shapes: &[&[usize]], limit: usize, call: &'static str) -> PyResult<()> {
+    let values = shapes
+        .iter()
+        .map(|s| s.iter().map(|&d| d as u128).product::<u128>())
+        .max()
+        .unwrap_or(0);
+    if values > limit as u128 {
+        return Err(crate::errors::to_py(ddx::Error::TooLarge {
+            call,
+            values,
+            limit,
+        }));
+    }
+    Ok(())
 }
 
 /// The data of an array made by [`zeros`], for the Rust calls to fill.
@@ -276,15 +315,28 @@ impl Equation {
         };
         let (mut value_cell, mut product_cell) = ([0.0], [0.0]);
         let limit = eq.options().answer_limit;
-        let block = |shape: &[usize]| answer_block(py, shape, limit, kind.name(), false);
+        let hessian_shape = self.symbol_shape(m, n, 2, p);
+        let wants_product = blocks::product_rows(&eq, kind) > 0;
+        let shapes = [
+            (wants_values, &value_shape),
+            (wants_jacobian, &jac_shape),
+            (kind == LaneKind::Hessian, &hessian_shape),
+            (wants_product, &product_shape),
+        ];
+        let wanted: SmallVec<[&[usize]; 4]> = shapes
+            .iter()
+            .filter(|(wanted, _)| *wanted)
+            .map(|(_, s)| s.as_slice())
+            .collect();
+        check_limit(&wanted, limit, method_of(kind))?;
+        let block = |shape: &[usize]| answer_block(py, shape, limit, method_of(kind), false);
         let values = (wants_values && !value_shape.is_empty())
             .then(|| block(&value_shape))
             .transpose()?;
         let jacobian = wants_jacobian.then(|| block(&jac_shape)).transpose()?;
         let hessian = (kind == LaneKind::Hessian)
-            .then(|| block(&self.symbol_shape(m, n, 2, p)))
+            .then(|| block(&hessian_shape))
             .transpose()?;
-        let wants_product = blocks::product_rows(&eq, kind) > 0;
         let product = (wants_product && !product_shape.is_empty())
             .then(|| block(&product_shape))
             .transpose()?;
@@ -356,6 +408,22 @@ fn render_svg(source: &str) -> Option<String> {
     let out = child.wait_with_output().ok()?;
     writer.join().ok()?.ok()?;
     (out.status.success()).then(|| String::from_utf8(out.stdout).ok())?
+}
+
+/// The order `k` of `call` (a `univariate_derivative*` method), in `0..=ddx.MAX_ORDER`.
+///
+/// # Errors
+/// `ddx.Error` `order_too_high` for a negative order or one past `ddx.MAX_ORDER` (the
+/// same code the Rust call answers past it).
+fn order(py: Python<'_>, k: &Int, call: &str) -> PyResult<usize> {
+    k.within(
+        py,
+        call,
+        "k",
+        ddx::MAX_ORDER,
+        Errc::OrderTooHigh,
+        "a derivative order",
+    )
 }
 
 fn tuple(py: Python<'_>, items: Vec<Py<PyAny>>) -> PyResult<Py<PyAny>> {
@@ -524,7 +592,8 @@ impl Equation {
 
     /// The `k`-th derivative `dᵏf/dxᵏ` at `x0` of a function of one symbol and one output
     /// (`k = 0` is the value), by one sweep of Taylor arithmetic; `k ≤ ddx.MAX_ORDER`.
-    fn univariate_derivative(&self, k: usize, x0: f64) -> PyResult<f64> {
+    fn univariate_derivative(&self, py: Python<'_>, k: Int, x0: f64) -> PyResult<f64> {
+        let k = order(py, &k, "Equation.univariate_derivative")?;
         on!(&*self.rust(), e => e.univariate_derivative_of_order(k, x0)).or_raise()
     }
 
@@ -533,9 +602,10 @@ impl Equation {
     fn univariate_derivatives<'py>(
         &self,
         py: Python<'py>,
-        k: usize,
+        k: Int,
         x0: f64,
     ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
+        let k = order(py, &k, "Equation.univariate_derivatives")?;
         let d = on!(&*self.rust(), e => e.univariate_derivatives(k, x0)).or_raise()?;
         Ok(numpy::PyArray1::from_vec(py, d))
     }
@@ -572,9 +642,9 @@ impl Equation {
     }
 
     /// How many nodes a call for `want` evaluates.
-    #[pyo3(signature = (*, want = 1))]
-    fn nodes(&self, want: u8) -> PyResult<usize> {
-        Ok(self.rust().nodes(lane_kind(want)?))
+    #[pyo3(signature = (*, want = Int::JACOBIAN), text_signature = "($self, *, want=1)")]
+    fn nodes(&self, py: Python<'_>, want: Int) -> PyResult<usize> {
+        Ok(self.rust().nodes(lane_kind(py, &want, "Equation.nodes")?))
     }
 
     /// Whether calls of the Jacobian lane are answered by compiled code now.
@@ -585,9 +655,9 @@ impl Equation {
 
     /// Blocks (with the GIL released) until no compile of lane `want` is queued or
     /// running; answers whether a kernel now answers it.
-    #[pyo3(signature = (*, want = 1))]
-    fn wait_for_kernel(&self, py: Python<'_>, want: u8) -> PyResult<bool> {
-        let kind = lane_kind(want)?;
+    #[pyo3(signature = (*, want = Int::JACOBIAN), text_signature = "($self, *, want=1)")]
+    fn wait_for_kernel(&self, py: Python<'_>, want: Int) -> PyResult<bool> {
+        let kind = lane_kind(py, &want, "Equation.wait_for_kernel")?;
         let eq = self.rust();
         Ok(py.detach(|| eq.wait_for_kernel_of(kind)))
     }
@@ -612,14 +682,17 @@ impl Equation {
     /// asked). Waits for the lane's device kernel first, with the GIL released. Raises
     /// `ddx.Error`: `no_device` unless the backend is `DEVICE` and a device answers, the
     /// lane's `device_compile`, `device_launch` when the device cannot hold the columns.
-    #[pyo3(signature = (points, *, want = 1))]
+    #[pyo3(
+        signature = (points, *, want = Int::JACOBIAN),
+        text_signature = "($self, points, *, want=1)"
+    )]
     fn device_columns(
         &self,
         py: Python<'_>,
-        points: usize,
-        want: u8,
+        points: Int,
+        want: Int,
     ) -> PyResult<crate::device::DeviceColumns> {
-        crate::device::make(py, &self.rust(), want, points)
+        crate::device::make(py, &self.rust(), &want, &points)
     }
 
     /// What the code generator has done: a dict of counts and the last failures.
@@ -676,13 +749,14 @@ impl Equation {
     }
 
     /// `Call` buffers bound to `x` for calls in a loop; `want` picks the blocks filled.
-    #[pyo3(signature = (x, *, want = 1))]
+    #[pyo3(signature = (x, *, want = Int::JACOBIAN), text_signature = "($self, x, *, want=1)")]
     fn buffer(
         slf: &Bound<'_, Self>,
         x: &Bound<'_, PyAny>,
-        want: u8,
+        want: Int,
     ) -> PyResult<crate::call::Call> {
-        crate::call::Call::bind(slf, x, lane_kind(want)?)
+        let kind = lane_kind(slf.py(), &want, "Equation.buffer")?;
+        crate::call::Call::bind(slf, x, kind)
     }
 
     /// This equation as bytes: its symbols, graph, the lanes prepared so far, its options

@@ -5,8 +5,15 @@
 //! [`names`]; this module imports it once and raises through it. The code of every error
 //! is an `errc` member, found by its spelling ([`ddx::Errc::as_str`]), so the Rust and the
 //! Python codes cannot drift apart: `errc` is numbered from 1 in the order of [`CODES`].
+//!
+//! The code is the Rust one; the message is respelled for Python ([`python_message`]):
+//! the Rust library's texts name Rust items (`rt::equation`, `Backend::Device`,
+//! `Options::answer_limit`, `Equation<Scalar>`, model *closures*), which a Python user has
+//! never seen, so each is said as the Python package spells it (`ddx.equation`,
+//! `Backend.DEVICE`, `Options.answer_limit`, a model *function*). The Rust messages stay
+//! as they are for Rust users.
 
-use ddx::Errc;
+use ddx::{Errc, LaneKind};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -22,9 +29,103 @@ pub(crate) fn names() -> Vec<&'static str> {
 /// `ddx._errors.Error`, imported on first use.
 static ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// The Python exception for `err`.
+/// The Python exception for `err`, its message in Python's spellings.
 pub(crate) fn to_py(err: ddx::Error) -> PyErr {
-    Python::attach(|py| raise(py, err.code(), err.to_string()))
+    Python::attach(|py| raise(py, err.code(), python_message(&err)))
+}
+
+/// The Python method that answers a lane's calls, for messages (`Equation.hessian`).
+pub(crate) fn method_of(kind: LaneKind) -> &'static str {
+    match kind {
+        LaneKind::Value => "Equation.evaluate",
+        LaneKind::Jacobian => "Equation.jacobian",
+        LaneKind::Gradient => "Equation.gradient",
+        LaneKind::Jvp => "Equation.jvp",
+        LaneKind::Vjp => "Equation.vjp",
+        LaneKind::Hessian => "Equation.hessian",
+        LaneKind::Hvp => "Equation.hvp",
+        _ => "Equation",
+    }
+}
+
+/// Rust spellings in the library's free-text details, and how Python says each; applied
+/// in order, longest first where one contains another.
+const RESPELLED: &[(&str, &str)] = &[
+    ("asked for Equation<Scalar>", "this equation has one output"),
+    ("asked for Equation<System>", "this equation is a system"),
+    ("Equation::<Scalar>::try_from", "ddx.equation"),
+    ("`rt::equation`", "`ddx.equation`"),
+    ("rt::equation", "ddx.equation"),
+    ("rt::var", "ddx.var"),
+    ("Backend::Device", "Backend.DEVICE"),
+    ("Backend::Compile", "Backend.COMPILE"),
+    ("Backend::Adapt", "Backend.ADAPT"),
+    ("Backend::Interpret", "Backend.INTERPRET"),
+    ("Options::answer_limit", "Options.answer_limit"),
+    ("Options::", "Options."),
+    ("LaneKind::", "ddx.Want."),
+    (
+        "this build of ddx has no device backend (cargo feature \"opencl\")",
+        "this build of ddx has no device backend (ddx.has_opencl is False)",
+    ),
+    ("model closure", "model function"),
+    ("closure", "model function"),
+    ("Vec<f64>", "float64 array"),
+    ("&[f64]", "float64 array"),
+];
+
+/// `text` with every Rust spelling of [`RESPELLED`] replaced.
+fn respell(text: String) -> String {
+    RESPELLED.iter().fold(text, |t, (rust, python)| {
+        if t.contains(rust) {
+            t.replace(rust, python)
+        } else {
+            t
+        }
+    })
+}
+
+/// The message Python shows for `err`: its code, then the text in Python's terms.
+pub(crate) fn python_message(err: &ddx::Error) -> String {
+    use ddx::Error as E;
+    match err {
+        E::NoArena => "no_arena: an expression was made outside a model: call ddx.var, and \
+                       combine expressions, inside the function passed to ddx.equation"
+            .into(),
+        E::SealedArena => "sealed_arena: an expression was used outside the model function \
+                           that made it, which has already returned or is running on another \
+                           thread; build every expression inside the function passed to \
+                           ddx.equation, on the thread that calls it"
+            .into(),
+        E::ForeignExpression => "foreign_expression: an expression of an enclosing model was \
+                                 used inside a nested ddx.equation; each model's expressions \
+                                 stay in its own function"
+            .into(),
+        E::TooLarge {
+            call,
+            values,
+            limit,
+        } => format!(
+            "too_large: {} would answer {values} values, more than the limit of {limit} \
+             (Options.answer_limit: raise it by assigning eq.options, e.g. \
+             eq.options = eq.options.model_copy(update={{\"answer_limit\": {values}}}))",
+            python_call(call)
+        ),
+        E::NotScalar { call, outputs } => format!(
+            "not_scalar: {} needs an equation of one output; this one has {outputs}",
+            python_call(call)
+        ),
+        other => respell(other.to_string()),
+    }
+}
+
+/// A Rust call name in a message as Python names it: a lane's (`"hvp"`) is the method of
+/// `Equation`; one already spelled for Python (`"Equation.hvp"`) stays.
+fn python_call(call: &str) -> String {
+    match LaneKind::ALL.iter().find(|k| k.name() == call) {
+        Some(&k) => method_of(k).to_string(),
+        None => respell(call.to_string()),
+    }
 }
 
 /// A `ddx.Error` with `code` and `message`, for a check made on the Python side of a call

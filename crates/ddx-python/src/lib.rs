@@ -5,7 +5,10 @@
 //! and the `ddx.Error` exception, and the dispatch of `ddx.equation`.
 //!
 //! Module map:
-//! - [`errors`]: the one conversion from [`ddx::Error`] to `ddx.Error`;
+//! - [`errors`]: the one conversion from [`ddx::Error`] to `ddx.Error`, in Python's
+//!   spellings;
+//! - [`args`]: integer arguments (orders, indices, counts, lanes) read as any `int` and
+//!   range-checked into `ddx.Error`;
 //! - [`expression`]: `Expression`, `var`, the free functions and `select`;
 //! - [`points`]: reading a point, a direction or a batch from any Python spelling;
 //! - [`blocks`]: running one lane over columns into dense NumPy answers;
@@ -24,6 +27,7 @@
 
 use pyo3::prelude::*;
 
+mod args;
 mod blocks;
 mod call;
 mod device;

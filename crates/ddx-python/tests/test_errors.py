@@ -220,8 +220,9 @@ def test_compiler_failures_are_status_not_exceptions():
 
 
 def test_codes_python_cannot_reach():
-    """``duplicate_symbol`` needs a name twice in one point (a dict cannot hold that) and
-    ``index_out_of_range`` a symbol by position (no Python call takes one); both exist in
-    ``errc`` all the same, with the Rust numbering."""
+    """``duplicate_symbol`` needs a name twice in one point (a dict cannot hold that); it
+    exists in ``errc`` all the same, with the Rust numbering. ``index_out_of_range`` is
+    Python's for a ``want`` that names no lane (no Python call takes a symbol by
+    position)."""
     assert ddx.errc.duplicate_symbol.name == "duplicate_symbol"
-    assert ddx.errc.index_out_of_range.name == "index_out_of_range"
+    assert code_of(lambda: ddx.equation("x").nodes(want=-1)) is ddx.errc.index_out_of_range

@@ -313,7 +313,7 @@ def column_names(eq: Equation, want: Want = Want.JACOBIAN) -> list[str]:
     """The names of the columns :func:`assign` adds, as ``ddx batch`` names them: ``f``,
     ``df/dx`` for every symbol, ``d2f/dxdy`` for every pair ``x ≤ y`` in symbol order (the
     Hessian is symmetric). A system's outputs are numbered: ``f0``, ``df0/dx``, ``d2f0/dxdy``."""
-    want = _frame_want(want)
+    want = _frame_want(want, "ddx.dask.column_names")
     names = eq.symbols
     stems = [f"f{k}" for k in range(eq.outputs)] if _is_system(eq) else ["f"]
     out = []
@@ -334,7 +334,13 @@ def _is_system(eq: Equation) -> bool:
     return np.ndim(eq.evaluate(np.zeros((eq.arity, 0)))) == 2
 
 
-def _frame_want(want: Any) -> Want:
+def _frame_want(want: Any, call: str = "ddx.dask.assign") -> Want:
+    if isinstance(want, int) and not 0 <= want < len(Want):
+        raise Error(
+            f"index_out_of_range: {call}: want={want} names no ddx.Want "
+            f"(a lane is an int from 0 to {len(Want) - 1})",
+            errc.index_out_of_range,
+        )
     want = Want(want)
     if want not in _FRAME_WANTS:
         raise ValueError(f"assign computes VALUE, JACOBIAN or HESSIAN columns, not {want.name}")
