@@ -170,6 +170,25 @@ pub enum Error {
         /// Whether the pairs were a point or a direction (`jvp`, `hvp`).
         role: PointRole,
     },
+    /// One name was used both as a symbol (`rt::var`) and as a parameter (`rt::param`) of
+    /// one model, or listed twice as a text's parameter. Its code is
+    /// [`Errc::DuplicateSymbol`].
+    #[error("duplicate_symbol: `{name}` is both a symbol and a parameter of the model")]
+    ParameterConflict {
+        /// The name.
+        name: String,
+    },
+    /// A call of an equation with parameters was given no values for them: bind them with
+    /// `Equation::with_params` (or, in a batch call, give one column per parameter after
+    /// the symbol columns). Its code is [`Errc::ShortPoint`].
+    #[error(
+        "short_point: parameter `{name}` has no value: bind the parameters with \
+         `with_params`, or give a batch call one column per parameter after the symbols'"
+    )]
+    UnboundParameter {
+        /// The first parameter (in canonical order) without a value.
+        name: String,
+    },
     /// An index does not name a symbol of the equation.
     #[error(
         "index_out_of_range: index {index} names no symbol; the equation has {}",
@@ -194,11 +213,11 @@ pub enum Error {
         /// Columns given.
         got: usize,
     },
-    /// A batch column's length differs from the point count (the first point column's
-    /// length).
+    /// A batch column's length differs from the point count (the longest input column's
+    /// length), and is not 1 (an input column of length 1 is broadcast).
     #[error(
         "column_length: {block} column {column} holds {}, but the batch has {} (the length \
-         of the first point column)",
+         of the longest input column; an input column of 1 value is broadcast)",
         count(*.got, "value"),
         count(*.expected, "point")
     )]
@@ -598,9 +617,13 @@ impl Error {
             Error::WrongDirection { .. } => Errc::WrongDirection,
             Error::WrongOutputLength { .. } => Errc::WrongOutputLength,
             Error::NotScalar { .. } => Errc::NotScalar,
-            Error::ShortPoint { .. } | Error::MissingSymbol { .. } => Errc::ShortPoint,
+            Error::ShortPoint { .. }
+            | Error::MissingSymbol { .. }
+            | Error::UnboundParameter { .. } => Errc::ShortPoint,
             Error::UnknownSymbol { .. } => Errc::UnknownSymbol,
-            Error::DuplicateSymbol { .. } => Errc::DuplicateSymbol,
+            Error::DuplicateSymbol { .. } | Error::ParameterConflict { .. } => {
+                Errc::DuplicateSymbol
+            }
             Error::IndexOutOfRange { .. } => Errc::IndexOutOfRange,
             Error::WrongColumnCount { .. } => Errc::WrongColumnCount,
             Error::ColumnLength { .. } => Errc::ColumnLength,

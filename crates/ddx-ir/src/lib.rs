@@ -29,7 +29,7 @@ pub mod testing;
 pub mod text;
 mod verify;
 
-pub use builder::{build, var};
+pub use builder::{build, param, var};
 pub use colour::{Colouring, HessianLayout};
 pub use error::{Block, Errc, Error, PointRole, Result, VectorRole};
 pub use expr::unary_fns::*;

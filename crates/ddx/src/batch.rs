@@ -1,5 +1,12 @@
-//! Batch calls: one column per symbol in, one column per value, Jacobian cell or product
-//! out; the point count is the columns' length.
+//! Batch calls: one column per symbol (then per parameter) in, one column per value,
+//! Jacobian cell or product out; the point count is the longest input column's length.
+//!
+//! **Broadcast.** An input column of length 1 — a symbol's, a parameter's, a direction's
+//! or a weight's — holds one value for every point. Such a batch runs in stages of
+//! [`STAGE`] points, each with a small buffer per broadcast column filled with its value,
+//! so no column is ever materialised at the batch's length; each point still runs the same
+//! instructions as its per-point call. Given only the symbol columns, an equation with
+//! bound parameters (`Equation::with_params`) broadcasts the bound values.
 //!
 //! Every column is checked before anything runs, so an error writes nothing. The lane's
 //! block program then runs over the points in blocks (see `interp::block`); above
@@ -32,6 +39,9 @@ type Pointers<T> = SmallVec<[T; 64]>;
 struct Table {
     len: usize,
     inputs: Pointers<*const f64>,
+    /// Whether each input is one value broadcast to every point (a column of length 1 in
+    /// a batch of another length).
+    broadcast: Pointers<bool>,
     outputs: Pointers<*mut f64>,
 }
 
@@ -49,23 +59,68 @@ impl Columns for Table {
 }
 
 impl Table {
-    /// A table whose point count is the length of the first point column.
-    fn new(xs: &[&[f64]]) -> Self {
+    /// A table whose point count is the length of the longest column of the input
+    /// `blocks` (columns of length 1 are broadcast to it).
+    fn new(blocks: &[&[&[f64]]]) -> Self {
         Table {
-            len: xs.first().map_or(0, |c| c.len()),
+            len: blocks
+                .iter()
+                .flat_map(|b| b.iter().map(|c| c.len()))
+                .max()
+                .unwrap_or(0),
             ..Table::default()
         }
     }
 
-    /// Checks and appends an input block of `expected` columns.
+    /// Checks and appends an input block of `expected` columns, each `len` long or of
+    /// length 1 (broadcast).
     fn read(
         &mut self,
         block: Block,
         columns: &[&[f64]],
         expected: usize,
     ) -> Result<&mut Self, Error> {
-        check(block, columns, expected, self.len)?;
+        check_inputs(block, columns, expected, self.len)?;
         self.inputs.extend(columns.iter().map(|c| c.as_ptr()));
+        let len = self.len;
+        self.broadcast
+            .extend(columns.iter().map(|c| c.len() != len));
+        Ok(self)
+    }
+
+    /// Checks and appends the point block: `n` symbol columns then `p` parameter columns,
+    /// or only the `n` symbol columns when `bound` holds the `p` parameter values (each is
+    /// then broadcast).
+    ///
+    /// # Errors
+    /// [`Error::UnboundParameter`] (from `unbound`) for `n` columns with nothing bound;
+    /// [`Error::WrongColumnCount`] (expecting `n + p`) for any other count but `n`; those
+    /// of [`Table::read`].
+    fn points(
+        &mut self,
+        xs: &[&[f64]],
+        n: usize,
+        p: usize,
+        bound: &[f64],
+        unbound: impl FnOnce() -> Error,
+    ) -> Result<&mut Self, Error> {
+        if p == 0 || xs.len() == n + p {
+            return self.read(Block::Points, xs, n + p);
+        }
+        if xs.len() != n {
+            return Err(Error::WrongColumnCount {
+                block: Block::Points,
+                expected: n + p,
+                got: xs.len(),
+            });
+        }
+        if bound.len() != p {
+            return Err(unbound());
+        }
+        self.read(Block::Points, xs, n)?;
+        self.inputs.extend(bound.iter().map(|v| v as *const f64));
+        let one = self.len != 1;
+        self.broadcast.extend(bound.iter().map(|_| one));
         Ok(self)
     }
 
@@ -80,6 +135,36 @@ impl Table {
         self.outputs
             .extend(columns.iter_mut().map(|c| c.as_mut_ptr()));
         Ok(self)
+    }
+}
+
+/// Checks that the input `block` has `expected` columns of `len` points or of one
+/// (broadcast).
+fn check_inputs(
+    block: Block,
+    columns: &[&[f64]],
+    expected: usize,
+    len: usize,
+) -> Result<(), Error> {
+    if columns.len() != expected {
+        return Err(Error::WrongColumnCount {
+            block,
+            expected,
+            got: columns.len(),
+        });
+    }
+    match columns
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.len() != len && c.len() != 1)
+    {
+        Some((column, c)) => Err(Error::ColumnLength {
+            block,
+            column,
+            expected: len,
+            got: c.len(),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -152,6 +237,40 @@ impl<S: Shape> Equation<S> {
     /// Runs lane `kind` over a checked table: through the lane's kernel when one answers
     /// it, else the block interpreter.
     fn batch(&self, kind: LaneKind, table: &Table) {
+        if table.broadcasts() {
+            if let Some(full) = self
+                .device
+                .batch(&self.lanes, kind)
+                .and(table.materialised())
+            {
+                // The device reads whole columns: the broadcast ones are spelled out.
+                return self.batch(kind, &full.table());
+            }
+            let p = self.prepared(kind);
+            if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
+                let work = table.len.saturating_mul(p.lane.graph.len().max(1));
+                split(table.len, work, STAGE, |start, len| {
+                    table.staged(start, len, |inputs, outputs, n| {
+                        // SAFETY: `staged` hands out pointers to `n` readable values per
+                        // input (a stage of the caller's checked columns, or a broadcast
+                        // buffer) and `n` writable ones per output, disjoint from every
+                        // other stage's.
+                        unsafe { kernel.run_columns(inputs, outputs, 0, n) }
+                    });
+                });
+            } else {
+                let program = p.batch();
+                let work = table.len.saturating_mul(program.len().max(1));
+                split(table.len, work, STAGE, |start, len| {
+                    table.staged(start, len, |inputs, outputs, n| {
+                        let stage = Stage { inputs, outputs };
+                        // SAFETY: as above.
+                        unsafe { program.run_columns(&stage, 0, n) }
+                    });
+                });
+            }
+            return;
+        }
         let p = self.prepared(kind);
         if let Some(kernel) = self.device.batch(&self.lanes, kind) {
             let host = HostColumns {
@@ -191,9 +310,11 @@ impl<S: Shape> Equation<S> {
     /// [`Error::WrongColumnCount`] when a block has the wrong number of columns,
     /// [`Error::ColumnLength`] when a column is not `p` long. Nothing is written then.
     pub fn evaluate_batch(&self, xs: &[&[f64]], values: &mut [&mut [f64]]) -> Result<(), Error> {
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?
-            .write(Block::Values, values, self.outputs())?;
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?
+        .write(Block::Values, values, self.outputs())?;
         self.batch(LaneKind::Value, &t);
         Ok(())
     }
@@ -212,10 +333,12 @@ impl<S: Shape> Equation<S> {
         values: &mut [&mut [f64]],
         partials: &mut [&mut [f64]],
     ) -> Result<(), Error> {
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?
-            .write(Block::Values, values, self.outputs())?
-            .write(Block::Partials, partials, self.cells(LaneKind::Jacobian))?;
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?
+        .write(Block::Values, values, self.outputs())?
+        .write(Block::Partials, partials, self.cells(LaneKind::Jacobian))?;
         self.batch(LaneKind::Jacobian, &t);
         Ok(())
     }
@@ -226,12 +349,11 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// As [`Equation::evaluate_batch`].
     pub fn gradient_batch(&self, xs: &[&[f64]], partials: &mut [&mut [f64]]) -> Result<(), Error> {
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?.write(
-            Block::Partials,
-            partials,
-            self.cells(LaneKind::Gradient),
-        )?;
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?
+        .write(Block::Partials, partials, self.cells(LaneKind::Gradient))?;
         self.batch(LaneKind::Gradient, &t);
         Ok(())
     }
@@ -249,8 +371,8 @@ impl<S: Shape> Equation<S> {
         products: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let (n, m) = (self.arity(), self.outputs());
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, n)?
+        let mut t = Table::new(&[xs, vs]);
+        t.points(xs, n, self.param_count(), &self.bound, || self.unbound())?
             .read(Block::Directions, vs, n)?
             .write(Block::Values, values, m)?
             .write(Block::Products, products, m)?;
@@ -271,8 +393,8 @@ impl<S: Shape> Equation<S> {
         products: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let (n, m) = (self.arity(), self.outputs());
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, n)?
+        let mut t = Table::new(&[xs, ws]);
+        t.points(xs, n, self.param_count(), &self.bound, || self.unbound())?
             .read(Block::Weights, ws, m)?
             .write(Block::Values, values, m)?
             .write(Block::Products, products, n)?;
@@ -292,9 +414,12 @@ impl<S: Shape> Equation<S> {
         outputs: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let lane = &self.prepared(kind).lane;
-        let mut t = Table::new(inputs);
-        t.read(Block::Points, inputs, lane.symbols + lane.seeds)?
-            .write(Block::Values, outputs, lane.outputs.len())?;
+        let mut t = Table::new(&[inputs]);
+        t.read(Block::Points, inputs, lane.inputs())?.write(
+            Block::Values,
+            outputs,
+            lane.outputs.len(),
+        )?;
         self.batch(kind, &t);
         Ok(())
     }
@@ -320,11 +445,13 @@ impl<S: Shape> Equation<S> {
         hessians: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let m = self.outputs();
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?
-            .write(Block::Values, values, m)?
-            .write(Block::Partials, partials, self.cells(LaneKind::Hessian))?
-            .write(Block::Hessians, hessians, m * self.hessian_columns())?;
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?
+        .write(Block::Values, values, m)?
+        .write(Block::Partials, partials, self.cells(LaneKind::Hessian))?
+        .write(Block::Hessians, hessians, m * self.hessian_columns())?;
         self.batch(LaneKind::Hessian, &t);
         Ok(())
     }
@@ -348,8 +475,8 @@ impl<S: Shape> Equation<S> {
     ) -> Result<(), Error> {
         self.scalar_only("hvp_batch")?;
         let n = self.arity();
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, n)?
+        let mut t = Table::new(&[xs, vs]);
+        t.points(xs, n, self.param_count(), &self.bound, || self.unbound())?
             .read(Block::Directions, vs, n)?
             .write(Block::Values, values, 1)?
             .write(Block::Partials, partials, self.cells(LaneKind::Hvp))?
@@ -376,8 +503,10 @@ impl<S: Shape> Equation<S> {
         tensors: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let size = self.tensor_size(k)?;
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?;
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?;
         check(Block::Tensors, tensors, size, t.len)?;
         let lane = self.tensor_lane(k)?;
         let dense = lane.unique_of.len().max(1);
@@ -394,7 +523,19 @@ impl<S: Shape> Equation<S> {
         }
         t.outputs
             .extend(first.iter().map(|&c| tensors[c].as_mut_ptr()));
-        run(lane.batch(), &t);
+        let program = lane.batch();
+        if t.broadcasts() {
+            let work = t.len.saturating_mul(program.len().max(1));
+            split(t.len, work, STAGE, |start, len| {
+                t.staged(start, len, |inputs, outputs, n| {
+                    let stage = Stage { inputs, outputs };
+                    // SAFETY: as in `Equation::batch`.
+                    unsafe { program.run_columns(&stage, 0, n) }
+                });
+            });
+        } else {
+            run(program, &t);
+        }
         for r in 0..self.outputs() {
             for (d, &u) in lane.unique_of.iter().enumerate() {
                 let src = first[r * lane.unique + u as usize];
@@ -410,6 +551,133 @@ impl<S: Shape> Equation<S> {
             }
         }
         Ok(())
+    }
+}
+
+/// Points per stage of a batch with broadcast columns: a multiple of every block size and
+/// vector width, and small enough that a stage's broadcast buffers stay in cache.
+const STAGE: usize = 1024;
+
+/// One stage's column pointers (`Table::staged`), as the block interpreter reads them.
+struct Stage<'a> {
+    inputs: &'a [*const f64],
+    outputs: &'a [*mut f64],
+}
+
+// SAFETY: as `Table`: the pointers are read by one thread, for one stage.
+unsafe impl Sync for Stage<'_> {}
+
+impl Columns for Stage<'_> {
+    fn input(&self, k: usize) -> *const f64 {
+        self.inputs[k]
+    }
+    fn output(&self, k: usize) -> *mut f64 {
+        self.outputs[k]
+    }
+}
+
+/// A table's columns with every broadcast one spelled out at the batch's length.
+struct Materialised {
+    len: usize,
+    columns: Vec<Vec<f64>>,
+    inputs: Pointers<*const f64>,
+    broadcast: Pointers<bool>,
+    outputs: Pointers<*mut f64>,
+}
+
+impl Materialised {
+    fn table(&self) -> Table {
+        let mut spelled = self.columns.iter();
+        Table {
+            len: self.len,
+            inputs: self
+                .inputs
+                .iter()
+                .zip(&self.broadcast)
+                .map(|(&p, &b)| {
+                    if b {
+                        spelled.next().map_or(p, |c| c.as_ptr())
+                    } else {
+                        p
+                    }
+                })
+                .collect(),
+            broadcast: self.broadcast.iter().map(|_| false).collect(),
+            outputs: self.outputs.clone(),
+        }
+    }
+}
+
+impl Table {
+    /// Whether some input is broadcast.
+    fn broadcasts(&self) -> bool {
+        self.broadcast.iter().any(|&b| b)
+    }
+
+    /// The broadcast columns spelled out at the batch's length (for the device, which
+    /// reads whole columns); `None` when they would take more memory than is sensible
+    /// (the CPU answers then).
+    fn materialised(&self) -> Option<Materialised> {
+        let count = self.broadcast.iter().filter(|&&b| b).count();
+        if count.checked_mul(self.len)? > 1 << 28 {
+            return None;
+        }
+        let columns = self
+            .inputs
+            .iter()
+            .zip(&self.broadcast)
+            .filter(|(_, &b)| b)
+            // SAFETY: a broadcast input points at one readable value (checked).
+            .map(|(&p, _)| vec![unsafe { *p }; self.len])
+            .collect();
+        Some(Materialised {
+            len: self.len,
+            columns,
+            inputs: self.inputs.clone(),
+            broadcast: self.broadcast.clone(),
+            outputs: self.outputs.clone(),
+        })
+    }
+
+    /// Calls `body(inputs, outputs, n)` for each stage of at most [`STAGE`] points of
+    /// `start..start + len`: pointers to the stage's first point in every column, a
+    /// broadcast input pointing at a buffer of `n` copies of its value.
+    fn staged(
+        &self,
+        start: usize,
+        len: usize,
+        mut body: impl FnMut(&[*const f64], &[*mut f64], usize),
+    ) {
+        let buffers: Vec<Vec<f64>> = self
+            .inputs
+            .iter()
+            .zip(&self.broadcast)
+            .filter(|(_, &b)| b)
+            // SAFETY: a broadcast input points at one readable value (checked).
+            .map(|(&p, _)| vec![unsafe { *p }; STAGE.min(len)])
+            .collect();
+        let mut inputs: Pointers<*const f64> = self.inputs.clone();
+        let mut outputs: Pointers<*mut f64> = self.outputs.clone();
+        let mut at = start;
+        while at < start + len {
+            let n = STAGE.min(start + len - at);
+            let mut b = buffers.iter();
+            for ((slot, &base), &broadcast) in
+                inputs.iter_mut().zip(&self.inputs).zip(&self.broadcast)
+            {
+                *slot = if broadcast {
+                    b.next().map_or(base, |v| v.as_ptr())
+                } else {
+                    // The column holds `self.len` values, and `at < self.len`.
+                    base.wrapping_add(at)
+                };
+            }
+            for (slot, &base) in outputs.iter_mut().zip(&self.outputs) {
+                *slot = base.wrapping_add(at);
+            }
+            body(&inputs, &outputs, n);
+            at += n;
+        }
     }
 }
 

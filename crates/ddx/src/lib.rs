@@ -169,9 +169,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub mod rt {
     use super::{Equation, Error, ModelOutput};
 
-    pub use ddx_ir::var;
+    pub use ddx_ir::{param, var};
 
-    pub use crate::text::{equation_text, parse_expr, system_text};
+    pub use crate::text::{
+        equation_text, equation_text_with_params, parse_expr, system_text, system_text_with_params,
+    };
 
     /// Runs `model` — a closure that names symbols with [`var`] and returns one [`Expr`]
     /// (a scalar function) or an array or `Vec` of them (a system) — and answers the

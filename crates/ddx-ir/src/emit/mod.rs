@@ -265,7 +265,15 @@ fn describe(lane: &Lane, symbols: &[String]) -> Vec<String> {
             lane.outputs.len(),
             lane.values
         ),
-        format!("Symbols, in this order: [{}].", names.join(", ")),
+        if lane.params > 0 {
+            format!(
+                "Inputs, in this order: [{}]: the symbols, then {} parameter(s) (never differentiated).",
+                names.join(", "),
+                lane.params
+            )
+        } else {
+            format!("Symbols, in this order: [{}].", names.join(", "))
+        },
     ]
 }
 

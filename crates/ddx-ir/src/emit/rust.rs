@@ -30,7 +30,7 @@ pub fn rust(
 ) -> Result<String, Error> {
     check_name(name)?;
     let g = &lane.graph;
-    let (n, s, m) = (lane.symbols, lane.seeds, lane.outputs.len());
+    let (n, s, m) = (lane.seed_base(), lane.seeds, lane.outputs.len());
     let mut out = String::new();
     for line in describe(lane, symbols) {
         let _ = writeln!(out, "/// {line}");

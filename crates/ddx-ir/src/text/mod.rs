@@ -227,12 +227,32 @@ impl Sink for ExprSink<'_> {
 /// - [`Error::NoOutputs`] when there are no formulas;
 /// - [`Error::NoGraph`] when every output is a literal (none names a symbol).
 pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
+    model_with_params(formulas, &[] as &[&str])
+}
+
+/// [`model`] where each name in `params` is a parameter (an input never differentiated,
+/// see [`Model`]) and every other name a symbol. A listed name the formulas do not use is
+/// a parameter all the same; a name listed twice is one parameter.
+///
+/// # Errors
+/// As [`model`].
+pub fn model_with_params<P: AsRef<str>>(
+    formulas: &[Formula],
+    params: &[P],
+) -> Result<Model, Error> {
     if formulas.is_empty() {
         return Err(Error::NoOutputs);
     }
     let mut graph = Graph::new();
     let mut names: Vec<String> = Vec::new();
     let mut index: FxHashMap<&str, SymbolId> = FxHashMap::default();
+    for p in params {
+        index.entry(p.as_ref()).or_insert_with(|| {
+            names.push(p.as_ref().to_string());
+            SymbolId::from_index(names.len() - 1)
+        });
+    }
+    let listed = names.len();
     let mut outputs = Vec::with_capacity(formulas.len());
     for f in formulas {
         let symbols = f
@@ -255,7 +275,8 @@ pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
     if outputs.iter().all(|&o| graph.constant_of(o).is_some()) {
         return Err(Error::NoGraph);
     }
-    Ok(Model::seal(&graph, &outputs, names))
+    let is_param: Vec<bool> = (0..names.len()).map(|i| i < listed).collect();
+    Ok(Model::seal_with_params(&graph, &outputs, names, &is_param))
 }
 
 /// Parses each text and seals them into one model: [`Formula::parse`], then [`model`].
@@ -264,12 +285,23 @@ pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
 /// The first parse error, its [`Location::output`] set to the index of the text that
 /// failed; else those of [`model`].
 pub fn parse_model<S: AsRef<str>>(texts: &[S]) -> Result<Model, Error> {
+    parse_model_with_params(texts, &[] as &[&str])
+}
+
+/// [`parse_model`] where each name in `params` is a parameter ([`model_with_params`]).
+///
+/// # Errors
+/// As [`parse_model`].
+pub fn parse_model_with_params<S: AsRef<str>, P: AsRef<str>>(
+    texts: &[S],
+    params: &[P],
+) -> Result<Model, Error> {
     let formulas = texts
         .iter()
         .enumerate()
         .map(|(i, t)| Formula::parse(t.as_ref()).map_err(|e| in_output(e, i)))
         .collect::<Result<Vec<_>, _>>()?;
-    model(&formulas)
+    model_with_params(&formulas, params)
 }
 
 /// A parse error of text `i` of several, saying so.

@@ -261,7 +261,7 @@ impl fmt::Display for Model {
                 f.write_str("\n")?;
             }
             write!(f, "f{i}: ")?;
-            fmt::Display::fmt(&infix(self.graph(), out, self.symbols()), f)?;
+            fmt::Display::fmt(&infix(self.graph(), out, self.inputs()), f)?;
         }
         Ok(())
     }

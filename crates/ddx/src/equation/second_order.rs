@@ -302,7 +302,12 @@ impl<S: Shape> Equation<S> {
             });
         }
         let model = self.model();
-        let mut series = taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], order)?;
+        // The one symbol moves; the parameters (after it) stay at their bound values.
+        let x = self.with_inputs(&[x0], 0, |_| Ok(()), |x| x.to_vec())?;
+        let mut direction = vec![0.0; x.len()];
+        direction[0] = 1.0;
+        let mut series =
+            taylor::expand(model.graph(), model.outputs(), &x, &direction, &[], order)?;
         Ok(series.swap_remove(0))
     }
 }

@@ -112,7 +112,7 @@ impl<S: Shape> Equation<S> {
     /// anything is built); those of [`Equation::point`].
     pub fn derivative_tensor(&self, k: usize, point: impl crate::Point) -> Result<Vec<f64>, Error> {
         let size = self.tensor_size(k)?;
-        let x = self.point(point)?;
+        let x = self.with_inputs(&point, 0, |_| Ok(()), |x| x.to_vec())?;
         let t = self.tensor_lane(k)?;
         let mut unique = super::zeros(t.program.outputs());
         t.program.run(&x, &mut unique)?;
