@@ -562,6 +562,45 @@ pub enum Errc {
 }
 
 impl Errc {
+    /// Every code, in declaration order: the order Python's `ddx.errc` numbers them
+    /// (from 1), so each binding lists the codes from here rather than keeping its own copy.
+    pub const ALL: &'static [Errc] = &[
+        Errc::WrongArity,
+        Errc::WrongDirection,
+        Errc::WrongOutputLength,
+        Errc::NotScalar,
+        Errc::ShortPoint,
+        Errc::UnknownSymbol,
+        Errc::DuplicateSymbol,
+        Errc::IndexOutOfRange,
+        Errc::WrongColumnCount,
+        Errc::ColumnLength,
+        Errc::NoArena,
+        Errc::SealedArena,
+        Errc::ForeignExpression,
+        Errc::NoGraph,
+        Errc::BadSyntax,
+        Errc::UnknownFunction,
+        Errc::WrongArgumentCount,
+        Errc::NotUnivariate,
+        Errc::UnsupportedScalar,
+        Errc::OrderTooHigh,
+        Errc::JitTarget,
+        Errc::JitModule,
+        Errc::JitObject,
+        Errc::JitVerify,
+        Errc::JitCache,
+        Errc::NoDevice,
+        Errc::DeviceCompile,
+        Errc::DeviceLaunch,
+        Errc::ArchiveIo,
+        Errc::BadArchive,
+        Errc::ArchiveCorrupt,
+        Errc::ArchiveMismatch,
+        Errc::BadName,
+        Errc::TooLarge,
+    ];
+
     /// The code's spelling, e.g. `"wrong_arity"`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -721,5 +760,62 @@ mod tests {
             nearest: Some("b".into()),
         };
         assert!(e.to_string().contains("did you mean `b`"));
+    }
+}
+
+#[cfg(test)]
+mod errc_tests {
+    use super::Errc;
+
+    /// The match is exhaustive: a new code does not compile here until it is named, and
+    /// the assertion then fails until it is in [`Errc::ALL`] too.
+    #[test]
+    fn all_lists_every_code_once() {
+        fn listed(c: Errc) -> bool {
+            match c {
+                Errc::WrongArity
+                | Errc::WrongDirection
+                | Errc::WrongOutputLength
+                | Errc::NotScalar
+                | Errc::ShortPoint
+                | Errc::UnknownSymbol
+                | Errc::DuplicateSymbol
+                | Errc::IndexOutOfRange
+                | Errc::WrongColumnCount
+                | Errc::ColumnLength
+                | Errc::NoArena
+                | Errc::SealedArena
+                | Errc::ForeignExpression
+                | Errc::NoGraph
+                | Errc::BadSyntax
+                | Errc::UnknownFunction
+                | Errc::WrongArgumentCount
+                | Errc::NotUnivariate
+                | Errc::UnsupportedScalar
+                | Errc::OrderTooHigh
+                | Errc::JitTarget
+                | Errc::JitModule
+                | Errc::JitObject
+                | Errc::JitVerify
+                | Errc::JitCache
+                | Errc::NoDevice
+                | Errc::DeviceCompile
+                | Errc::DeviceLaunch
+                | Errc::ArchiveIo
+                | Errc::BadArchive
+                | Errc::ArchiveCorrupt
+                | Errc::ArchiveMismatch
+                | Errc::BadName
+                | Errc::TooLarge => Errc::ALL.contains(&c),
+            }
+        }
+        for &c in Errc::ALL {
+            assert!(listed(c));
+        }
+        let mut names: Vec<&str> = Errc::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Errc::ALL.len(), "a code listed twice");
+        assert_eq!(Errc::ALL.len(), 34);
     }
 }

@@ -509,6 +509,36 @@ impl Equation {
         Ok(py.detach(|| eq.wait_for_kernel(kind)))
     }
 
+    /// Under `Backend.DEVICE`, the device answering, as `"<platform> / <device> / <driver>
+    /// / <version>"`; `None` under every other backend. Raises `ddx.Error` when no device
+    /// answers (`no_device`: no OpenCL library, no platform, no double-precision device,
+    /// nothing matching `Options.device`, a build without OpenCL; `device_compile` with the
+    /// driver's build log; `device_launch`): the calls answer from the CPU then. Chooses
+    /// the device if no lane has yet (with the GIL released while OpenCL loads).
+    #[getter]
+    fn device_status(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let eq = self.rust();
+        match py.detach(|| eq.device_status()) {
+            None => Ok(None),
+            Some(r) => r.map(|info| Some(info.to_string())).or_raise(),
+        }
+    }
+
+    /// Columns of `points` points for lane `want` kept in device memory across calls, with
+    /// the lane's kernel (a `ddx.DeviceColumns`: `write`, `run`, `read`, each only when
+    /// asked). Waits for the lane's device kernel first, with the GIL released. Raises
+    /// `ddx.Error`: `no_device` unless the backend is `DEVICE` and a device answers, the
+    /// lane's `device_compile`, `device_launch` when the device cannot hold the columns.
+    #[pyo3(signature = (points, *, want = 1))]
+    fn device_columns(
+        &self,
+        py: Python<'_>,
+        points: usize,
+        want: u8,
+    ) -> PyResult<crate::device::DeviceColumns> {
+        crate::device::make(py, &self.rust(), want, points)
+    }
+
     /// What the code generator has done: a dict of counts and the last failures.
     #[getter]
     fn jit_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -11,40 +11,8 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-/// Every code, in the order `errc` numbers them (from 1).
-pub(crate) const CODES: &[Errc] = &[
-    Errc::WrongArity,
-    Errc::WrongDirection,
-    Errc::WrongOutputLength,
-    Errc::NotScalar,
-    Errc::ShortPoint,
-    Errc::UnknownSymbol,
-    Errc::DuplicateSymbol,
-    Errc::IndexOutOfRange,
-    Errc::WrongColumnCount,
-    Errc::ColumnLength,
-    Errc::NoArena,
-    Errc::SealedArena,
-    Errc::ForeignExpression,
-    Errc::NoGraph,
-    Errc::BadSyntax,
-    Errc::UnknownFunction,
-    Errc::WrongArgumentCount,
-    Errc::NotUnivariate,
-    Errc::UnsupportedScalar,
-    Errc::OrderTooHigh,
-    Errc::JitTarget,
-    Errc::JitModule,
-    Errc::JitObject,
-    Errc::JitVerify,
-    Errc::JitCache,
-    Errc::ArchiveIo,
-    Errc::BadArchive,
-    Errc::ArchiveCorrupt,
-    Errc::ArchiveMismatch,
-    Errc::BadName,
-    Errc::TooLarge,
-];
+/// Every code, in the order `errc` numbers them (from 1): the Rust declaration order.
+pub(crate) const CODES: &[Errc] = Errc::ALL;
 
 /// The spellings of [`CODES`], for `ddx._errors` to build `errc` from.
 pub(crate) fn names() -> Vec<&'static str> {

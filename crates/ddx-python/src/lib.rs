@@ -11,6 +11,7 @@
 //! - [`blocks`]: running one lane over columns into dense NumPy answers;
 //! - [`equation`]: `Equation` and its calls;
 //! - [`call`]: `Call`, the preallocated buffers of `Equation.buffer`;
+//! - [`device`]: `DeviceColumns`, a lane's columns resident on an OpenCL device;
 //! - [`options`]: `Options` across the boundary;
 //! - [`shape`]: an equation of either shape (`Scalar`, `System`), as Rust has them.
 //!
@@ -25,6 +26,7 @@ use pyo3::prelude::*;
 
 mod blocks;
 mod call;
+mod device;
 mod equation;
 mod errors;
 mod expression;
@@ -43,13 +45,14 @@ fn _ddx(m: &Bound<'_, PyModule>) -> PyResult<()> {
         option_env!("DDX_PYTHON_BUILD_STAMP").unwrap_or_default(),
     )?;
     m.add("has_jit", cfg!(feature = "jit"))?;
-    m.add("has_opencl", false)?;
+    m.add("has_opencl", cfg!(feature = "opencl"))?;
     m.add("ERRC_NAMES", errors::names())?;
     m.add("MAX_ORDER", ddx::MAX_ORDER)?;
     m.add_function(wrap_pyfunction!(default_options, m)?)?;
     expression::register(m)?;
     equation::register(m)?;
     m.add_class::<call::Call>()?;
+    m.add_class::<device::DeviceColumns>()?;
     Ok(())
 }
 

@@ -84,6 +84,16 @@ impl AnyEquation {
     pub(crate) fn uses_kernel(&self, want: LaneKind) -> bool {
         on!(self, e => e.uses_kernel(want))
     }
+    pub(crate) fn device_status(&self) -> Option<Result<ddx::cl::DeviceInfo, Error>> {
+        on!(self, e => e.device_status())
+    }
+    pub(crate) fn device_columns(
+        &self,
+        want: LaneKind,
+        points: usize,
+    ) -> Result<ddx::cl::DeviceColumns, Error> {
+        on!(self, e => e.device_columns(want, points))
+    }
     pub(crate) fn wait_for_kernel(&self, want: LaneKind) -> bool {
         on!(self, e => e.wait_for_kernel(want))
     }

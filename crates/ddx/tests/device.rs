@@ -306,9 +306,10 @@ fn resident_columns_answer_what_a_batch_call_answers() {
     );
 }
 
-/// Runs `test` of this binary in a child process with `env` set, under `wrapper` (a
-/// program and its arguments, given the binary and its arguments after them) if any, and
-/// asserts it passed; answers `false` (saying why) when the wrapper could not start it.
+/// Runs `test` of this binary in a child process with `env` set (an empty value removes
+/// the variable), under `wrapper` (a program and its arguments, given the binary and its
+/// arguments after them) if any, and asserts it passed; answers `false` (saying why) when
+/// the wrapper could not start it.
 fn in_child(test: &str, env: &[(&str, &str)], wrapper: &[String]) -> bool {
     let exe = std::env::current_exe().expect("the test binary");
     let mut cmd = match wrapper.split_first() {
@@ -322,7 +323,11 @@ fn in_child(test: &str, env: &[(&str, &str)], wrapper: &[String]) -> bool {
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"]);
     cmd.env("DDX_DEVICE_CHILD", test);
     for (k, v) in env {
-        cmd.env(k, v);
+        if v.is_empty() {
+            cmd.env_remove(k);
+        } else {
+            cmd.env(k, v);
+        }
     }
     let Ok(out) = cmd.output() else {
         eprintln!("skipped: {wrapper:?} cannot be run");
@@ -343,6 +348,34 @@ fn in_child(test: &str, env: &[(&str, &str)], wrapper: &[String]) -> bool {
         "child {test} did not run:\n{text}"
     );
     true
+}
+
+/// Every `libOpenCL.so*` the dynamic loader could open besides the usual folders: those
+/// `ldconfig -p` lists (a CUDA toolkit's, say) and those in `LD_LIBRARY_PATH`'s folders.
+fn opencl_libraries_on_search_path() -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    if let Ok(out) = Command::new("ldconfig").arg("-p").output() {
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some((name, path)) = line.trim().split_once(" => ") {
+                if name.starts_with("libOpenCL.so") {
+                    found.push(std::path::PathBuf::from(path.trim()));
+                }
+            }
+        }
+    }
+    for dir in std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+    {
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with("libOpenCL.so") {
+                    found.push(e.path());
+                }
+            }
+        }
+    }
+    found
 }
 
 /// In a child: the backend answers `no_device` with `detail` in its message, and the CPU
@@ -377,10 +410,16 @@ fn no_platform_answers_no_device_and_the_cpu_answers() {
         Err(_) => {
             let empty = tempfile::tempdir().expect("temp dir");
             let dir = empty.path().to_str().expect("utf-8 path");
-            // The ICD loader finds its drivers through OCL_ICD_VENDORS: an empty folder.
+            // The ICD loader finds its drivers through OCL_ICD_VENDORS (an empty folder
+            // here) unless OCL_ICD_FILENAMES names them (removed: some machines register
+            // their drivers there).
             in_child(
                 "no_platform_answers_no_device_and_the_cpu_answers",
-                &[("OCL_ICD_VENDORS", dir), ("OPENCL_VENDOR_PATH", dir)],
+                &[
+                    ("OCL_ICD_VENDORS", dir),
+                    ("OPENCL_VENDOR_PATH", dir),
+                    ("OCL_ICD_FILENAMES", ""),
+                ],
                 &[],
             );
         }
@@ -408,6 +447,8 @@ fn no_opencl_library_answers_no_device_and_the_cpu_answers() {
                 "/usr/local/lib/libOpenCL.so.1",
             ]
             .iter()
+            .map(std::path::PathBuf::from)
+            .chain(opencl_libraries_on_search_path())
             .filter_map(|p| std::fs::canonicalize(p).ok())
             .collect();
             targets.sort();

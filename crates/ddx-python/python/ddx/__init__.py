@@ -21,6 +21,7 @@ from typing import overload
 from ddx import _ddx
 from ddx._ddx import (
     Call,
+    DeviceColumns,
     Equation,
     Expression,
     abs,
@@ -152,6 +153,7 @@ __all__ = [
     "Backend",
     "Call",
     "Codegen",
+    "DeviceColumns",
     "Equation",
     "Error",
     "Expression",
