@@ -6,7 +6,8 @@
 //! Models: Huber (2 symbols), regular solution 16 and 32, UNIQUAC 16 (the peers' set,
 //! `shared/peers/models.py`). Inputs are drawn as the JAX script draws them.
 //!
-//! Run: `cargo run --release -p compare --bin device_bench -- [--max 10000000] [--ulp]`
+//! Run: `cargo run --release -p compare --bin device_bench -- [--max 10000000] [--ulp]
+//! [--no-build-times]`
 //! (the OpenCL device is the first GPU with double precision, else any; `DDX_DEVICE`
 //! selects another).
 
@@ -277,8 +278,10 @@ fn main() {
         "\nDevice build time per lane (the device compiler alone), lanes in LaneKind::ALL order:"
     );
     println!("| model | value | jacobian | gradient | jvp | vjp | hessian | hvp |\n|---|---|---|---|---|---|---|---|");
-    for (name, eq) in &models {
-        build_times(name, eq);
+    if !args.iter().any(|a| a == "--no-build-times") {
+        for (name, eq) in &models {
+            build_times(name, eq);
+        }
     }
     let sizes: Vec<usize> = [1_000, 10_000, 100_000, 1_000_000, 10_000_000]
         .into_iter()

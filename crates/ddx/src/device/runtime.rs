@@ -150,7 +150,11 @@ fn open(c: &Candidate) -> Result<Gpu, Error> {
     let queue =
         CommandQueue::create_default(&context, 0).map_err(|e| fail("clCreateCommandQueue", e))?;
     let max_group = d.max_work_group_size().unwrap_or(1).max(1);
-    let local = [256, 128, 64, 32, 16, 8, 4, 2, 1]
+    // 128 work-items per group: on the H200 a 148-register kernel (regsol16's gradient)
+    // runs 25 % faster than at 256, which leaves room for one group per SM only, and no
+    // kernel measured was more than 5 % slower (BENCHMARKS.md, "Where the device's time
+    // goes").
+    let local = [128, 64, 32, 16, 8, 4, 2, 1]
         .into_iter()
         .find(|&l| l <= max_group)
         .unwrap_or(1);
