@@ -230,6 +230,12 @@ pub(crate) fn apply(op: Op, args: &[Expr]) -> Expr {
     })
 }
 
+/// Records `e` as the innermost arena's error, if it has none yet (so the model's build
+/// fails with it); nothing outside a model closure.
+pub(crate) fn record_error(e: Error) {
+    record(e);
+}
+
 /// Records `e` as the innermost arena's error, if it has none yet.
 fn record(e: Error) {
     STACK.with(|s| {

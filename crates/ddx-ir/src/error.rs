@@ -49,6 +49,47 @@ impl fmt::Display for VectorRole {
     }
 }
 
+/// What went wrong with a user function ([`Error::UserFunction`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UserProblem {
+    /// It was registered with this many arguments; 1 or 2 are taken.
+    Arity(usize),
+    /// Its name is not an identifier, or is a built-in function's.
+    Name,
+    /// It was called with this many arguments.
+    ArgumentCount(usize),
+    /// Its code panicked, with this message.
+    Panicked(String),
+    /// A lane needs its partials of this order (2 or more), which were not given.
+    NotGiven(usize),
+    /// What cannot hold one: saving, the device, emitted source, the kernel cache.
+    Unsupported(&'static str),
+}
+
+impl fmt::Display for UserProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UserProblem::Arity(k) => write!(f, "a user function takes 1 or 2 arguments, not {k}"),
+            UserProblem::Name => f.write_str(
+                "the name must be an identifier (ASCII letters, digits, `_`) and no built-in \
+                 function's",
+            ),
+            UserProblem::ArgumentCount(k) => write!(f, "called with {k} arguments"),
+            UserProblem::Panicked(m) => write!(f, "the function panicked: {m}"),
+            UserProblem::NotGiven(2) => f.write_str(
+                "the call needs second partials, which the function was registered without \
+                 (register them with `with_second`)",
+            ),
+            UserProblem::NotGiven(k) => write!(
+                f,
+                "the call needs partials of order {k}; user functions give at most 2"
+            ),
+            UserProblem::Unsupported(what) => write!(f, "{what} cannot hold a user function"),
+        }
+    }
+}
+
 /// Which block of a batch call a column belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -188,6 +229,15 @@ pub enum Error {
     UnboundParameter {
         /// The first parameter (in canonical order) without a value.
         name: String,
+    },
+    /// A user function ([`crate::UserFunction`]) was registered or called wrongly, or its
+    /// code failed during a call: the call answers this instead of a value.
+    #[error("user_function: `{name}`: {problem}")]
+    UserFunction {
+        /// The function's name.
+        name: String,
+        /// What went wrong.
+        problem: UserProblem,
     },
     /// An index does not name a symbol of the equation.
     #[error(
@@ -559,6 +609,8 @@ pub enum Errc {
     BadName,
     /// See [`Error::TooLarge`].
     TooLarge,
+    /// See [`Error::UserFunction`].
+    UserFunction,
 }
 
 impl Errc {
@@ -599,6 +651,7 @@ impl Errc {
         Errc::ArchiveMismatch,
         Errc::BadName,
         Errc::TooLarge,
+        Errc::UserFunction,
     ];
 
     /// The code's spelling, e.g. `"wrong_arity"`.
@@ -638,6 +691,7 @@ impl Errc {
             Errc::ArchiveMismatch => "archive_mismatch",
             Errc::BadName => "bad_name",
             Errc::TooLarge => "too_large",
+            Errc::UserFunction => "user_function",
         }
     }
 }
@@ -690,6 +744,7 @@ impl Error {
             Error::ArchiveMismatch { .. } => Errc::ArchiveMismatch,
             Error::BadName { .. } => Errc::BadName,
             Error::TooLarge { .. } => Errc::TooLarge,
+            Error::UserFunction { .. } => Errc::UserFunction,
         }
     }
 }
@@ -806,7 +861,8 @@ mod errc_tests {
                 | Errc::ArchiveCorrupt
                 | Errc::ArchiveMismatch
                 | Errc::BadName
-                | Errc::TooLarge => Errc::ALL.contains(&c),
+                | Errc::TooLarge
+                | Errc::UserFunction => Errc::ALL.contains(&c),
             }
         }
         for &c in Errc::ALL {

@@ -236,7 +236,17 @@ impl<S: Shape> Equation<S> {
 
     /// Runs lane `kind` over a checked table: through the lane's kernel when one answers
     /// it, else the block interpreter.
-    fn batch(&self, kind: LaneKind, table: &Table) {
+    ///
+    /// # Errors
+    /// [`Error::UserFunction`] when user code failed at some point (a panic, a derivative
+    /// not given); the outputs are written all the same, NaN where it failed.
+    fn batch(&self, kind: LaneKind, table: &Table) -> Result<(), Error> {
+        let _ = ddx_ir::user::take_failure();
+        self.batch_run(kind, table).map_or(Ok(()), Err)
+    }
+
+    /// [`Equation::batch`], answering the first failure of user code.
+    fn batch_run(&self, kind: LaneKind, table: &Table) -> Option<Error> {
         if table.broadcasts() {
             if let Some(full) = self
                 .device
@@ -244,12 +254,12 @@ impl<S: Shape> Equation<S> {
                 .and(table.materialised())
             {
                 // The device reads whole columns: the broadcast ones are spelled out.
-                return self.batch(kind, &full.table());
+                return self.batch_run(kind, &full.table());
             }
             let p = self.prepared(kind);
             if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
                 let work = table.len.saturating_mul(p.lane.graph.len().max(1));
-                split(table.len, work, STAGE, |start, len| {
+                return split(table.len, work, STAGE, |start, len| {
                     table.staged(start, len, |inputs, outputs, n| {
                         // SAFETY: `staged` hands out pointers to `n` readable values per
                         // input (a stage of the caller's checked columns, or a broadcast
@@ -261,7 +271,7 @@ impl<S: Shape> Equation<S> {
             } else {
                 let program = p.batch();
                 let work = table.len.saturating_mul(program.len().max(1));
-                split(table.len, work, STAGE, |start, len| {
+                return split(table.len, work, STAGE, |start, len| {
                     table.staged(start, len, |inputs, outputs, n| {
                         let stage = Stage { inputs, outputs };
                         // SAFETY: as above.
@@ -269,7 +279,6 @@ impl<S: Shape> Equation<S> {
                     });
                 });
             }
-            return;
         }
         let p = self.prepared(kind);
         if let Some(kernel) = self.device.batch(&self.lanes, kind) {
@@ -279,25 +288,24 @@ impl<S: Shape> Equation<S> {
                 outputs: &table.outputs,
             };
             if self.device.run(kernel, kind, &host) {
-                return;
+                return None;
             }
             // The device failed (recorded in its status): the CPU answers, writing
             // every output.
         }
         if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
             let work = table.len.saturating_mul(p.lane.graph.len().max(1));
-            split(table.len, work, KERNEL_CHUNK, |start, len| {
+            return split(table.len, work, KERNEL_CHUNK, |start, len| {
                 // SAFETY: `batch` callers checked every column holds `table.len` values;
                 // `split` hands out disjoint ranges inside them; inputs are `&[f64]` and
                 // outputs distinct `&mut [f64]`, so none overlap.
                 unsafe { kernel.run_columns(&table.inputs, &table.outputs, start, len) }
             });
-            return;
         }
         let program = p.batch();
         debug_assert_eq!(table.inputs.len(), program.inputs());
         debug_assert_eq!(table.outputs.len(), program.outputs());
-        run(program, table);
+        run(program, table)
     }
 
     /// `f` at every point of a batch.
@@ -315,8 +323,7 @@ impl<S: Shape> Equation<S> {
             self.unbound()
         })?
         .write(Block::Values, values, self.outputs())?;
-        self.batch(LaneKind::Value, &t);
-        Ok(())
+        self.batch(LaneKind::Value, &t)
     }
 
     /// Values and the Jacobian's structural nonzeros at every point of a batch.
@@ -339,8 +346,7 @@ impl<S: Shape> Equation<S> {
         })?
         .write(Block::Values, values, self.outputs())?
         .write(Block::Partials, partials, self.cells(LaneKind::Jacobian))?;
-        self.batch(LaneKind::Jacobian, &t);
-        Ok(())
+        self.batch(LaneKind::Jacobian, &t)
     }
 
     /// The Jacobian's structural nonzeros at every point, from a lane that does not
@@ -354,8 +360,7 @@ impl<S: Shape> Equation<S> {
             self.unbound()
         })?
         .write(Block::Partials, partials, self.cells(LaneKind::Gradient))?;
-        self.batch(LaneKind::Gradient, &t);
-        Ok(())
+        self.batch(LaneKind::Gradient, &t)
     }
 
     /// Values and `J·v` at every point: `vs` holds one direction column per symbol;
@@ -376,8 +381,7 @@ impl<S: Shape> Equation<S> {
             .read(Block::Directions, vs, n)?
             .write(Block::Values, values, m)?
             .write(Block::Products, products, m)?;
-        self.batch(LaneKind::Jvp, &t);
-        Ok(())
+        self.batch(LaneKind::Jvp, &t)
     }
 
     /// Values and `wᵀ·J` at every point: `ws` holds one weight column per function;
@@ -398,8 +402,7 @@ impl<S: Shape> Equation<S> {
             .read(Block::Weights, ws, m)?
             .write(Block::Values, values, m)?
             .write(Block::Products, products, n)?;
-        self.batch(LaneKind::Vjp, &t);
-        Ok(())
+        self.batch(LaneKind::Vjp, &t)
     }
 }
 
@@ -420,8 +423,7 @@ impl<S: Shape> Equation<S> {
             outputs,
             lane.outputs.len(),
         )?;
-        self.batch(kind, &t);
-        Ok(())
+        self.batch(kind, &t)
     }
 }
 
@@ -452,8 +454,7 @@ impl<S: Shape> Equation<S> {
         .write(Block::Values, values, m)?
         .write(Block::Partials, partials, self.cells(LaneKind::Hessian))?
         .write(Block::Hessians, hessians, m * self.hessian_columns())?;
-        self.batch(LaneKind::Hessian, &t);
-        Ok(())
+        self.batch(LaneKind::Hessian, &t)
     }
 
     /// Values, the gradient's structural nonzeros and `H·v` at every point: `vs` holds one
@@ -481,8 +482,7 @@ impl<S: Shape> Equation<S> {
             .write(Block::Values, values, 1)?
             .write(Block::Partials, partials, self.cells(LaneKind::Hvp))?
             .write(Block::Products, products, n)?;
-        self.batch(LaneKind::Hvp, &t);
-        Ok(())
+        self.batch(LaneKind::Hvp, &t)
     }
 }
 
@@ -524,7 +524,8 @@ impl<S: Shape> Equation<S> {
         t.outputs
             .extend(first.iter().map(|&c| tensors[c].as_mut_ptr()));
         let program = lane.batch();
-        if t.broadcasts() {
+        let _ = ddx_ir::user::take_failure();
+        let failed = if t.broadcasts() {
             let work = t.len.saturating_mul(program.len().max(1));
             split(t.len, work, STAGE, |start, len| {
                 t.staged(start, len, |inputs, outputs, n| {
@@ -532,9 +533,12 @@ impl<S: Shape> Equation<S> {
                     // SAFETY: as in `Equation::batch`.
                     unsafe { program.run_columns(&stage, 0, n) }
                 });
-            });
+            })
         } else {
-            run(program, &t);
+            run(program, &t)
+        };
+        if let Some(e) = failed {
+            return Err(e);
         }
         for r in 0..self.outputs() {
             for (d, &u) in lane.unique_of.iter().enumerate() {
@@ -685,28 +689,44 @@ impl Table {
 /// it, so only a batch's last chunk runs a remainder loop).
 const KERNEL_CHUNK: usize = 64;
 
-/// Runs `program` over the points of `table`, split across threads when large.
-fn run(program: &Program, table: &Table) {
+/// Runs `program` over the points of `table`, split across threads when large; answers
+/// the first failure of user code.
+fn run(program: &Program, table: &Table) -> Option<Error> {
     let work = table.len.saturating_mul(program.len().max(1));
     split(table.len, work, program.block_size(), |start, len| {
         // SAFETY: `batch` checked every column holds `table.len` values, and `split`
         // hands out disjoint point ranges inside them.
         unsafe { program.run_columns(table, start, len) }
-    });
+    })
 }
 
 /// Calls `body(start, len)` over `0..len` points: at once on this thread when `work`
 /// (instruction-points) is below [`PARALLEL_WORK`], else in disjoint chunks of a multiple
 /// of `block` points across rayon's threads.
-fn split(len: usize, work: usize, block: usize, body: impl Fn(usize, usize) + Sync) {
+///
+/// Answers the first failure user code recorded (`ddx_ir::user::take_failure`) on any of
+/// the threads, taken after each piece.
+fn split(
+    len: usize,
+    work: usize,
+    block: usize,
+    body: impl Fn(usize, usize) + Sync,
+) -> Option<Error> {
     let threads = rayon::current_num_threads();
     if threads <= 1 || work < PARALLEL_WORK {
         body(0, len);
-        return;
+        return ddx_ir::user::take_failure();
     }
     let chunk = len.div_ceil(threads * 4).div_ceil(block) * block;
+    let failed = std::sync::Mutex::new(None);
     (0..len.div_ceil(chunk)).into_par_iter().for_each(|c| {
         let start = c * chunk;
         body(start, chunk.min(len - start));
+        if let Some(e) = ddx_ir::user::take_failure() {
+            if let Ok(mut f) = failed.lock() {
+                f.get_or_insert(e);
+            }
+        }
     });
+    failed.into_inner().ok().flatten()
 }

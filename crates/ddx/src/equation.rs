@@ -383,7 +383,13 @@ impl<S: Shape> Equation<S> {
         point.fill(self.symbols(), &mut x[..n])?;
         self.fill_params(&mut x[n..base])?;
         seed(&mut x[base..])?;
-        Ok(body(x))
+        if !self.lanes.user_calls {
+            return Ok(body(x));
+        }
+        // User code reports a panic or a missing derivative on this thread.
+        let _ = ddx_ir::user::take_failure();
+        let r = body(x);
+        ddx_ir::user::take_failure().map_or(Ok(r), Err)
     }
 
     /// Runs lane `kind` at one point and hands each output `(index, value)` to `sink`, in

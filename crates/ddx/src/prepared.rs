@@ -59,6 +59,9 @@ impl Prepared {
 #[derive(Debug)]
 pub(crate) struct PreparedLanes {
     pub(crate) model: Model,
+    /// Whether the model calls a user function: calls then check for a failure of user
+    /// code ([`ddx_ir::user::take_failure`]).
+    pub(crate) user_calls: bool,
     /// The lanes as the passes build them, and contracted (`Codegen::contract`).
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
     /// The derivative-tensor lanes, by order (`equation::tensor`); never saved.
@@ -68,6 +71,7 @@ pub(crate) struct PreparedLanes {
 impl PreparedLanes {
     pub(crate) fn new(model: Model) -> Self {
         Self {
+            user_calls: ddx_ir::user::first_call(model.graph()).is_some(),
             model,
             lanes: Default::default(),
             tensors: (0..=crate::equation::tensor::MAX_TENSOR_ORDER)

@@ -73,6 +73,20 @@ pub fn equation_text_with_params<P: AsRef<str>>(
     Ok(Equation::from_model(model))
 }
 
+/// The scalar equation `text` describes, where a call may also name one of the user
+/// functions in `functions` ([`Formula::parse_with`]): `"xexp(a, b) - sin(a)"`.
+///
+/// # Errors
+/// As [`equation_text`]; [`Error::UserFunction`] for a call of a user function with the
+/// wrong number of arguments.
+pub fn equation_text_with_functions(
+    text: &str,
+    functions: &crate::Functions,
+) -> Result<Equation<Scalar>, Error> {
+    let model = ddx_ir::text::model(&[Formula::parse_with(text, functions)?])?;
+    Ok(Equation::from_model(model))
+}
+
 /// The system of `texts` ([`system_text`]) with each name in `params` a parameter
 /// ([`equation_text_with_params`]).
 ///

@@ -63,6 +63,9 @@ pub(crate) enum Item {
     /// An operation on the last `op.arity()` values; `flip` swaps the two of a comparison
     /// written `>` or `>=`.
     Apply { op: Op, flip: bool },
+    /// A user function's call on the last `arity` values; `tag` names its value node
+    /// (`crate::user`).
+    User { tag: f64, arity: usize },
 }
 
 /// A parsed expression, not yet part of any model: postfix code over its free names.
@@ -93,6 +96,17 @@ impl Formula {
         parser::Parser::parse(text)
     }
 
+    /// [`Formula::parse`], where a call may also name one of the user functions in
+    /// `functions` (the registry passed to the parser): `f(x, y)` is then the call of
+    /// [`crate::UserFunction`] `f`. A name the operator table has is always the table's.
+    ///
+    /// # Errors
+    /// As [`Formula::parse`]; a call of a user function with the wrong number of
+    /// arguments is [`Error::UserFunction`].
+    pub fn parse_with(text: &str, functions: &crate::Functions) -> Result<Formula, Error> {
+        parser::Parser::parse_with(text, Some(functions))
+    }
+
     /// The text the formula was parsed from.
     pub fn text(&self) -> &str {
         &self.text
@@ -116,6 +130,17 @@ impl Formula {
                         stack.swap(at, at + 1);
                     }
                     let v = sink.apply(op, &stack[at..]);
+                    stack.truncate(at);
+                    v
+                }
+                Item::User { tag, arity } => {
+                    let at = stack.len().checked_sub(arity)?;
+                    let t = sink.number(tag);
+                    let b = match arity {
+                        2 => stack[at + 1],
+                        _ => sink.number(0.0),
+                    };
+                    let v = sink.apply(Op::Call, &[t, stack[at], b]);
                     stack.truncate(at);
                     v
                 }

@@ -261,6 +261,10 @@ fn level_of(tag: u8) -> Option<OptLevel> {
 /// [`Error::ArchiveIo`] (with `path`) if the encoder fails, which it does not for parts an
 /// equation holds.
 pub(crate) fn encode(parts: &Parts<'_>, path: &Path) -> Result<Vec<u8>, Error> {
+    if let Some(tag) = ddx_ir::user::first_call(parts.model.graph()) {
+        // A call names a function of this process; a file could not call it back.
+        return Err(ddx_ir::user::unsupported(tag, "a saved equation"));
+    }
     let body = Body {
         writer: concat!("ddx ", env!("CARGO_PKG_VERSION")),
         scalar: parts.scalar,
