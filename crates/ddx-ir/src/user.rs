@@ -285,14 +285,6 @@ pub fn name_of(tag: f64) -> Option<String> {
     Some(entry(id)?.name.clone())
 }
 
-/// Whether the call tagged `tag` needs second partials its function was not given.
-pub fn lacks_order(tag: f64) -> bool {
-    match decode(tag).and_then(|(id, part)| Some((entry(id)?, part))) {
-        Some((e, part)) => part >= THIRD || (part >= SECOND && e.second.is_none()),
-        None => true,
-    }
-}
-
 thread_local! {
     /// The first failure of user code on this thread since it was last taken.
     static FAILURE: RefCell<Option<Error>> = const { RefCell::new(None) };

@@ -56,6 +56,7 @@ from ddx._ddx import (
     sqrt,
     tan,
     tanh,
+    param,
     var,
 )
 from ddx._errors import Error, errc
@@ -74,11 +75,19 @@ Model = Callable[[], "Expression | float | tuple[Expression | float, ...]"]
 
 @overload
 def equation(
-    model: Model | str | Sequence[str], /, *, cache: str | os.PathLike[str] | None = None
+    model: Model | str | Sequence[str],
+    /,
+    *,
+    cache: str | os.PathLike[str] | None = None,
+    params: Sequence[str] = (),
 ) -> Equation: ...
 @overload
 def equation(
-    model: None = None, /, *, cache: str | os.PathLike[str] | None = None
+    model: None = None,
+    /,
+    *,
+    cache: str | os.PathLike[str] | None = None,
+    params: Sequence[str] = (),
 ) -> Callable[[Model], Equation]: ...
 
 
@@ -87,6 +96,7 @@ def equation(
     /,
     *,
     cache: str | os.PathLike[str] | None = None,
+    params: Sequence[str] = (),
 ) -> Equation | Callable[[Model], Equation]:
     """The equation of ``model``: a callable of no arguments that names symbols with
     :func:`var` and returns one :class:`Expression` (a scalar function) or a tuple of them
@@ -104,17 +114,25 @@ def equation(
     otherwise the equation is built, its value and Jacobian lanes prepared, and saved to
     ``path``. A file that cannot be read is rebuilt, never an error; one that cannot be
     written raises ``errc.archive_io``.
+
+    With ``params=[...]`` (text only) those names are parameters: inputs never
+    differentiated, bound with :meth:`Equation.with_params` (a model callable names its
+    parameters with :func:`param` instead).
     """
     if model is None:
-        return lambda m: equation(m, cache=cache)
+        return lambda m: equation(m, cache=cache, params=params)
     if cache is not None:
-        return _cached(equation(model), os.fspath(cache))
+        return _cached(equation(model, params=params), os.fspath(cache))
+    if isinstance(params, str) or not all(isinstance(p, str) for p in params):
+        raise TypeError("params is a list of parameter names")
     if isinstance(model, str):
-        return _ddx.equation_text(model)
+        return _ddx.equation_text(model, list(params))
     if isinstance(model, (list, tuple)):
         if not all(isinstance(t, str) for t in model):
             raise TypeError("a system written down is a list of strings")
-        return _ddx.system_text(list(model))
+        return _ddx.system_text(list(model), list(params))
+    if params:
+        raise TypeError("a model callable names its parameters with ddx.param")
     if callable(model):
         return _ddx.equation_model(model)
     raise TypeError(
@@ -199,6 +217,7 @@ __all__ = [
     "sqrt",
     "tan",
     "tanh",
+    "param",
     "var",
     "verify",
 ]

@@ -11,6 +11,15 @@
 //! the batch, or of length 1 and broadcast), or, given only the symbol columns, broadcast
 //! the bound values (`crate::batch`).
 //!
+//! What each part of ddx does with parameters: the interpreter, the JIT and the OpenCL
+//! device read them from the input block like symbols (a device batch with a broadcast
+//! column gets that column spelled out at the batch's length, since the device reads whole
+//! columns); saving keeps the parameter names with the equation (archive format 2), and a
+//! loaded equation has them unbound; the Python package has `ddx.param`, `params=` for
+//! text, `Equation.parameters` and `Equation.with_params` (its batches broadcast the bound
+//! values; parameter columns are Rust-only); emitted source takes the parameters after the
+//! symbols in `x`. The CLI does not yet name parameters.
+//!
 //! A parameter bound to `v` answers the bits of the model built with the literal `v`, with
 //! one exception by design: a literal `0` makes the partials it multiplies *structural*
 //! zeros (no pattern cell, answered `+0`, see DESIGN's "literal zeros are structural"),
