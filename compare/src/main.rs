@@ -331,8 +331,8 @@ fn ddx_jit(model: &impl BenchModel) -> Result<Option<ddx::Equation>, String> {
     let mut options = Options::with_backend(Backend::Compile);
     options.points = 1;
     eq.set_options(options);
-    eq.wait_for_kernel(LaneKind::Gradient);
-    Ok(eq.uses_kernel(LaneKind::Gradient).then_some(eq))
+    eq.wait_for_kernel_of(LaneKind::Gradient);
+    Ok(eq.uses_kernel_of(LaneKind::Gradient).then_some(eq))
 }
 
 const JIT_SKIP: &str = "after `wait_for_kernel(Gradient)` under `Backend::Compile`, \

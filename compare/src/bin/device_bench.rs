@@ -103,12 +103,12 @@ fn bench(name: &str, eq: &Equation, sizes: &[usize]) {
     let n = eq.arity();
     let outs = eq.jacobian_columns();
     let dev = with(eq, Backend::Device);
-    if !dev.wait_for_kernel(LaneKind::Gradient) {
+    if !dev.wait_for_kernel_of(LaneKind::Gradient) {
         println!("{name}: no device kernel: {:?}", dev.device_status());
         return;
     }
     let jit = with(eq, Backend::Compile);
-    jit.wait_for_kernel(LaneKind::Gradient);
+    jit.wait_for_kernel_of(LaneKind::Gradient);
     for &len in sizes {
         let xs = columns(name, n, len);
         let mut out = vec![vec![0.0; len]; outs];
@@ -156,7 +156,7 @@ fn build_times(name: &str, eq: &Equation) {
     let mut row = format!("| {name} |");
     for kind in LaneKind::ALL {
         let t = Instant::now();
-        let ok = dev.wait_for_kernel(kind);
+        let ok = dev.wait_for_kernel_of(kind);
         let wall = t.elapsed().as_secs_f64();
         let built = dev.device_build_time(kind).map(|d| d.as_secs_f64());
         row += &match (ok, built) {
@@ -174,7 +174,7 @@ fn build_times(name: &str, eq: &Equation) {
 fn ulps(name: &str, f: impl Fn(Expr, Expr) -> Expr, dom: [f64; 4], len: usize) {
     let eq = rt::equation(|| f(rt::var("a"), rt::var("b"))).expect("builds");
     let dev = with(&eq, Backend::Device);
-    if !dev.wait_for_kernel(LaneKind::Value) {
+    if !dev.wait_for_kernel_of(LaneKind::Value) {
         println!("| {name} | no kernel: {:?} |", dev.device_status());
         return;
     }

@@ -281,7 +281,7 @@ pub fn run(a: &BatchArgs) -> Result<(), CliError> {
     };
     let layout = Layout::new(&eq, a.want);
     if a.compile {
-        eq.wait_for_kernel(a.want.lane());
+        eq.wait_for_kernel_of(a.want.lane());
     }
 
     let output: Box<dyn Write> = match &a.output {

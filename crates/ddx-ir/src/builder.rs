@@ -130,6 +130,10 @@ fn stale(tag: u64) -> Error {
 
 /// The symbol `name` of the innermost open model, or a handle carrying
 /// [`Error::NoArena`] when no model closure is running.
+///
+/// Any non-empty string names a symbol (a column header read from a file, say); the text
+/// grammar reads the names that are Python identifiers. An empty `name` makes the model
+/// being built fail with [`Error::BadName`].
 pub fn var(name: &str) -> Expr {
     input(name, false)
 }
@@ -149,6 +153,10 @@ fn input(name: &str, is_param: bool) -> Expr {
         let Some(a) = s.last_mut() else {
             return Expr(Repr::Poison(Poison::NoArena));
         };
+        if name.is_empty() {
+            a.error.get_or_insert(Poison::EmptyName.error());
+            return Expr(Repr::Poison(Poison::EmptyName));
+        }
         let sym = match a.by_name.get(name) {
             Some(&sym) => {
                 if a.is_param[sym.index()] != is_param {

@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use crate::text::clip;
 pub use crate::text::{Expected, Location, Syntax};
 
 /// What a vector argument of a product call is.
@@ -196,7 +197,11 @@ pub enum Error {
         name: String,
     },
     /// A named point names a symbol the equation does not have.
-    #[error("unknown_symbol: the equation has no symbol `{name}`{}", suggest(.nearest))]
+    #[error(
+        "unknown_symbol: the equation has no symbol `{}`{}",
+        clip(.name),
+        suggest(.nearest)
+    )]
     UnknownSymbol {
         /// The name given.
         name: String,
@@ -316,7 +321,11 @@ pub enum Error {
         problem: Syntax,
     },
     /// A text calls a function the grammar does not have.
-    #[error("unknown_function: there is no function `{name}`{}\n{at}", suggest(.nearest))]
+    #[error(
+        "unknown_function: there is no function `{}`{}\n{at}",
+        clip(.name),
+        suggest(.nearest)
+    )]
     UnknownFunction {
         /// The text and the byte where the name starts.
         at: Location,
@@ -479,11 +488,14 @@ pub enum Error {
         detail: String,
     },
     // ---- Generated source (`crate::emit`) and derivative tensors. ----
-    /// A name given for an emitted function cannot name one in Rust and C.
-    #[error("bad_name: `{name}` cannot name an emitted function: {why}")]
+    /// A name cannot name what it was given for: an emitted function (it must be an
+    /// identifier in Rust and C), or a symbol (`rt::var("")`: a symbol needs a name).
+    #[error("bad_name: `{}` cannot name {what}: {why}", clip(.name))]
     BadName {
         /// The name given.
         name: String,
+        /// What it was to name: `"an emitted function"` or `"a symbol"`.
+        what: &'static str,
         /// Which rule it breaks.
         why: &'static str,
     },
@@ -759,7 +771,12 @@ pub fn nearest_name<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
     let mut best: Option<(usize, &str)> = None;
+    let len = name.chars().count();
     for c in candidates {
+        let c_len = c.chars().count();
+        if len.abs_diff(c_len) > len.max(c_len).div_ceil(3).max(1) {
+            continue; // the distance is at least the difference in length: too far
+        }
         let d = edit_distance(name, c);
         if best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));

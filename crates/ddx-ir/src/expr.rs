@@ -16,6 +16,8 @@ pub(crate) enum Poison {
     NoArena,
     Sealed,
     Foreign,
+    /// `var("")`: a symbol needs a name.
+    EmptyName,
 }
 
 impl Poison {
@@ -24,6 +26,11 @@ impl Poison {
             Poison::NoArena => Error::NoArena,
             Poison::Sealed => Error::SealedArena,
             Poison::Foreign => Error::ForeignExpression,
+            Poison::EmptyName => Error::BadName {
+                name: String::new(),
+                what: "a symbol",
+                why: "a symbol needs a name",
+            },
         }
     }
 }

@@ -360,6 +360,27 @@ impl Op {
             .chain(MIRRORED.iter().map(|&(t, _)| t))
     }
 
+    /// The operation another language spells `name` where the grammar spells it otherwise
+    /// (`ln` is [`Op::Log`], NumPy's `arctan` is [`Op::Atan`], C's `fabs` is [`Op::Abs`]):
+    /// what an [`UnknownFunction`](crate::Error::UnknownFunction) error suggests first.
+    pub fn other_spelling(name: &str) -> Option<Op> {
+        Some(match name {
+            "ln" => Op::Log,
+            "arcsin" => Op::Asin,
+            "arccos" => Op::Acos,
+            "arctan" => Op::Atan,
+            "arcsinh" => Op::Asinh,
+            "arccosh" => Op::Acosh,
+            "arctanh" => Op::Atanh,
+            "arctan2" => Op::Atan2,
+            "fabs" => Op::Abs,
+            "fmax" | "maximum" => Op::Max,
+            "fmin" | "minimum" => Op::Min,
+            "sgn" | "signum" => Op::Sign,
+            _ => return None,
+        })
+    }
+
     /// Every name the grammar accepts in a call (`sin`, `pow`, `select`, …).
     pub fn call_names() -> impl Iterator<Item = &'static str> {
         Op::ALL

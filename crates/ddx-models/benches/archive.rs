@@ -25,7 +25,7 @@ fn compiled(n: usize, retain: bool) -> Equation {
     o.retain_object = retain;
     eq.set_options(o);
     assert!(
-        eq.wait_for_kernel(LaneKind::Jacobian),
+        eq.wait_for_kernel_of(LaneKind::Jacobian),
         "{:?}",
         eq.jit_status()
     );
@@ -86,7 +86,7 @@ fn main() {
             .map(|_| {
                 ms(|| {
                     let eq = Equation::<ddx::Scalar>::load(&path).expect("loads");
-                    assert!(eq.uses_kernel(LaneKind::Jacobian));
+                    assert!(eq.uses_kernel_of(LaneKind::Jacobian));
                     assert_eq!(eq.jit_status().compiled, 0);
                 })
             })
@@ -96,7 +96,7 @@ fn main() {
             .map(|_| {
                 ms(|| {
                     let eq = Equation::<ddx::Scalar>::from_bytes(&bytes).expect("loads");
-                    assert!(eq.uses_kernel(LaneKind::Jacobian));
+                    assert!(eq.uses_kernel_of(LaneKind::Jacobian));
                 })
             })
             .skip(1)

@@ -131,7 +131,7 @@ fn jit_table(ds: &nist::Dataset, sizes: &[usize], single: &rayon::ThreadPool) {
         o.points = len;
         jit.set_options(o);
         assert!(
-            jit.wait_for_kernel(LaneKind::Jacobian),
+            jit.wait_for_kernel_of(LaneKind::Jacobian),
             "{:?}",
             jit.jit_status()
         );

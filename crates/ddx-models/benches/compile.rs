@@ -23,7 +23,7 @@ fn compile(n: usize, cache: Option<&Path>) -> (f64, usize) {
     o.cache_dir = cache.map(Path::to_path_buf);
     eq.set_options(o);
     assert!(
-        eq.wait_for_kernel(LaneKind::Jacobian),
+        eq.wait_for_kernel_of(LaneKind::Jacobian),
         "{:?}",
         eq.jit_status()
     );
@@ -53,7 +53,7 @@ fn main() {
         seed.cache_dir = Some(dir.clone());
         let mut eq = build(n);
         eq.set_options(seed);
-        eq.wait_for_kernel(LaneKind::Jacobian);
+        eq.wait_for_kernel_of(LaneKind::Jacobian);
         let (mut b, mut c, mut l) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..5 {
             let t = Instant::now();

@@ -33,7 +33,7 @@ fn huber_native(a: f64, b: f64) -> f64 {
 fn compiled(mut eq: Equation) -> Equation {
     eq.set_options(Options::with_backend(Backend::Compile));
     assert!(
-        eq.wait_for_kernel(LaneKind::Gradient),
+        eq.wait_for_kernel_of(LaneKind::Gradient),
         "{:?}",
         eq.jit_status()
     );

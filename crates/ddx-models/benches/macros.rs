@@ -79,7 +79,7 @@ macro_rules! gradient_row {
         o.points = 1;
         jit.set_options(o);
         let _ = jit.gradient(&points[0][..]);
-        let compiled = jit.wait_for_kernel(LaneKind::Gradient);
+        let compiled = jit.wait_for_kernel_of(LaneKind::Gradient);
         let mut out = vec![0.0; $n];
         let native = time(&points, |p| { black_box(model.eval::<f64>(p)); });
         let mac = time(&points, |p| { black_box($f::gradient($(p[$i]),*)); });

@@ -32,7 +32,7 @@ fn run<M: BenchModel>(model: &M, arm: &str, calls: usize, cache: Option<String>)
             o.cache_dir = cache.map(Into::into);
             eq.set_options(o);
             assert!(
-                eq.wait_for_kernel(LaneKind::Gradient),
+                eq.wait_for_kernel_of(LaneKind::Gradient),
                 "{:?}",
                 eq.jit_status()
             );

@@ -30,7 +30,7 @@ fn chain(n: usize) -> Equation {
 fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind, column: bool) {
     let nodes = make().lane(kind).graph.len();
     let mut cells = Vec::new();
-    for level in [OptLevel::None, OptLevel::Speed] {
+    for level in [OptLevel::Off, OptLevel::Speed] {
         let mut eq = make();
         eq.lane(kind); // the lane's construction is not compile time
         let mut o = Options::with_backend(Backend::Compile);
@@ -40,7 +40,7 @@ fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind,
         }
         let t = Instant::now();
         eq.set_options(o);
-        let landed = eq.wait_for_kernel(kind);
+        let landed = eq.wait_for_kernel_of(kind);
         let secs = t.elapsed().as_secs_f64();
         let why = eq.jit_status().error.map(|e| e.to_string());
         cells.push(match (landed, why) {

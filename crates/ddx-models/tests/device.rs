@@ -14,7 +14,7 @@ use ddx_models::{coverage::Coverage, nist, BenchModel};
 fn on_device<S: Shape>(eq: &Equation<S>, kind: LaneKind) -> Option<Equation<S>> {
     let mut d = eq.clone();
     d.set_options(Options::with_backend(Backend::Device));
-    if d.wait_for_kernel(kind) {
+    if d.wait_for_kernel_of(kind) {
         return Some(d);
     }
     match d.device_status() {

@@ -70,7 +70,7 @@ fn every_nist_model_compiles_to_the_interpreters_bits() {
             jit.set_options(o);
             for kind in [LaneKind::Gradient, LaneKind::Jacobian] {
                 assert!(
-                    jit.wait_for_kernel(kind),
+                    jit.wait_for_kernel_of(kind),
                     "{}: {:?}",
                     ds.name,
                     jit.jit_status()
@@ -97,7 +97,11 @@ fn check_family<M: ddx_models::BenchModel>(model: &M) {
         o.points = points_hint;
         jit.set_options(o);
         for kind in [LaneKind::Gradient, LaneKind::Jacobian] {
-            assert!(jit.wait_for_kernel(kind), "{name}: {:?}", jit.jit_status());
+            assert!(
+                jit.wait_for_kernel_of(kind),
+                "{name}: {:?}",
+                jit.jit_status()
+            );
         }
         check(&name, &interp, &jit, &pts);
     }

@@ -524,7 +524,7 @@ impl Equation {
     /// Whether calls of the Jacobian lane are answered by compiled code now.
     #[getter]
     fn uses_kernel(&self) -> bool {
-        self.rust().uses_kernel(LaneKind::Jacobian)
+        self.rust().uses_kernel_of(LaneKind::Jacobian)
     }
 
     /// Blocks (with the GIL released) until no compile of lane `want` is queued or
@@ -533,7 +533,7 @@ impl Equation {
     fn wait_for_kernel(&self, py: Python<'_>, want: u8) -> PyResult<bool> {
         let kind = lane_kind(want)?;
         let eq = self.rust();
-        Ok(py.detach(|| eq.wait_for_kernel(kind)))
+        Ok(py.detach(|| eq.wait_for_kernel_of(kind)))
     }
 
     /// Under `Backend.DEVICE`, the device answering, as `"<platform> / <device> / <driver>
@@ -615,7 +615,7 @@ impl Equation {
             .extract()?;
         this.apply(options::from_raw(raw)?);
         let eq = this.rust();
-        py.detach(|| eq.wait_for_kernel(LaneKind::Jacobian));
+        py.detach(|| eq.wait_for_kernel_of(LaneKind::Jacobian));
         Ok(slf.clone())
     }
 

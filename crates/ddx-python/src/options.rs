@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 /// `(backend, points, lanes, opt_level, contract, warm_points, hot_points, retain_object,
 /// cache_dir, device)`; `backend` 0–3 as `Backend`'s variants, `lanes` `-1` for
-/// `Derived`, `0` for `Scalar` and `k` for `Exactly(k)`, `opt_level` 0 (`None`) or 1
+/// `Derived`, `0` for `Scalar` and `k` for `Exactly(k)`, `opt_level` 0 (`Off`) or 1
 /// (`Speed`).
 pub(crate) type Raw = (
     u8,
@@ -41,7 +41,7 @@ pub(crate) fn to_raw(o: &Options) -> Raw {
         _ => -1,
     };
     let opt_level = match o.codegen.opt_level {
-        OptLevel::None => 0,
+        OptLevel::Off => 0,
         _ => 1,
     };
     (
@@ -79,7 +79,7 @@ pub(crate) fn from_raw(raw: Raw) -> PyResult<Options> {
         ),
     };
     o.codegen.opt_level = match opt_level {
-        0 => OptLevel::None,
+        0 => OptLevel::Off,
         _ => OptLevel::Speed,
     };
     o.codegen.contract = contract;

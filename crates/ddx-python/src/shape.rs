@@ -91,8 +91,8 @@ impl AnyEquation {
     pub(crate) fn set_options(&mut self, o: Options) {
         on!(self, e => { e.set_options(o); })
     }
-    pub(crate) fn uses_kernel(&self, want: LaneKind) -> bool {
-        on!(self, e => e.uses_kernel(want))
+    pub(crate) fn uses_kernel_of(&self, want: LaneKind) -> bool {
+        on!(self, e => e.uses_kernel_of(want))
     }
     pub(crate) fn device_status(&self) -> Option<Result<ddx::cl::DeviceInfo, Error>> {
         on!(self, e => e.device_status())
@@ -104,8 +104,8 @@ impl AnyEquation {
     ) -> Result<ddx::cl::DeviceColumns, Error> {
         on!(self, e => e.device_columns(want, points))
     }
-    pub(crate) fn wait_for_kernel(&self, want: LaneKind) -> bool {
-        on!(self, e => e.wait_for_kernel(want))
+    pub(crate) fn wait_for_kernel_of(&self, want: LaneKind) -> bool {
+        on!(self, e => e.wait_for_kernel_of(want))
     }
     pub(crate) fn jit_status(&self) -> JitStatus {
         on!(self, e => e.jit_status())

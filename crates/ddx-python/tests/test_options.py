@@ -42,7 +42,7 @@ def test_round_trip_through_an_equation(tmp_path):
     o = ddx.Options(
         backend="adapt",
         points=1000,
-        codegen=ddx.Codegen(lanes=2, opt_level="none", contract=True),
+        codegen=ddx.Codegen(lanes=2, opt_level="off", contract=True),
         warm_points=10,
         hot_points=20,
         retain_object=False,

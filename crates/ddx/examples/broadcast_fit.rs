@@ -94,7 +94,7 @@ fn main() -> Result<(), ddx::Error> {
         })?;
         eq.set_options(Options::with_backend(Backend::Compile));
         let _ = eq.lane(LaneKind::Jacobian);
-        let compiled = eq.wait_for_kernel(LaneKind::Jacobian);
+        let compiled = eq.wait_for_kernel_of(LaneKind::Jacobian);
         let build = t.elapsed().as_secs_f64();
         let build_peak = peak_since(base);
         let nodes = eq.nodes(LaneKind::Jacobian);

@@ -42,7 +42,7 @@ fn main() -> Result<(), ddx::Error> {
         let mut options = Options::with_backend(backend);
         options.points = POINTS;
         eq.set_options(options);
-        eq.wait_for_kernel(LaneKind::Jacobian);
+        eq.wait_for_kernel_of(LaneKind::Jacobian);
         let mut times = Vec::new();
         for _ in 0..8 {
             let start = Instant::now();

@@ -221,11 +221,39 @@ impl<S: Shape> Equation<S> {
         self
     }
 
+    /// Whether the Jacobian lane's calls ([`Equation::jacobian`], [`Equation::jacobian_batch`])
+    /// are answered by compiled code now: [`Equation::uses_kernel_of`] for
+    /// [`LaneKind::Jacobian`], the lane the specification's `uses_kernel()` asks about.
+    pub fn uses_kernel(&self) -> bool {
+        self.uses_kernel_of(LaneKind::Jacobian)
+    }
+
+    /// Blocks until the Jacobian lane's compile has landed, and answers whether a kernel
+    /// answers it: [`Equation::wait_for_kernel_of`] for [`LaneKind::Jacobian`] (the
+    /// specification's default `want`). A caller whose calls run another lane (only
+    /// `evaluate_batch`, say) names it with [`Equation::wait_for_kernel_of`], so that no
+    /// Jacobian is compiled for nothing.
+    pub fn wait_for_kernel(&self) -> bool {
+        self.wait_for_kernel_of(LaneKind::Jacobian)
+    }
+
+    /// The optimisation level of the kernel answering the Jacobian lane, or `None` while
+    /// the interpreter answers it: [`Equation::kernel_level_of`] for [`LaneKind::Jacobian`].
+    pub fn kernel_level(&self) -> Option<OptLevel> {
+        self.kernel_level_of(LaneKind::Jacobian)
+    }
+
+    /// Under [`Backend::Adapt`](crate::Backend::Adapt), how far the Jacobian lane is
+    /// towards its next compiled tier: [`Equation::warming_of`] for [`LaneKind::Jacobian`].
+    pub fn warming(&self) -> Option<Warming> {
+        self.warming_of(LaneKind::Jacobian)
+    }
+
     /// Whether calls of lane `want` are answered by compiled code now (under
     /// [`Backend::Device`], whether its batch calls run on the device).
     ///
     /// [`Backend::Device`]: crate::Backend::Device
-    pub fn uses_kernel(&self, want: LaneKind) -> bool {
+    pub fn uses_kernel_of(&self, want: LaneKind) -> bool {
         self.jit.uses_kernel(want) || self.device.uses_kernel(want)
     }
 
@@ -252,7 +280,7 @@ impl<S: Shape> Equation<S> {
     /// [`Backend::Adapt`]: crate::Backend::Adapt
     /// [`Backend::Device`]: crate::Backend::Device
     /// [`Backend::Interpret`]: crate::Backend::Interpret
-    pub fn wait_for_kernel(&self, want: LaneKind) -> bool {
+    pub fn wait_for_kernel_of(&self, want: LaneKind) -> bool {
         if self.device.active() {
             self.device.wait(&self.lanes, want)
         } else {
@@ -294,9 +322,9 @@ impl<S: Shape> Equation<S> {
     }
 
     /// The optimisation level of the kernel answering lane `want` — first
-    /// [`OptLevel::None`] (the quick tier), then the level the options ask for — or `None`
+    /// [`OptLevel::Off`] (the quick tier), then the level the options ask for — or `None`
     /// while the interpreter answers it.
-    pub fn kernel_level(&self, want: LaneKind) -> Option<OptLevel> {
+    pub fn kernel_level_of(&self, want: LaneKind) -> Option<OptLevel> {
         self.jit.level(want)
     }
 
@@ -305,7 +333,7 @@ impl<S: Shape> Equation<S> {
     /// is bought. Per-point calls do not count.
     ///
     /// [`Backend::Adapt`]: crate::Backend::Adapt
-    pub fn warming(&self, want: LaneKind) -> Option<Warming> {
+    pub fn warming_of(&self, want: LaneKind) -> Option<Warming> {
         self.jit.warming(want)
     }
 
@@ -433,15 +461,23 @@ impl<S: Shape> Equation<S> {
 
     /// The outputs of lane `kind` after its values (the products of `jvp`, `vjp`).
     fn tail(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
+        self.value_and_tail(kind, inputs).1
+    }
+
+    /// The values of lane `kind` and its outputs after them, from one run.
+    fn value_and_tail(&self, kind: LaneKind, inputs: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let p = self.prepared(kind);
         let values = p.lane.values;
-        let mut out = Vec::with_capacity(p.program().outputs() - values);
+        let mut head = Vec::with_capacity(values);
+        let mut out = Vec::with_capacity(p.lane.outputs.len() - values);
         self.eval(kind, inputs, |k, v| {
             if k >= values {
                 out.push(v);
+            } else {
+                head.push(v);
             }
         });
-        out
+        (head, out)
     }
 
     fn run(&self, kind: LaneKind, inputs: &[f64]) -> Vec<f64> {
@@ -491,6 +527,43 @@ impl<S: Shape> Equation<S> {
             0,
             |_| Ok(()),
             |x| self.dense(LaneKind::Gradient, x, len),
+        )
+    }
+
+    /// `f(x)` and the Jacobian `J(x)` together, from one sweep of the lane that
+    /// [`Equation::jacobian`] runs (it computes the value on the way; this keeps it):
+    /// `(f, J)` with `f` as [`Equation::evaluate`] answers it and `J` dense, row-major
+    /// `m × n` (the gradient, `n` long, for a scalar function), each bit for bit what the
+    /// separate calls answer. JAX's `value_and_grad`.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * exp(y)")?;
+    /// let (f, g) = eq.value_and_gradient([2.0, 0.0])?;
+    /// assert_eq!((f, &g[..]), (2.0, &[1.0, 2.0][..]));
+    /// assert_eq!((f, g), (eq.evaluate([2.0, 0.0])?, eq.jacobian([2.0, 0.0])?));
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] when `m·n` exceeds
+    /// [`Options::answer_limit`](crate::Options::answer_limit); those of
+    /// [`Equation::point`].
+    #[doc(alias = "value_and_grad")]
+    #[doc(alias = "value_and_jacobian")]
+    pub fn value_and_gradient(&self, point: impl Point) -> Result<(S::Value, Vec<f64>), Error> {
+        let len = self.answer_len("value_and_gradient", &[self.outputs(), self.arity()])?;
+        self.with_inputs(
+            &point,
+            0,
+            |_| Ok(()),
+            |x| {
+                let mut values = Vec::with_capacity(self.outputs());
+                let mut dense = zeros(len);
+                self.dense_into_with(LaneKind::Jacobian, x, &mut dense, |v| values.push(v));
+                (S::value(&values), dense)
+            },
         )
     }
 
@@ -551,6 +624,18 @@ impl<S: Shape> Equation<S> {
 
     /// [`Equation::dense`] into `dense` (`m·n` long).
     fn dense_into(&self, kind: LaneKind, x: &[f64], dense: &mut [f64]) {
+        self.dense_into_with(kind, x, dense, |_| {});
+    }
+
+    /// [`Equation::dense_into`], handing the lane's values (if it has any) to `value`, in
+    /// order.
+    fn dense_into_with(
+        &self,
+        kind: LaneKind,
+        x: &[f64],
+        dense: &mut [f64],
+        mut value: impl FnMut(f64),
+    ) {
         let n = self.arity();
         let p = self.prepared(kind);
         let values = p.lane.values;
@@ -562,9 +647,12 @@ impl<S: Shape> Equation<S> {
             }
             dense.fill(0.0);
             let cells = pattern.entries();
-            self.eval(kind, x, |k, v| {
-                if let Some(c) = k.checked_sub(values).and_then(|k| cells.get(k)) {
-                    dense[c.row * n + c.column] = v;
+            self.eval(kind, x, |k, v| match k.checked_sub(values) {
+                None => value(v),
+                Some(k) => {
+                    if let Some(c) = cells.get(k) {
+                        dense[c.row * n + c.column] = v;
+                    }
                 }
             });
         }
@@ -608,6 +696,33 @@ impl<S: Shape> Equation<S> {
     pub fn jvp(&self, v: impl Point, point: impl Point) -> Result<Vec<f64>, Error> {
         let fill = |seeds: &mut [f64]| v.fill_as(self.symbols(), seeds, Role::Direction);
         self.with_inputs(&point, self.arity(), fill, |x| self.tail(LaneKind::Jvp, x))
+    }
+
+    /// `f(x)` and `J(x)·v` together, from the one sweep [`Equation::jvp`] makes (its lane
+    /// computes the value on the way; this keeps it): `(f, J·v)`, each bit for bit what
+    /// [`Equation::evaluate`] and [`Equation::jvp`] answer. JAX's `jax.jvp`.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * exp(y)")?;
+    /// let (f, jv) = eq.value_and_jvp([1.0, 1.0], [2.0, 0.0])?;
+    /// assert_eq!((f, jv), (2.0, vec![3.0]));
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Equation::jvp`].
+    pub fn value_and_jvp(
+        &self,
+        v: impl Point,
+        point: impl Point,
+    ) -> Result<(S::Value, Vec<f64>), Error> {
+        let fill = |seeds: &mut [f64]| v.fill_as(self.symbols(), seeds, Role::Direction);
+        self.with_inputs(&point, self.arity(), fill, |x| {
+            let (f, jv) = self.value_and_tail(LaneKind::Jvp, x);
+            (S::value(&f), jv)
+        })
     }
 
     /// `wᵀ·J(x)`: the gradient of `w·f`, `n` long. `w` is one weight per function.

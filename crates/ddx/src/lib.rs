@@ -78,7 +78,7 @@ pub use options::{
 pub use point::{Point, Role};
 // Issue 4: second order.
 pub use ddx_ir::{Colouring, HessianLayout};
-pub use equation::second_order::{SymbolRef, MAX_ORDER};
+pub use equation::second_order::{SymbolRef, ValueGradientHvp, MAX_ORDER};
 pub use equation::sparse::SparseAnswer;
 // Issue 16: derivative tensors.
 pub use equation::tensor::{MAX_TENSOR_ORDER, MAX_TENSOR_VALUES};

@@ -65,15 +65,15 @@ pub enum Lanes {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OptLevel {
-    /// Fastest compile.
-    None,
+    /// No optimisation: fastest compile (the quick tier every compiled lane starts with).
+    Off,
     /// Fastest code.
     #[default]
     Speed,
 }
 
 /// What the code generator reads: the identity of a compiled kernel.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Codegen {
     /// Points per loop iteration.
@@ -89,7 +89,15 @@ pub struct Codegen {
     pub contract: bool,
 }
 
-/// How an equation's calls are answered.
+impl Default for Codegen {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// How an equation's calls are answered. Built with [`Options::new`] and its setters
+/// (`Options::new().backend(Backend::Compile).points(4096)`), or from
+/// [`Options::default`] by assigning fields.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Options {
@@ -151,10 +159,43 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Codegen {
+    /// The defaults: [`Lanes::Derived`], [`OptLevel::Speed`], no contraction.
+    pub const fn new() -> Self {
+        Self {
+            lanes: Lanes::Derived,
+            opt_level: OptLevel::Speed,
+            contract: false,
+        }
+    }
+}
+
+/// Setters, each taking and answering the options, so that options are built in one
+/// expression (the struct is `#[non_exhaustive]` and cannot be written as a literal
+/// outside ddx); all but [`Options::cache_dir`] and [`Options::device`] are `const`:
+///
+/// ```
+/// use ddx::{Backend, Lanes, Options};
+///
+/// const BATCH: Options = Options::new().backend(Backend::Compile).points(4096);
+/// let o = BATCH.lanes(Lanes::Scalar).contract(true).answer_limit(1 << 30);
+/// assert_eq!(o.codegen.lanes, Lanes::Scalar);
+/// assert_eq!((o.backend, o.points, o.answer_limit), (Backend::Compile, 4096, 1 << 30));
+/// ```
+impl Options {
+    /// The defaults: [`Backend::Interpret`], `points` 1, [`Codegen::new`], `warm_points`
+    /// 65 536, `hot_points` 1 048 576, `retain_object` on, no cache directory, no device
+    /// name, [`Options::DEFAULT_ANSWER_LIMIT`]. The same as [`Options::default`], in a
+    /// `const`.
+    pub const fn new() -> Self {
         Self {
             backend: Backend::Interpret,
             points: 1,
-            codegen: Codegen::default(),
+            codegen: Codegen::new(),
             warm_points: 65_536,
             hot_points: 1_048_576,
             retain_object: true,
@@ -162,6 +203,90 @@ impl Default for Options {
             device: None,
             answer_limit: Self::DEFAULT_ANSWER_LIMIT,
         }
+    }
+
+    /// Sets [`Options::backend`].
+    #[must_use]
+    pub const fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Sets [`Options::points`].
+    #[must_use]
+    pub const fn points(mut self, points: usize) -> Self {
+        self.points = points;
+        self
+    }
+
+    /// Sets [`Options::codegen`] whole.
+    #[must_use]
+    pub const fn codegen(mut self, codegen: Codegen) -> Self {
+        self.codegen = codegen;
+        self
+    }
+
+    /// Sets [`Codegen::lanes`].
+    #[must_use]
+    pub const fn lanes(mut self, lanes: Lanes) -> Self {
+        self.codegen.lanes = lanes;
+        self
+    }
+
+    /// Sets [`Codegen::opt_level`].
+    #[must_use]
+    pub const fn opt_level(mut self, opt_level: OptLevel) -> Self {
+        self.codegen.opt_level = opt_level;
+        self
+    }
+
+    /// Sets [`Codegen::contract`].
+    #[must_use]
+    pub const fn contract(mut self, contract: bool) -> Self {
+        self.codegen.contract = contract;
+        self
+    }
+
+    /// Sets [`Options::warm_points`].
+    #[must_use]
+    pub const fn warm_points(mut self, points: u64) -> Self {
+        self.warm_points = points;
+        self
+    }
+
+    /// Sets [`Options::hot_points`].
+    #[must_use]
+    pub const fn hot_points(mut self, points: u64) -> Self {
+        self.hot_points = points;
+        self
+    }
+
+    /// Sets [`Options::retain_object`].
+    #[must_use]
+    pub const fn retain_object(mut self, retain: bool) -> Self {
+        self.retain_object = retain;
+        self
+    }
+
+    /// Sets [`Options::answer_limit`].
+    #[must_use]
+    pub const fn answer_limit(mut self, values: usize) -> Self {
+        self.answer_limit = values;
+        self
+    }
+
+    /// Sets [`Options::cache_dir`].
+    #[must_use]
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets [`Options::device`].
+    #[must_use]
+    pub fn device(mut self, device: impl Into<String>) -> Self {
+        self.device = Some(device.into());
+        self
     }
 }
 
@@ -171,12 +296,9 @@ impl Options {
     /// 16 384 symbols.
     pub const DEFAULT_ANSWER_LIMIT: usize = 1 << 28;
 
-    /// Default options with `backend`.
-    pub fn with_backend(backend: Backend) -> Self {
-        Self {
-            backend,
-            ..Self::default()
-        }
+    /// Default options with `backend`: `Options::new().backend(backend)`.
+    pub const fn with_backend(backend: Backend) -> Self {
+        Self::new().backend(backend)
     }
 }
 

@@ -407,7 +407,11 @@ fn the_compiled_kernels_agree_to_the_bit() {
     let mut eq = build();
     eq.set_options(Options::with_backend(Backend::Compile));
     for kind in LaneKind::ALL {
-        assert!(eq.wait_for_kernel(kind), "{kind:?}: {:?}", eq.jit_status());
+        assert!(
+            eq.wait_for_kernel_of(kind),
+            "{kind:?}: {:?}",
+            eq.jit_status()
+        );
     }
     let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
     for p in [

@@ -90,7 +90,11 @@ fn compiled<S: Shape>(mut eq: Equation<S>, contract: bool) -> Equation<S> {
         if kind == LaneKind::Hvp && eq.outputs() > 1 {
             continue;
         }
-        assert!(eq.wait_for_kernel(kind), "{kind:?}: {:?}", eq.jit_status());
+        assert!(
+            eq.wait_for_kernel_of(kind),
+            "{kind:?}: {:?}",
+            eq.jit_status()
+        );
     }
     eq
 }
@@ -153,7 +157,7 @@ fn compiled_round_trips_answer_from_the_saved_kernels_at_once() {
         }
         let back = round_trip(&eq);
         for kind in LaneKind::ALL {
-            assert!(back.uses_kernel(kind), "{kind:?} contract {contract}");
+            assert!(back.uses_kernel_of(kind), "{kind:?} contract {contract}");
         }
         let s = back.jit_status();
         assert_eq!((s.compiled, s.loaded, s.refused), (0, 7, 0), "{s:?}");
@@ -163,7 +167,7 @@ fn compiled_round_trips_answer_from_the_saved_kernels_at_once() {
         let sys = compiled(system_model(), contract);
         let before = answers(&sys);
         let back = round_trip(&sys);
-        assert!(back.uses_kernel(LaneKind::Hessian));
+        assert!(back.uses_kernel_of(LaneKind::Hessian));
         assert_eq!(back.jit_status().compiled, 0);
         assert_eq!(answers(&back), before);
     }
@@ -176,11 +180,11 @@ fn without_retained_code_a_loaded_equation_compiles_again() {
     let mut o = Options::with_backend(Backend::Compile);
     o.retain_object = false;
     eq.set_options(o);
-    assert!(eq.wait_for_kernel(LaneKind::Jacobian));
+    assert!(eq.wait_for_kernel_of(LaneKind::Jacobian));
     let before = answers(&eq);
     let back = round_trip(&eq);
     assert_eq!(back.jit_status().loaded, 0);
-    assert!(back.wait_for_kernel(LaneKind::Jacobian));
+    assert!(back.wait_for_kernel_of(LaneKind::Jacobian));
     assert!(back.jit_status().compiled > 0);
     assert_eq!(answers(&back), before);
 }
@@ -194,7 +198,7 @@ fn child_loads_the_saved_file() {
         return; // run as an ordinary test: nothing to do
     };
     let eq = Equation::<Scalar>::load(&path).expect("loads");
-    let kernels = LaneKind::ALL.iter().all(|&k| eq.uses_kernel(k));
+    let kernels = LaneKind::ALL.iter().all(|&k| eq.uses_kernel_of(k));
     let bits: Vec<String> = answers(&eq).iter().map(u64::to_string).collect();
     let s = eq.jit_status();
     println!(

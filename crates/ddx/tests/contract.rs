@@ -38,7 +38,9 @@ fn every_engine_agrees_on_the_contracted_graph() {
             .filter(|n| n.op() == Some(Op::Mul))
             .count();
         assert!(fmas > 0 || products == 0, "seed {seed}: nothing contracted");
-        assert!(jit.wait_for_kernel(LaneKind::Gradient) && jit.uses_kernel(LaneKind::Gradient));
+        assert!(
+            jit.wait_for_kernel_of(LaneKind::Gradient) && jit.uses_kernel_of(LaneKind::Gradient)
+        );
         let len = 9;
         let xs: Vec<Vec<f64>> = (0..len).map(|_| point(&mut rng, n)).collect();
         let cols: Vec<Vec<f64>> = (0..n).map(|j| xs.iter().map(|p| p[j]).collect()).collect();

@@ -84,7 +84,11 @@ fn the_compiled_kernels_answer_the_deep_polynomial_alike() {
     let mut eq = rt::equation_text(&text).unwrap();
     eq.set_options(Options::with_backend(Backend::Compile));
     for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
-        assert!(eq.wait_for_kernel(kind), "{kind:?}: {:?}", eq.jit_status());
+        assert!(
+            eq.wait_for_kernel_of(kind),
+            "{kind:?}: {:?}",
+            eq.jit_status()
+        );
     }
     for x in [0.5, -0.75] {
         assert_eq!(

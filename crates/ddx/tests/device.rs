@@ -26,7 +26,7 @@ fn device_options(selector: Option<&str>) -> Options {
 fn on_device<S: ddx::Shape>(eq: &Equation<S>, kind: LaneKind) -> Option<Equation<S>> {
     let mut d = eq.clone();
     d.set_options(device_options(None));
-    if d.wait_for_kernel(kind) {
+    if d.wait_for_kernel_of(kind) {
         return Some(d);
     }
     match d.device_status() {
@@ -98,9 +98,9 @@ fn the_status_names_the_device_and_other_backends_have_none() {
     let shown = info.to_string();
     assert_eq!(shown.matches(" / ").count(), 3, "{shown}");
     assert!(!info.device.is_empty() && !info.platform.is_empty());
-    assert!(d.uses_kernel(LaneKind::Gradient));
+    assert!(d.uses_kernel_of(LaneKind::Gradient));
     assert_eq!(
-        d.kernel_level(LaneKind::Gradient),
+        d.kernel_level_of(LaneKind::Gradient),
         None,
         "no level for a device kernel"
     );
@@ -113,7 +113,7 @@ fn the_status_names_the_device_and_other_backends_have_none() {
     let mut back = d.clone();
     back.set_options(Options::default());
     assert_eq!(back.device_status(), None);
-    assert!(!back.uses_kernel(LaneKind::Gradient));
+    assert!(!back.uses_kernel_of(LaneKind::Gradient));
 }
 
 #[test]
@@ -129,7 +129,7 @@ fn the_selector_is_matched_ignoring_case_and_a_miss_leaves_the_cpu_answering() {
     // The platform's name, shouted, selects the same device.
     let mut by_name = eq.clone();
     by_name.set_options(device_options(Some(&info.platform.to_uppercase())));
-    assert!(by_name.wait_for_kernel(LaneKind::Gradient));
+    assert!(by_name.wait_for_kernel_of(LaneKind::Gradient));
     assert_eq!(by_name.device_status(), Some(Ok(info.clone())));
     // So does a part of the device's name in lower case.
     let part: String = info
@@ -140,12 +140,12 @@ fn the_selector_is_matched_ignoring_case_and_a_miss_leaves_the_cpu_answering() {
         .to_lowercase();
     let mut by_part = eq.clone();
     by_part.set_options(device_options(Some(&part)));
-    assert!(by_part.wait_for_kernel(LaneKind::Gradient));
+    assert!(by_part.wait_for_kernel_of(LaneKind::Gradient));
 
     let mut miss = eq.clone();
     miss.set_options(device_options(Some("no such device, surely")));
-    assert!(!miss.wait_for_kernel(LaneKind::Gradient));
-    assert!(!miss.uses_kernel(LaneKind::Gradient));
+    assert!(!miss.wait_for_kernel_of(LaneKind::Gradient));
+    assert!(!miss.uses_kernel_of(LaneKind::Gradient));
     let e = miss
         .device_status()
         .expect("device backend")
@@ -384,8 +384,8 @@ fn child_answers_no_device(expected: &str) {
     let eq = huber();
     let mut d = eq.clone();
     d.set_options(device_options(None));
-    assert!(!d.wait_for_kernel(LaneKind::Gradient));
-    assert!(!d.uses_kernel(LaneKind::Gradient));
+    assert!(!d.wait_for_kernel_of(LaneKind::Gradient));
+    assert!(!d.uses_kernel_of(LaneKind::Gradient));
     let e = d
         .device_status()
         .expect("device backend")

@@ -48,9 +48,13 @@ fn compile_answers_every_call_kind_like_the_interpreter() {
     let mut eq = model();
     eq.set_options(options(Backend::Compile));
     for kind in LaneKind::ALL {
-        assert!(eq.wait_for_kernel(kind), "{kind:?}: {:?}", eq.jit_status());
-        assert!(eq.uses_kernel(kind));
-        assert_eq!(eq.kernel_level(kind), Some(OptLevel::Speed));
+        assert!(
+            eq.wait_for_kernel_of(kind),
+            "{kind:?}: {:?}",
+            eq.jit_status()
+        );
+        assert!(eq.uses_kernel_of(kind));
+        assert_eq!(eq.kernel_level_of(kind), Some(OptLevel::Speed));
     }
     let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
     assert_eq!(
@@ -98,12 +102,12 @@ fn interpret_and_device_never_compile() {
         eq.set_options(options(backend));
         eq.gradient(POINT).expect("fits");
         if backend == Backend::Interpret {
-            assert!(!eq.wait_for_kernel(LaneKind::Gradient));
-            assert!(!eq.uses_kernel(LaneKind::Gradient));
+            assert!(!eq.wait_for_kernel_of(LaneKind::Gradient));
+            assert!(!eq.uses_kernel_of(LaneKind::Gradient));
         }
         // Under `Device` a kernel may come from the device (tests/device.rs), never from
         // the Cranelift JIT.
-        assert_eq!(eq.kernel_level(LaneKind::Gradient), None);
+        assert_eq!(eq.kernel_level_of(LaneKind::Gradient), None);
         assert_eq!(eq.jit_status(), Default::default());
     }
 }
@@ -112,8 +116,8 @@ fn interpret_and_device_never_compile() {
 fn a_lane_compiles_only_when_it_is_needed() {
     let mut eq = model();
     eq.set_options(options(Backend::Compile));
-    assert!(eq.wait_for_kernel(LaneKind::Value));
-    assert!(!eq.uses_kernel(LaneKind::Gradient));
+    assert!(eq.wait_for_kernel_of(LaneKind::Value));
+    assert!(!eq.uses_kernel_of(LaneKind::Gradient));
     assert_eq!(eq.jit_status().compiled, 2);
 }
 
@@ -121,10 +125,10 @@ fn a_lane_compiles_only_when_it_is_needed() {
 fn opt_level_none_stops_at_the_quick_kernel() {
     let mut eq = model();
     let mut o = options(Backend::Compile);
-    o.codegen.opt_level = OptLevel::None;
+    o.codegen.opt_level = OptLevel::Off;
     eq.set_options(o);
-    assert!(eq.wait_for_kernel(LaneKind::Jacobian));
-    assert_eq!(eq.kernel_level(LaneKind::Jacobian), Some(OptLevel::None));
+    assert!(eq.wait_for_kernel_of(LaneKind::Jacobian));
+    assert_eq!(eq.kernel_level_of(LaneKind::Jacobian), Some(OptLevel::Off));
     assert_eq!(eq.jit_status().compiled, 1);
 }
 
@@ -135,7 +139,7 @@ fn a_lane_width_the_generator_does_not_make_is_refused_and_interpreted() {
     let mut o = options(Backend::Compile);
     o.codegen.lanes = Lanes::Exactly(4);
     eq.set_options(o);
-    assert!(!eq.wait_for_kernel(LaneKind::Jacobian));
+    assert!(!eq.wait_for_kernel_of(LaneKind::Jacobian));
     assert_eq!(
         eq.jit_status().error.map(|e| e.code()),
         Some(Errc::JitTarget)
@@ -169,22 +173,22 @@ fn adapt_buys_the_tiers_with_batch_points() {
     o.hot_points = 1000;
     o.points = 64;
     eq.set_options(o);
-    let w = |eq: &Equation| eq.warming(kind).map(|w| (w.points, w.threshold));
+    let w = |eq: &Equation| eq.warming_of(kind).map(|w| (w.points, w.threshold));
     assert_eq!(w(&eq), Some((0, 100)));
     eq.jacobian(POINT).expect("fits"); // per-point calls do not count
     assert_eq!(batch(&eq, 60), batch(&oracle, 60));
     assert_eq!(w(&eq), Some((60, 100)));
     assert!(
-        !eq.wait_for_kernel(kind),
+        !eq.wait_for_kernel_of(kind),
         "nothing bought yet, nothing to wait for"
     );
     assert_eq!(batch(&eq, 41), batch(&oracle, 41));
-    assert!(eq.wait_for_kernel(kind));
-    assert_eq!(eq.kernel_level(kind), Some(OptLevel::None));
+    assert!(eq.wait_for_kernel_of(kind));
+    assert_eq!(eq.kernel_level_of(kind), Some(OptLevel::Off));
     assert_eq!(w(&eq), Some((1, 1000)));
     assert_eq!(batch(&eq, 999), batch(&oracle, 999));
-    assert!(eq.wait_for_kernel(kind));
-    assert_eq!(eq.kernel_level(kind), Some(OptLevel::Speed));
+    assert!(eq.wait_for_kernel_of(kind));
+    assert_eq!(eq.kernel_level_of(kind), Some(OptLevel::Speed));
     assert_eq!(w(&eq), None);
     assert_eq!(batch(&eq, 77), batch(&oracle, 77));
     assert_eq!(eq.jit_status().compiled, 2);
@@ -198,7 +202,7 @@ fn a_second_run_loads_from_the_cache_instead_of_compiling() {
 
     let mut first = model();
     first.set_options(cached(dir.path()));
-    assert!(first.wait_for_kernel(kind));
+    assert!(first.wait_for_kernel_of(kind));
     let s = first.jit_status();
     assert_eq!((s.compiled, s.loaded, s.written), (2, 0, 2));
     assert_eq!(entries(dir.path()).len(), 2);
@@ -207,10 +211,10 @@ fn a_second_run_loads_from_the_cache_instead_of_compiling() {
     // so it loads and nothing compiles — not even the quick tier.
     let mut second = model();
     second.set_options(cached(dir.path()));
-    assert!(second.wait_for_kernel(kind));
+    assert!(second.wait_for_kernel_of(kind));
     let s = second.jit_status();
     assert_eq!((s.compiled, s.loaded, s.refused), (0, 1, 0));
-    assert_eq!(second.kernel_level(kind), Some(OptLevel::Speed));
+    assert_eq!(second.kernel_level_of(kind), Some(OptLevel::Speed));
     assert_eq!(second.gradient(POINT), oracle.gradient(POINT));
 
     // Other code-generation options are another key: compiled, never the other's code.
@@ -218,7 +222,7 @@ fn a_second_run_loads_from_the_cache_instead_of_compiling() {
     let mut o = cached(dir.path());
     o.points = 4096;
     narrow.set_options(o);
-    assert!(narrow.wait_for_kernel(kind));
+    assert!(narrow.wait_for_kernel_of(kind));
     let s = narrow.jit_status();
     assert_eq!((s.compiled, s.loaded, s.refused), (2, 0, 0));
     assert_eq!(entries(dir.path()).len(), 4);
@@ -227,7 +231,7 @@ fn a_second_run_loads_from_the_cache_instead_of_compiling() {
     // So is another graph.
     let mut other = rt::equation(|| rt::var("a") * rt::var("b") + rt::var("c")).expect("builds");
     other.set_options(cached(dir.path()));
-    assert!(other.wait_for_kernel(kind));
+    assert!(other.wait_for_kernel_of(kind));
     assert_eq!(other.jit_status().loaded, 0);
 }
 
@@ -240,7 +244,7 @@ fn refused_and_rewritten(damage: impl Fn(&mut Vec<u8>)) {
     let oracle = model();
     let mut eq = model();
     eq.set_options(cached(dir.path()));
-    assert!(eq.wait_for_kernel(kind));
+    assert!(eq.wait_for_kernel_of(kind));
     for path in entries(dir.path()) {
         let mut bytes = std::fs::read(&path).expect("reads");
         damage(&mut bytes);
@@ -248,7 +252,7 @@ fn refused_and_rewritten(damage: impl Fn(&mut Vec<u8>)) {
     }
     let mut eq = model();
     eq.set_options(cached(dir.path()));
-    assert!(eq.wait_for_kernel(kind));
+    assert!(eq.wait_for_kernel_of(kind));
     let s = eq.jit_status();
     assert_eq!(
         (s.loaded, s.refused, s.compiled, s.written),
@@ -259,7 +263,7 @@ fn refused_and_rewritten(damage: impl Fn(&mut Vec<u8>)) {
     assert_eq!(batch(&eq, 9), batch(&oracle, 9));
     let mut eq = model();
     eq.set_options(cached(dir.path()));
-    assert!(eq.wait_for_kernel(kind));
+    assert!(eq.wait_for_kernel_of(kind));
     assert_eq!(eq.jit_status().loaded, 1, "the rewritten entry loads");
 }
 
@@ -288,7 +292,7 @@ fn a_foreign_entry_is_refused() {
     let mut other =
         rt::equation(|| (rt::var("a") * rt::var("b")).sin() + rt::var("c")).expect("builds");
     other.set_options(cached(dir.path()));
-    assert!(other.wait_for_kernel(LaneKind::Jacobian));
+    assert!(other.wait_for_kernel_of(LaneKind::Jacobian));
     let foreign = std::fs::read(&entries(dir.path())[0]).expect("reads");
     refused_and_rewritten(move |b| *b = foreign.clone());
 }
@@ -316,7 +320,7 @@ fn expressions_compile_inside_a_sum_of_many_terms() {
     let oracle = build();
     let mut eq = build();
     eq.set_options(options(Backend::Compile));
-    assert!(eq.wait_for_kernel(LaneKind::Jacobian));
+    assert!(eq.wait_for_kernel_of(LaneKind::Jacobian));
     for p in [0.3, -1.7, 1e-3, 12.0] {
         let (a, b) = (
             eq.jacobian([p]).expect("fits"),
@@ -333,7 +337,7 @@ fn an_empty_cache_path_is_reported_and_kernels_stay_in_memory() {
     let mut o = options(Backend::Compile);
     o.cache_dir = Some(std::path::PathBuf::new());
     eq.set_options(o);
-    assert!(eq.wait_for_kernel(LaneKind::Gradient));
+    assert!(eq.wait_for_kernel_of(LaneKind::Gradient));
     let s = eq.jit_status();
     assert_eq!((s.compiled, s.written, s.refused), (2, 0, 0), "{s:?}");
     assert_eq!(s.error, None);
@@ -349,7 +353,7 @@ fn a_cache_path_that_is_a_file_is_reported_not_refused() {
     let oracle = model();
     let mut eq = model();
     eq.set_options(cached(&file));
-    assert!(eq.wait_for_kernel(LaneKind::Jacobian));
+    assert!(eq.wait_for_kernel_of(LaneKind::Jacobian));
     let s = eq.jit_status();
     assert_eq!(
         (s.compiled, s.written, s.refused, s.loaded),
@@ -376,7 +380,7 @@ fn an_entry_that_cannot_be_read_is_reported_not_refused() {
     let kind = LaneKind::Gradient;
     let mut eq = model();
     eq.set_options(cached(dir.path()));
-    assert!(eq.wait_for_kernel(kind));
+    assert!(eq.wait_for_kernel_of(kind));
     for path in entries(dir.path()) {
         std::fs::remove_file(&path).expect("removes");
         std::fs::create_dir(&path).expect("makes a directory");
@@ -384,7 +388,7 @@ fn an_entry_that_cannot_be_read_is_reported_not_refused() {
     let oracle = model();
     let mut eq = model();
     eq.set_options(cached(dir.path()));
-    assert!(eq.wait_for_kernel(kind));
+    assert!(eq.wait_for_kernel_of(kind));
     let s = eq.jit_status();
     assert_eq!((s.loaded, s.refused, s.compiled), (0, 0, 2), "{s:?}");
     assert_eq!(s.cache_error.map(|e| e.code()), Some(Errc::JitCache));
@@ -396,7 +400,7 @@ fn an_entry_that_is_absent_is_not_counted_as_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut eq = model();
     eq.set_options(cached(dir.path()));
-    assert!(eq.wait_for_kernel(LaneKind::Value));
+    assert!(eq.wait_for_kernel_of(LaneKind::Value));
     let s = eq.jit_status();
     assert_eq!((s.refused, s.written), (0, 2), "{s:?}");
     assert_eq!(s.cache_error, None);
@@ -423,8 +427,8 @@ fn a_lane_over_the_node_limit_is_interpreted_and_reported() {
     assert!(nodes > ddx::MAX_KERNEL_NODES, "{nodes} nodes");
     let oracle = eq.clone(); // shares the lane; stays `Interpret`
     eq.set_options(options(Backend::Compile));
-    assert!(!eq.wait_for_kernel(LaneKind::Value));
-    assert!(!eq.uses_kernel(LaneKind::Value));
+    assert!(!eq.wait_for_kernel_of(LaneKind::Value));
+    assert!(!eq.uses_kernel_of(LaneKind::Value));
     let s = eq.jit_status();
     assert_eq!(s.compiled, 0);
     let e = s.error.expect("the reason is reported");

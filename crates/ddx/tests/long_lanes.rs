@@ -41,7 +41,7 @@ fn a_5000_term_least_squares_hessian_compiles_and_agrees() {
     let oracle = eq.clone(); // shares the lanes; stays `Interpret`
     eq.set_options(Options::with_backend(Backend::Compile));
     assert!(
-        eq.wait_for_kernel(LaneKind::Hessian),
+        eq.wait_for_kernel_of(LaneKind::Hessian),
         "{:?}",
         eq.jit_status()
     );
@@ -80,8 +80,12 @@ fn a_lane_of_a_million_nodes_compiles_and_agrees() {
     // A clone shares the lane; its options stay `Interpret`.
     let oracle = eq.clone();
     eq.set_options(Options::with_backend(Backend::Compile));
-    assert!(eq.wait_for_kernel(LaneKind::Value), "{:?}", eq.jit_status());
-    assert!(!oracle.uses_kernel(LaneKind::Value));
+    assert!(
+        eq.wait_for_kernel_of(LaneKind::Value),
+        "{:?}",
+        eq.jit_status()
+    );
+    assert!(!oracle.uses_kernel_of(LaneKind::Value));
     for x in [[0.5, -0.25], [1e300, 3.0], [-0.0, f64::NAN], [2.0, 1e-3]] {
         let (got, want) = (
             eq.evaluate(x).expect("fits"),

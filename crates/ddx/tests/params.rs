@@ -110,8 +110,8 @@ fn rebinding_gives_the_bits_of_the_literal_model() {
             literal.set_options(eq.options().clone());
             let b = eq.with_params([t]).unwrap();
             for k in LaneKind::ALL {
-                b.wait_for_kernel(k);
-                literal.wait_for_kernel(k);
+                b.wait_for_kernel_of(k);
+                literal.wait_for_kernel_of(k);
             }
             let p = [0.7, -0.4];
             assert_eq!(
@@ -160,7 +160,7 @@ fn rebinding_compiles_nothing() {
     let eq = eq.with_params([1.0]).unwrap();
     let _ = eq.gradient([0.5]).unwrap();
     let _ = eq.evaluate([0.5]).unwrap();
-    if !(eq.wait_for_kernel(LaneKind::Gradient) && eq.wait_for_kernel(LaneKind::Value)) {
+    if !(eq.wait_for_kernel_of(LaneKind::Gradient) && eq.wait_for_kernel_of(LaneKind::Value)) {
         eprintln!("no kernels on this host: {:?}", eq.jit_status().error);
         return;
     }
@@ -169,7 +169,7 @@ fn rebinding_compiles_nothing() {
     for i in 0..50 {
         let k = 0.1 * f64::from(i);
         let b = eq.with_params([k]).unwrap();
-        assert!(b.uses_kernel(LaneKind::Gradient));
+        assert!(b.uses_kernel_of(LaneKind::Gradient));
         // d/dx sin(kx)·x = k·cos(kx)·x + sin(kx).
         let g = b.gradient([0.5]).unwrap()[0];
         assert!((g - (k * (k * 0.5).cos() * 0.5 + (k * 0.5).sin())).abs() < 1e-15);
@@ -326,7 +326,7 @@ fn batches_with_parameter_columns_equal_per_point_calls() {
     for backend in [Backend::Interpret, Backend::Compile] {
         let mut eq = base.clone();
         eq.set_options(Options::with_backend(backend));
-        eq.wait_for_kernel(LaneKind::Jacobian);
+        eq.wait_for_kernel_of(LaneKind::Jacobian);
         let cells = eq.jacobian_columns();
         let run = |eq: &Equation<System>, inputs: &[&[f64]]| {
             let mut v = vec![vec![0.0; len]; 2];
@@ -387,7 +387,7 @@ fn broadcast_batches_equal_the_loop_of_per_point_calls() {
         let mut eq = base.clone();
         eq.set_options(Options::with_backend(backend));
         for k in LaneKind::ALL {
-            eq.wait_for_kernel(k);
+            eq.wait_for_kernel_of(k);
         }
         let b = eq.with_params(t0).unwrap();
         let at = |k: usize| [xs[k], y0[0]];

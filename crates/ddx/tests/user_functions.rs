@@ -133,10 +133,10 @@ fn user_code_gives_the_builtin_bits_in_every_engine() {
     let mut jit = user.clone();
     jit.set_options(Options::with_backend(Backend::Compile));
     for k in LaneKind::ALL {
-        jit.wait_for_kernel(k);
+        jit.wait_for_kernel_of(k);
     }
     assert!(
-        jit.uses_kernel(LaneKind::Jacobian),
+        jit.uses_kernel_of(LaneKind::Jacobian),
         "{:?}",
         jit.jit_status().error
     );
@@ -193,7 +193,7 @@ fn a_missing_order_is_refused_naming_the_function() {
     }
     let mut jit = eq.clone();
     jit.set_options(Options::with_backend(Backend::Compile));
-    jit.wait_for_kernel(LaneKind::Hessian);
+    jit.wait_for_kernel_of(LaneKind::Hessian);
     assert_eq!(
         jit.hessian([1.0, 2.0]).unwrap_err().code(),
         Errc::UserFunction
@@ -246,7 +246,7 @@ fn a_panicking_function_is_an_error_and_the_process_survives() {
     for backend in [Backend::Interpret, Backend::Compile] {
         let mut b = eq.clone();
         b.set_options(Options::with_backend(backend));
-        b.wait_for_kernel(LaneKind::Value);
+        b.wait_for_kernel_of(LaneKind::Value);
         let xs: Vec<f64> = (0..5000).map(|k| k as f64 / 2000.0).collect();
         let ys = vec![0.0; 5000];
         let mut out = vec![0.0; 5000];
@@ -314,7 +314,7 @@ fn saving_the_device_and_emitted_source_refuse_a_user_function() {
     let mut out = vec![0.0; 64];
     dev.evaluate_batch(&[&xs, &xs], &mut [&mut out]).unwrap();
     assert_eq!(out[0], 0.5 * 0.5f64.exp());
-    dev.wait_for_kernel(LaneKind::Value);
+    dev.wait_for_kernel_of(LaneKind::Value);
     if let Some(Err(e)) = dev.device_status() {
         // No device here, or the refusal: either way the CPU answered.
         eprintln!("device: {e}");

@@ -223,6 +223,7 @@ pub fn check_name(name: &str) -> Result<(), Error> {
     let bad = |why: &'static str| {
         Err(Error::BadName {
             name: name.to_string(),
+            what: "an emitted function",
             why,
         })
     };

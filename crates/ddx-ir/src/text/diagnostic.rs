@@ -5,9 +5,31 @@
 //! under it. Offsets are byte offsets into the text and always fall on a character
 //! boundary; the caret is placed by counting characters, so it sits under the right
 //! character for any UTF-8 input, and tabs are copied so a terminal aligns them alike.
+//!
+//! **Invariant**: a message is bounded whatever the input. A long line is shown as a window
+//! of at most [`WINDOW`] characters either side of the fault, each cut side marked `…` (as
+//! rustc and Python shorten long lines), and every piece of the input quoted in a message
+//! (a token found, a name) is cut to [`QUOTE`] characters by [`clip`]. So a parse error
+//! on a one-line text of megabytes is a message of a few hundred bytes.
 
 use crate::Op;
+use std::borrow::Cow;
 use std::fmt;
+
+/// The most characters of the faulty line shown on each side of the fault.
+pub(crate) const WINDOW: usize = 60;
+
+/// The most characters of a piece of input (a token, a name) quoted in a message.
+pub(crate) const QUOTE: usize = 40;
+
+/// `s` as quoted in a message: whole when it has at most [`QUOTE`] characters, else its
+/// first `QUOTE` characters and `…`.
+pub(crate) fn clip(s: &str) -> Cow<'_, str> {
+    match s.char_indices().nth(QUOTE) {
+        None => Cow::Borrowed(s),
+        Some((cut, _)) => Cow::Owned(format!("{}…", &s[..cut])),
+    }
+}
 
 /// A byte in a text: the text itself and the byte offset of the problem (the text's length
 /// for the end of the input), and which of several texts it is.
@@ -59,12 +81,26 @@ impl Location {
 impl fmt::Display for Location {
     /// `  at byte N (line L, column C):` (`  in text I, at byte N …:` for one of several
     /// texts), the input line, and a caret line under the byte. Control characters of the
-    /// line are shown as `�`, one each, so the caret still lines up.
+    /// line are shown as `�`, one each, so the caret still lines up. Of a long line, only
+    /// [`WINDOW`] characters either side of the byte are shown, a cut side marked `…`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let start = self.text[..self.offset].rfind('\n').map_or(0, |i| i + 1);
-        let end = self.text[self.offset..]
+        let line_start = self.text[..self.offset].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = self.text[self.offset..]
             .find('\n')
             .map_or(self.text.len(), |i| self.offset + i);
+        let start = self.text[line_start..self.offset]
+            .char_indices()
+            .rev()
+            .nth(WINDOW - 1)
+            .map_or(line_start, |(i, _)| line_start + i);
+        let end = self.text[self.offset..line_end]
+            .char_indices()
+            .nth(WINDOW + 1)
+            .map_or(line_end, |(i, _)| self.offset + i);
+        let (before, after) = (
+            if start > line_start { "…" } else { "" },
+            if end < line_end { "…" } else { "" },
+        );
         let (line, column) = self.line_column();
         if let Some(i) = self.output {
             write!(f, "  in text {i}, at byte {}", self.offset)?;
@@ -87,9 +123,10 @@ impl fmt::Display for Location {
                 }
             })
             .collect();
-        writeln!(f, "    {shown}")?;
-        let pad: String = self.text[start..self.offset]
+        writeln!(f, "    {before}{shown}{after}")?;
+        let pad: String = before
             .chars()
+            .chain(self.text[start..self.offset].chars())
             .map(|c| if c == '\t' { '\t' } else { ' ' })
             .collect();
         write!(f, "    {pad}^")
@@ -144,6 +181,9 @@ pub enum Syntax {
     NumberThenName,
     /// An exponent marker with no digits, as in `1e` or `2.5e+`.
     EmptyExponent,
+    /// A `_` in a number that does not stand between two digits, as in `1__000`, `1_` or
+    /// `1_.5` (Python refuses these too).
+    MisplacedUnderscore,
     /// An integer with a leading zero, as in `007` (C would read it as octal; Python
     /// refuses it, and so does ddx).
     LeadingZero,
@@ -162,7 +202,7 @@ impl fmt::Display for Syntax {
             Syntax::Expected {
                 expected,
                 found: Some(t),
-            } => write!(f, "expected {expected}, found `{t}`"),
+            } => write!(f, "expected {expected}, found `{}`", clip(t)),
             Syntax::Expected {
                 expected,
                 found: None,
@@ -181,6 +221,9 @@ impl fmt::Display for Syntax {
                 f.write_str("a number runs into a name; write `*` between them for a product")
             }
             Syntax::EmptyExponent => f.write_str("the exponent of this number has no digits"),
+            Syntax::MisplacedUnderscore => {
+                f.write_str("a `_` in a number must stand between two digits, as in `1_000`")
+            }
             Syntax::LeadingZero => f.write_str(
                 "an integer may not start with 0 (C would read it as octal); write it without \
                  the leading zeros",
@@ -218,5 +261,22 @@ mod tests {
         assert_eq!(at.to_string(), "  at byte 3:\n    x�y\n       ^");
         let at = Location::new("é", 1);
         assert_eq!(at.offset, 0, "clamped down to a char boundary");
+    }
+
+    #[test]
+    fn long_lines_show_a_window() {
+        let text = format!("{}$ {}", "a".repeat(100), "é".repeat(100));
+        let shown = Location::new(&text, 100).to_string();
+        let lines: Vec<&str> = shown.lines().collect();
+        let window = format!("    …{}$ {}…", "a".repeat(WINDOW), "é".repeat(WINDOW - 1));
+        assert_eq!(lines[1], window);
+        assert_eq!(lines[2], format!("    {}^", " ".repeat(WINDOW + 1)));
+        let short = Location::new("ab$cd", 2).to_string();
+        assert!(short.ends_with("    ab$cd\n      ^"), "{short}");
+        assert_eq!(clip(&"x".repeat(QUOTE)), "x".repeat(QUOTE));
+        assert_eq!(
+            clip(&"é".repeat(QUOTE + 1)),
+            format!("{}…", "é".repeat(QUOTE))
+        );
     }
 }

@@ -5,16 +5,21 @@
 //! ignored. Lexing is lazy, so a problem late in the text is reported only if the parser
 //! gets that far, and the first problem reported is the leftmost one.
 //!
-//! - numbers are Python's float and integer literals without underscores: `2`, `2.`,
-//!   `.5`, `1.5e-3`, `1E3` (all read as `f64`; `1e999` is infinity, as in Python); as in
-//!   Python, an integer may not start with `0` unless it is all zeros (`007` is refused,
-//!   where C would read octal), while `007.5` and `00` are fine;
-//! - names are ASCII: a letter or `_`, then letters, digits and `_`;
+//! - numbers are Python's decimal float and integer literals: `2`, `2.`, `.5`, `1.5e-3`,
+//!   `1E3`, `1_000`, `1_000.5e1_0` (all read as `f64`; `1e999` is infinity, as in Python);
+//!   as in Python, a `_` may stand only between two digits, and an integer may not start
+//!   with `0` unless it is all zeros (`007` is refused, where C would read octal), while
+//!   `007.5` and `00` are fine;
+//! - names follow Python's identifier rule: a character of Unicode's `XID_Start` or `_`,
+//!   then characters of `XID_Continue` (so `α`, `x₁`, `T_K` and `変数` are names). Unlike
+//!   Python, names are compared as written, without NFKC normalisation: `ﬁ` and `fi` are
+//!   two symbols, where Python would read one;
 //! - operators are the infix spellings of the operator table ([`Op::infix_tokens`]), read
 //!   longest first, and the punctuation `(`, `)`, `,`.
 
 use super::diagnostic::Syntax;
 use crate::Op;
+use std::borrow::Cow;
 
 /// What a token is.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -59,12 +64,14 @@ pub(crate) struct Lexer<'a> {
     pos: usize,
 }
 
-fn is_name_start(b: u8) -> bool {
-    b.is_ascii_alphabetic() || b == b'_'
+/// Whether a name may start with `c` (Python's rule: `XID_Start` or `_`).
+pub(crate) fn is_name_start(c: char) -> bool {
+    c == '_' || unicode_ident::is_xid_start(c)
 }
 
-fn is_name_continue(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+/// Whether a name may go on with `c` (`XID_Continue`, which holds `_` and the digits).
+pub(crate) fn is_name_continue(c: char) -> bool {
+    unicode_ident::is_xid_continue(c)
 }
 
 impl<'a> Lexer<'a> {
@@ -89,14 +96,13 @@ impl<'a> Lexer<'a> {
                 end: start,
             });
         };
-        let b = c as u32;
         let kind = match c {
             '0'..='9' | '.' => return self.number(),
-            _ if b < 128 && is_name_start(b as u8) => {
-                let mut end = start + 1;
-                while self.byte(end).is_some_and(is_name_continue) {
-                    end += 1;
-                }
+            _ if is_name_start(c) => {
+                let end = trimmed
+                    .char_indices()
+                    .find(|&(_, c)| !is_name_continue(c))
+                    .map_or(self.text.len(), |(i, _)| start + i);
                 self.pos = end;
                 return Ok(Token {
                     kind: Kind::Name(&self.text[start..end]),
@@ -139,19 +145,35 @@ impl<'a> Lexer<'a> {
         })
     }
 
+    /// The end of the run of digits starting at `at` (`at` itself when there is none), in
+    /// which a `_` may stand between two digits; a `_` anywhere else is the error.
+    fn digits(&self, mut at: usize) -> Result<usize, LexError> {
+        let first = at;
+        loop {
+            match self.byte(at) {
+                Some(b) if b.is_ascii_digit() => at += 1,
+                Some(b'_')
+                    if at > first && self.byte(at + 1).is_some_and(|b| b.is_ascii_digit()) =>
+                {
+                    at += 1;
+                }
+                Some(b'_') if at > first => return Err((at, Syntax::MisplacedUnderscore)),
+                _ => return Ok(at),
+            }
+        }
+    }
+
     /// A numeric literal starting at `self.pos` (a digit or `.`).
     fn number(&mut self) -> Result<Token<'a>, LexError> {
         let start = self.pos;
-        let digits = |lx: &Self, mut at: usize| {
-            while lx.byte(at).is_some_and(|b| b.is_ascii_digit()) {
-                at += 1;
-            }
-            at
-        };
-        let mut end = digits(self, start);
+        let digits = |lx: &Self, at: usize| lx.digits(at);
+        let mut end = digits(self, start)?;
         let whole = end > start;
         if self.byte(end) == Some(b'.') {
-            let frac_end = digits(self, end + 1);
+            if self.byte(end + 1) == Some(b'_') {
+                return Err((end + 1, Syntax::MisplacedUnderscore));
+            }
+            let frac_end = digits(self, end + 1)?;
             if !whole && frac_end == end + 1 {
                 return Err((start, Syntax::UnexpectedChar('.')));
             }
@@ -162,16 +184,29 @@ impl<'a> Lexer<'a> {
             if matches!(self.byte(at), Some(b'+' | b'-')) {
                 at += 1;
             }
-            let exp_end = digits(self, at);
+            if self.byte(at) == Some(b'_') {
+                return Err((at, Syntax::MisplacedUnderscore));
+            }
+            let exp_end = digits(self, at)?;
             if exp_end == at {
                 return Err((end, Syntax::EmptyExponent));
             }
             end = exp_end;
         }
-        if self.byte(end).is_some_and(is_name_start) {
-            return Err((end, Syntax::NumberThenName));
+        if self.text[end..].chars().next().is_some_and(is_name_start) {
+            return Err((
+                end,
+                if self.byte(end) == Some(b'_') {
+                    Syntax::MisplacedUnderscore
+                } else {
+                    Syntax::NumberThenName
+                },
+            ));
         }
-        let literal = &self.text[start..end];
+        let literal: Cow<'_, str> = match &self.text[start..end] {
+            l if l.contains('_') => Cow::Owned(l.replace('_', "")),
+            l => Cow::Borrowed(l),
+        };
         if literal.len() > 1
             && literal.starts_with('0')
             && literal.bytes().all(|b| b.is_ascii_digit())
@@ -232,6 +267,60 @@ mod tests {
     }
 
     #[test]
+    fn underscores_between_digits_as_in_python() {
+        use Kind::Number as N;
+        assert_eq!(
+            kinds("1_000 1_000.000_5 1e1_0 .5_5 0_0 1_0e-1_0").unwrap(),
+            [N(1000.0), N(1000.0005), N(1e10), N(0.55), N(0.0), N(1e-9)]
+        );
+        // Python refuses each of these ("invalid decimal literal").
+        for (text, at) in [
+            ("1__0", 1),
+            ("1_", 1),
+            ("1_.5", 1),
+            ("1._5", 2),
+            ("1e_5", 2),
+            ("1_e5", 1),
+            ("1.5_", 3),
+            ("0_7", 0),
+        ] {
+            let problem = if text == "0_7" {
+                Syntax::LeadingZero
+            } else {
+                Syntax::MisplacedUnderscore
+            };
+            assert_eq!(kinds(text), Err((at, problem)), "{text}");
+        }
+        assert_eq!(
+            kinds("_1").unwrap(),
+            [Kind::Name("_1")],
+            "a name, as in Python"
+        );
+    }
+
+    #[test]
+    fn names_follow_pythons_identifier_rule() {
+        assert_eq!(
+            kinds("α + θ1 * 変数 - _T_K2 + ñ").unwrap(),
+            [
+                Kind::Name("α"),
+                Kind::Operator("+"),
+                Kind::Name("θ1"),
+                Kind::Operator("*"),
+                Kind::Name("変数"),
+                Kind::Operator("-"),
+                Kind::Name("_T_K2"),
+                Kind::Operator("+"),
+                Kind::Name("ñ"),
+            ]
+        );
+        // Not XID_Start (Python: `"₁x".isidentifier()` is False), nor a symbol.
+        assert_eq!(kinds("₁x"), Err((0, Syntax::UnexpectedChar('₁'))));
+        assert_eq!(kinds("x + €"), Err((4, Syntax::UnexpectedChar('€'))));
+        assert_eq!(kinds("2α"), Err((1, Syntax::NumberThenName)));
+    }
+
+    #[test]
     fn operators_longest_first() {
         use Kind::Operator as O;
         assert_eq!(
@@ -260,7 +349,7 @@ mod tests {
         assert_eq!(kinds("1e+ 2"), Err((1, Syntax::EmptyExponent)));
         assert_eq!(kinds(" . "), Err((1, Syntax::UnexpectedChar('.'))));
         assert_eq!(kinds("x $"), Err((2, Syntax::UnexpectedChar('$'))));
-        assert_eq!(kinds("é"), Err((0, Syntax::UnexpectedChar('é'))));
+        assert_eq!(kinds("é").unwrap(), [Kind::Name("é")]);
         assert_eq!(kinds("!x"), Err((0, Syntax::UnexpectedChar('!'))));
     }
 }

@@ -4,8 +4,8 @@
 //!
 //! | form | meaning |
 //! |---|---|
-//! | `2`, `2.`, `.5`, `1.5e-3`, `1e999` | numbers (`f64`; `1e999` is infinity, as in Python) |
-//! | `x`, `b1`, `_t` | symbols: ASCII names, ordered in the equation by the bytes of the name (`B` before `a`, `x10` before `x2`) |
+//! | `2`, `2.`, `.5`, `1.5e-3`, `1_000`, `1e999` | numbers (`f64`; `1e999` is infinity, as in Python; `_` between digits, as in Python) |
+//! | `x`, `b1`, `_t`, `α`, `θ_K` | symbols: Python identifiers (Unicode `XID_Start` or `_`, then `XID_Continue`; compared as written, without Python's NFKC normalisation), ordered in the equation by the bytes of the name (`B` before `a`, `x10` before `x2`) |
 //! | `sin(x)`, `pow(a, b)`, `select(c, t, f)` | every function of the operator table, by name |
 //! | `a ** b` | power; right-associative, binds tighter than a sign on its left |
 //! | `-a`, `+a` | signs, binding tighter than `*` and `/` |
@@ -37,6 +37,7 @@ mod lexer;
 mod parser;
 mod print;
 
+pub(crate) use diagnostic::clip;
 pub use diagnostic::{Expected, Location, Syntax};
 pub use dot::dot;
 pub use parser::MAX_DEPTH;

@@ -290,7 +290,9 @@ impl<'a> Parser<'a> {
                     return Err(Error::UnknownFunction {
                         at: Location::new(self.text, at),
                         name: name.to_string(),
-                        nearest: nearest_name(name, Op::call_names()),
+                        nearest: Op::other_spelling(name)
+                            .map(|op| op.name().to_string())
+                            .or_else(|| nearest_name(name, Op::call_names())),
                     })
                 }
             },

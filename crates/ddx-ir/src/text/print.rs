@@ -2,8 +2,8 @@
 //!
 //! Input: a graph, a node, and the names of its symbols. Output: text in the grammar of
 //! [`crate::text`] that [`Formula::parse`](super::Formula::parse) reads back to the same
-//! hash-consed graph — provided every symbol name is a name of the grammar (ASCII, not a
-//! function name) and the nesting stays within [`MAX_DEPTH`](super::MAX_DEPTH). A graph
+//! hash-consed graph — provided every symbol name is a name of the grammar (a Python
+//! identifier, not a function name) and the nesting stays within [`MAX_DEPTH`](super::MAX_DEPTH). A graph
 //! built by a closure can nest without limit, and even a parsed one can nest deeper than
 //! the text it came from, because folding moves negations: `x*y*-1*y*-1` has depth 3 in
 //! the parser, but it is the graph `-(-(x * y) * y)`, and so it prints. Text nested too

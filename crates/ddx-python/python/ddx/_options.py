@@ -35,7 +35,7 @@ class Backend(enum.IntEnum):
 class OptLevel(enum.IntEnum):
     """How hard the code generator optimises the top tier."""
 
-    NONE = 0
+    OFF = 0
     SPEED = 1
 
 

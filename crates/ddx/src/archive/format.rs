@@ -242,14 +242,14 @@ fn options_rec(o: &Options) -> OptionsRec {
 
 fn level_tag(level: OptLevel) -> u8 {
     match level {
-        OptLevel::None => 0,
+        OptLevel::Off => 0,
         OptLevel::Speed => 1,
     }
 }
 
 fn level_of(tag: u8) -> Option<OptLevel> {
     match tag {
-        0 => Some(OptLevel::None),
+        0 => Some(OptLevel::Off),
         1 => Some(OptLevel::Speed),
         _ => None,
     }

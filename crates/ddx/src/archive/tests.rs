@@ -49,7 +49,7 @@ fn kernels_keyed_for_another_host_are_never_run_and_their_lanes_compile() {
     let mut eq = model();
     eq.set_options(Options::with_backend(Backend::Compile));
     for kind in [LaneKind::Jacobian, LaneKind::Hessian] {
-        assert!(eq.wait_for_kernel(kind));
+        assert!(eq.wait_for_kernel_of(kind));
     }
     let bytes = eq.to_bytes().expect("encodes");
     let bytes = forged(&bytes, |d| {
@@ -70,8 +70,8 @@ fn kernels_keyed_for_another_host_are_never_run_and_their_lanes_compile() {
     let back = Equation::<Scalar>::from_bytes(&bytes).expect("loads");
     let s = back.jit_status();
     assert_eq!((s.loaded, s.refused), (0, 2), "{s:?}");
-    assert!(back.wait_for_kernel(LaneKind::Jacobian));
-    assert!(back.wait_for_kernel(LaneKind::Hessian));
+    assert!(back.wait_for_kernel_of(LaneKind::Jacobian));
+    assert!(back.wait_for_kernel_of(LaneKind::Hessian));
     assert!(back.jit_status().compiled >= 2);
     assert_eq!(answers(&back), answers(&oracle));
 
@@ -79,9 +79,9 @@ fn kernels_keyed_for_another_host_are_never_run_and_their_lanes_compile() {
     // refused the same way: the key is recomputed from the loaded options.
     let mut eq = model();
     let mut o = Options::with_backend(Backend::Compile);
-    o.codegen.opt_level = crate::OptLevel::None;
+    o.codegen.opt_level = crate::OptLevel::Off;
     eq.set_options(o);
-    assert!(eq.wait_for_kernel(LaneKind::Jacobian));
+    assert!(eq.wait_for_kernel_of(LaneKind::Jacobian));
     let bytes = forged(&eq.to_bytes().expect("encodes"), |d| {
         d.options.points = 1024; // a column kernel now, not the point kernel saved
     });

@@ -349,7 +349,7 @@ fn batch_calls_of_exact_graphs_equal_the_interpreter_bit_for_bit() {
         eq.set_options(Options::with_backend(Backend::Device));
         for kind in LaneKind::ALL {
             assert!(
-                eq.wait_for_kernel(kind),
+                eq.wait_for_kernel_of(kind),
                 "{kind:?}: {:?}",
                 eq.device_status()
             );
@@ -386,10 +386,10 @@ fn a_kernel_the_compiler_refuses_leaves_the_cpu_answering() {
     let mut eq = Equation::<System>::from(model);
     BAD_SOURCE.store(true, Ordering::SeqCst);
     eq.set_options(Options::with_backend(Backend::Device));
-    let built = eq.wait_for_kernel(LaneKind::Jacobian);
+    let built = eq.wait_for_kernel_of(LaneKind::Jacobian);
     BAD_SOURCE.store(false, Ordering::SeqCst);
     assert!(!built);
-    assert!(!eq.uses_kernel(LaneKind::Jacobian));
+    assert!(!eq.uses_kernel_of(LaneKind::Jacobian));
     let e = eq
         .device_status()
         .expect("device backend")
@@ -411,7 +411,7 @@ fn a_kernel_the_compiler_refuses_leaves_the_cpu_answering() {
             .collect::<Vec<_>>()
     );
     // Another lane built afterwards is fine: only the refused one answers from the CPU.
-    assert!(eq.wait_for_kernel(LaneKind::Value));
+    assert!(eq.wait_for_kernel_of(LaneKind::Value));
 }
 
 #[test]
@@ -423,8 +423,8 @@ fn a_launch_that_fails_retires_the_kernel_and_the_cpu_answers() {
     let oracle = Equation::<System>::from(model.clone());
     let mut eq = Equation::<System>::from(model);
     eq.set_options(Options::with_backend(Backend::Device));
-    assert!(eq.wait_for_kernel(LaneKind::Gradient));
-    assert!(eq.uses_kernel(LaneKind::Gradient));
+    assert!(eq.wait_for_kernel_of(LaneKind::Gradient));
+    assert!(eq.uses_kernel_of(LaneKind::Gradient));
     let xs = columns(&mut Rng(5), 2, 50);
     BAD_LAUNCH.store(true, Ordering::SeqCst);
     let got = lane_batch(&eq, LaneKind::Gradient, &xs, 50);
@@ -440,7 +440,7 @@ fn a_launch_that_fails_retires_the_kernel_and_the_cpu_answers() {
         .expect_err("failed");
     assert_eq!(e.code(), Errc::DeviceLaunch);
     assert!(e.to_string().contains("clEnqueueNDRangeKernel"), "{e}");
-    assert!(!eq.uses_kernel(LaneKind::Gradient), "retired");
+    assert!(!eq.uses_kernel_of(LaneKind::Gradient), "retired");
     let again = lane_batch(&eq, LaneKind::Gradient, &xs, 50);
     assert_eq!(
         again.iter().map(|c| bits(c)).collect::<Vec<_>>(),

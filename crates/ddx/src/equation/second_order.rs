@@ -64,6 +64,10 @@ impl<T: SymbolRef + ?Sized> SymbolRef for &T {
     }
 }
 
+/// What [`Equation::value_gradient_and_hvp`] answers: `(f, ∇f, H·v)`, the value as
+/// [`Equation::evaluate`] answers it, the gradient and `H·v` each `n` long.
+pub type ValueGradientHvp<S> = (<S as Shape>::Value, Vec<f64>, Vec<f64>);
+
 /// The highest order `K` that [`Equation::univariate_derivative`] computes: 170, the
 /// largest `K` whose `K!` is finite in `f64` (`171!` overflows), so the highest order
 /// whose derivative can be a finite number. The bound also keeps one call's memory and
@@ -104,10 +108,28 @@ impl<S: Shape> Equation<S> {
     pub fn hessian(&self, point: impl Point) -> Result<Vec<f64>, Error> {
         let (m, n) = (self.outputs(), self.arity());
         let len = self.answer_len("hessian", &[m, n, n])?;
-        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense_hessian(x, len))?
+        let mut dense = super::zeros(len);
+        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense_hessian(x, &mut dense))??;
+        Ok(dense)
     }
 
-    fn dense_hessian(&self, x: &[f64], len: usize) -> Result<Vec<f64>, Error> {
+    /// The Hessians written into `out` (dense, `m × n × n`, row-major, as
+    /// [`Equation::hessian`] lays them out): [`Equation::hessian`] without allocating the
+    /// answer, for calls in a loop. (The compressed products, `m ·`
+    /// [`hessian_columns`](Equation::hessian_columns) values, are still gathered in a
+    /// scratch buffer.)
+    ///
+    /// # Errors
+    /// [`Error::WrongOutputLength`] unless `out` is `m·n·n` long (nothing is written);
+    /// those of [`Equation::point`].
+    pub fn hessian_into(&self, point: impl Point, out: &mut [f64]) -> Result<(), Error> {
+        let (m, n) = (self.outputs(), self.arity());
+        super::check_output(out, m.checked_mul(n).and_then(|mn| mn.checked_mul(n)))?;
+        self.with_inputs(&point, 0, |_| Ok(()), |x| self.dense_hessian(x, out))?
+    }
+
+    /// Runs the Hessian lane at `x` and scatters its blocks into `dense` (`m·n·n` long).
+    fn dense_hessian(&self, x: &[f64], dense: &mut [f64]) -> Result<(), Error> {
         let p = self.prepared(LaneKind::Hessian);
         let layout = self.hessian_layout();
         let (m, n) = (self.outputs(), self.arity());
@@ -120,7 +142,7 @@ impl<S: Shape> Equation<S> {
             }
         });
         let c = layout.columns();
-        let mut dense = super::zeros(len);
+        dense.fill(0.0);
         if c > 0 {
             for (block, h) in blocks
                 .chunks_exact(c)
@@ -129,7 +151,7 @@ impl<S: Shape> Equation<S> {
                 layout.scatter(block, h)?;
             }
         }
-        Ok(dense)
+        Ok(())
     }
 
     /// How many colour groups compress the Hessian: the number of products `H·v_k` one
@@ -181,6 +203,54 @@ impl<S: Shape> Equation<S> {
         self.with_inputs(&point, self.arity(), fill, |x| self.run_hvp(x))
     }
 
+    /// [`Equation::hvp`] written into `out` (`n` values), without allocating, for calls
+    /// in a loop.
+    ///
+    /// # Errors
+    /// [`Error::WrongOutputLength`] unless `out` is `n` long (nothing is written); those
+    /// of [`Equation::hvp`].
+    pub fn hvp_into(&self, v: impl Point, point: impl Point, out: &mut [f64]) -> Result<(), Error> {
+        self.scalar_only("hvp")?;
+        super::check_output(out, Some(self.arity()))?;
+        let fill = |seeds: &mut [f64]| v.fill_as(self.symbols(), seeds, Role::Direction);
+        self.with_inputs(&point, self.arity(), fill, |x| {
+            self.hvp_parts(x, |_| {}, |_, _| {}, out);
+        })
+    }
+
+    /// `f(x)`, `∇f(x)` and `H(x)·v` together, from the one forward-over-reverse sweep
+    /// [`Equation::hvp`] makes (its lane computes the value and the gradient on the way;
+    /// this keeps them): `(f, ∇f, H·v)`, the gradient dense and `n` long, each bit for
+    /// bit what [`Equation::evaluate`], [`Equation::jacobian`] and [`Equation::hvp`]
+    /// answer. What a Newton–CG or trust-region step asks per iterate. One output only.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * x * y")?;
+    /// let (f, g, hv) = eq.value_gradient_and_hvp([1.0, 0.0], [3.0, 2.0])?;
+    /// assert_eq!((f, g, hv), (18.0, vec![12.0, 9.0], vec![4.0, 6.0]));
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Equation::hvp`].
+    #[doc(alias = "value_and_hvp")]
+    pub fn value_gradient_and_hvp(
+        &self,
+        v: impl Point,
+        point: impl Point,
+    ) -> Result<ValueGradientHvp<S>, Error> {
+        self.scalar_only("hvp")?;
+        let n = self.arity();
+        let fill = |seeds: &mut [f64]| v.fill_as(self.symbols(), seeds, Role::Direction);
+        let (mut f, mut g, mut hv) = (Vec::with_capacity(1), super::zeros(n), super::zeros(n));
+        self.with_inputs(&point, n, fill, |x| {
+            self.hvp_parts(x, |v| f.push(v), |j, d| g[j] = d, &mut hv);
+        })?;
+        Ok((S::value(&f), g, hv))
+    }
+
     /// `H(x)·e_s`, the Hessian column of one symbol, `n` long: [`Equation::hvp`] along
     /// the basis vector of `symbol`, named (`"a"`) or by position in canonical order
     /// (`0usize`).
@@ -207,16 +277,36 @@ impl<S: Shape> Equation<S> {
     }
 
     fn run_hvp(&self, x: &[f64]) -> Vec<f64> {
+        let mut out = super::zeros(self.arity());
+        self.hvp_parts(x, |_| {}, |_, _| {}, &mut out);
+        out
+    }
+
+    /// Runs the `hvp` lane (one output) at `x`: its value to `value`, each structurally
+    /// nonzero gradient entry `(symbol, ∂f/∂x)` to `partial`, and `H·v` into `hv`
+    /// (`n` long).
+    fn hvp_parts(
+        &self,
+        x: &[f64],
+        mut value: impl FnMut(f64),
+        mut partial: impl FnMut(usize, f64),
+        hv: &mut [f64],
+    ) {
         let p = self.prepared(LaneKind::Hvp);
-        let nnz = p.lane.pattern.as_ref().map_or(0, Sparsity::nonzeros);
-        let skip = p.lane.values + nnz;
-        let mut out = Vec::with_capacity(self.arity());
+        let cells = p.lane.pattern.as_ref().map_or(&[][..], Sparsity::entries);
+        let values = p.lane.values;
+        let skip = values + cells.len();
         self.eval(LaneKind::Hvp, x, |k, v| {
-            if k >= skip {
-                out.push(v);
+            if k < values {
+                value(v);
+            } else if k < skip {
+                if let Some(c) = cells.get(k - values) {
+                    partial(c.column, v);
+                }
+            } else if let Some(h) = hv.get_mut(k - skip) {
+                *h = v;
             }
         });
-        out
     }
 
     /// The `K`-th derivative `dᴷf/dxᴷ` at `x0` of a function of one symbol and one output,

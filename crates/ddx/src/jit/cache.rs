@@ -166,7 +166,7 @@ impl Key {
 
 fn level_tag(level: OptLevel) -> u8 {
     match level {
-        OptLevel::None => 0,
+        OptLevel::Off => 0,
         OptLevel::Speed => 1,
     }
 }

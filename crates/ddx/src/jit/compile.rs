@@ -179,7 +179,7 @@ impl Compiler {
         segment: usize,
     ) -> Result<Vec<u8>, Error> {
         let isa: &dyn TargetIsa = match level {
-            OptLevel::None => &*self.quick,
+            OptLevel::Off => &*self.quick,
             OptLevel::Speed if lane.graph.len() > BACKTRACKING_NODES => &*self.speed_linear,
             OptLevel::Speed => &*self.speed,
         };

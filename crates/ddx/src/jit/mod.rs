@@ -104,7 +104,7 @@ impl Config {
     pub(crate) fn level(&self, tier: Tier) -> OptLevel {
         match tier {
             Tier::Top => self.top,
-            _ => OptLevel::None,
+            _ => OptLevel::Off,
         }
     }
 
@@ -112,7 +112,7 @@ impl Config {
     /// ask for no optimisation.
     pub(crate) fn highest(&self) -> Tier {
         match self.top {
-            OptLevel::None => Tier::Quick,
+            OptLevel::Off => Tier::Quick,
             OptLevel::Speed => Tier::Top,
         }
     }
@@ -121,7 +121,7 @@ impl Config {
 /// The order of optimisation levels: a kernel is replaced only by one of a higher rank.
 fn rank(level: OptLevel) -> u8 {
     match level {
-        OptLevel::None => 0,
+        OptLevel::Off => 0,
         OptLevel::Speed => 1,
     }
 }
@@ -282,7 +282,7 @@ impl State {
         for s in saved {
             let tier = if s.level == c.level(Tier::Top) {
                 c.highest()
-            } else if s.level == OptLevel::None {
+            } else if s.level == OptLevel::Off {
                 Tier::Quick
             } else {
                 refuse();

@@ -110,7 +110,7 @@ pub(crate) fn random_model(seed: u64, nodes: usize, symbols: usize, outputs: usi
 /// The kernel shapes and levels every lane is compiled at.
 fn configs() -> Vec<Options> {
     let mut all = Vec::new();
-    for level in [OptLevel::None, OptLevel::Speed] {
+    for level in [OptLevel::Off, OptLevel::Speed] {
         for (points, lanes) in [
             (1, Lanes::Derived),
             (64, Lanes::Derived),
@@ -146,11 +146,11 @@ fn check_model(model: &Model, rng: &mut Rng, batches: &[usize]) -> Result<(), Te
         eq.set_options(options.clone());
         for kind in LaneKind::ALL {
             prop_assert!(
-                eq.wait_for_kernel(kind),
+                eq.wait_for_kernel_of(kind),
                 "{kind:?} under {options:?}: {:?}",
                 eq.jit_status()
             );
-            prop_assert_eq!(eq.kernel_level(kind), Some(options.codegen.opt_level));
+            prop_assert_eq!(eq.kernel_level_of(kind), Some(options.codegen.opt_level));
             let lane = oracle.lane(kind);
             let (inputs, outputs) = (lane.symbols + lane.seeds, lane.outputs.len());
             for _ in 0..4 {
@@ -260,7 +260,7 @@ fn a_long_lane_runs_as_segments() {
     let oracle = Equation::<System>::from_model(model.clone());
     let mut eq = Equation::<System>::from_model(model);
     with_segments(16, || eq.set_options(compile_options(64)));
-    assert!(eq.wait_for_kernel(kind), "{:?}", eq.jit_status());
+    assert!(eq.wait_for_kernel_of(kind), "{:?}", eq.jit_status());
     let state = eq.jit.state.as_ref().expect("compiling");
     let kernel = state.slot(kind).current().expect("a kernel");
     let lane = eq.lane(kind);
@@ -398,7 +398,7 @@ fn calls_never_wait_for_the_compiler_and_stay_exact_across_the_switch() {
             });
         }
     });
-    assert!(!eq.uses_kernel(kind), "nothing can have compiled yet");
+    assert!(!eq.uses_kernel_of(kind), "nothing can have compiled yet");
     let state = std::sync::Arc::clone(eq.jit.state.as_ref().expect("compiling"));
     assert_eq!(
         state.slot(kind).lock().pending,
@@ -414,7 +414,7 @@ fn calls_never_wait_for_the_compiler_and_stay_exact_across_the_switch() {
                 let mut k = t;
                 let mut after = 0;
                 while after < 64 {
-                    if eq.uses_kernel(kind) {
+                    if eq.uses_kernel_of(kind) {
                         after += 1;
                     }
                     assert_eq!(eq.jit_status().error, None);
@@ -424,8 +424,8 @@ fn calls_never_wait_for_the_compiler_and_stay_exact_across_the_switch() {
             });
         }
     });
-    assert!(eq.wait_for_kernel(kind));
-    assert_eq!(eq.kernel_level(kind), Some(OptLevel::Speed));
+    assert!(eq.wait_for_kernel_of(kind));
+    assert_eq!(eq.kernel_level_of(kind), Some(OptLevel::Speed));
     assert_eq!(eq.jit_status().compiled, 2, "quick, then optimised");
 }
 
@@ -447,10 +447,10 @@ fn a_change_of_options_abandons_the_compile_in_flight() {
     ));
     eq.set_options(Options::default());
     assert!(old.abandoned());
-    assert!(!eq.wait_for_kernel(kind), "Interpret answers at once");
+    assert!(!eq.wait_for_kernel_of(kind), "Interpret answers at once");
     eq.set_options(compile_options(64));
     drop(held);
-    assert!(eq.wait_for_kernel(kind));
+    assert!(eq.wait_for_kernel_of(kind));
     settle(&old, kind);
     assert!(old.slot(kind).current().is_none(), "nothing installed");
     assert_eq!(
@@ -479,7 +479,7 @@ fn a_job_is_pending_before_it_shows_as_asked() {
     let eq = &eq;
     std::thread::scope(|s| {
         let inner = slot.lock();
-        let waiter = s.spawn(move || eq.wait_for_kernel(kind));
+        let waiter = s.spawn(move || eq.wait_for_kernel_of(kind));
         // Let the waiter run as far as it can without the lock (a bounded count of
         // yields, not a time: the check below holds whatever the waiter reached).
         for _ in 0..20_000 {
@@ -497,7 +497,7 @@ fn a_job_is_pending_before_it_shows_as_asked() {
         drop(held);
         assert!(waiter.join().expect("the waiter returns"));
     });
-    assert!(eq.uses_kernel(kind));
+    assert!(eq.uses_kernel_of(kind));
 }
 
 /// The reviewer's input: four threads call `wait_for_kernel` at once on a fresh `Compile`
@@ -510,7 +510,7 @@ fn simultaneous_waiters_all_see_the_kernel() {
     const THREADS: usize = 4;
     let model = random_model(3, 6, 2, 1);
     let mut o = compile_options(1);
-    o.codegen.opt_level = OptLevel::None; // one tier: the cheapest round
+    o.codegen.opt_level = OptLevel::Off; // one tier: the cheapest round
     let current: RwLock<Option<Equation<System>>> = RwLock::new(None);
     let start = Barrier::new(THREADS + 1);
     let end = Barrier::new(THREADS + 1);
@@ -523,7 +523,7 @@ fn simultaneous_waiters_all_see_the_kernel() {
                     {
                         let eq = current.read().unwrap_or_else(|e| e.into_inner());
                         let eq = eq.as_ref().expect("a round's equation");
-                        if !eq.wait_for_kernel(LaneKind::Value) {
+                        if !eq.wait_for_kernel_of(LaneKind::Value) {
                             failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
                     }
@@ -539,7 +539,7 @@ fn simultaneous_waiters_all_see_the_kernel() {
             end.wait();
             let guard = current.read().unwrap_or_else(|e| e.into_inner());
             let eq = guard.as_ref().expect("this round's equation");
-            assert!(eq.uses_kernel(LaneKind::Value), "round {round}");
+            assert!(eq.uses_kernel_of(LaneKind::Value), "round {round}");
             assert_eq!(eq.jit_status().error, None, "round {round}");
             assert_eq!(
                 failures.load(std::sync::atomic::Ordering::Relaxed),
@@ -573,18 +573,18 @@ fn clones_share_kernels_and_keep_a_compile_alive() {
     let clone = original.clone();
     drop(original); // the clone still holds the state: the compile must go on
     drop(held);
-    assert!(clone.wait_for_kernel(kind), "{:?}", clone.jit_status());
+    assert!(clone.wait_for_kernel_of(kind), "{:?}", clone.jit_status());
     assert_eq!(clone.jit_status().compiled, 2);
     assert_eq!(bits(clone.gradient(x).expect("fits")), bits(want.clone()));
 
     // A clone of a compiled equation answers from the same kernels, compiling nothing.
     let mut second = clone.clone();
-    assert!(second.uses_kernel(kind));
+    assert!(second.uses_kernel_of(kind));
     assert_eq!(second.jit_status().compiled, 2);
     // Its own options change; the first keeps its kernels.
     second.set_options(Options::default());
-    assert!(!second.uses_kernel(kind));
-    assert!(clone.uses_kernel(kind));
+    assert!(!second.uses_kernel_of(kind));
+    assert!(clone.uses_kernel_of(kind));
     assert_eq!(bits(second.gradient(x).expect("fits")), bits(want));
     let state = std::sync::Arc::clone(clone.jit.state.as_ref().expect("compiling"));
     assert!(!state.abandoned());
@@ -681,7 +681,7 @@ fn a_small_lane_compiles_while_a_large_one_is_compiling() {
     let kind = LaneKind::Value;
     let mut large = Equation::<System>::from_model(long_sum(super::compile::SMALL_NODES / 4 + 16));
     let mut o = compile_options(1);
-    o.codegen.opt_level = OptLevel::None;
+    o.codegen.opt_level = OptLevel::Off;
     large.set_options(o.clone()); // no lane is prepared yet: nothing is asked
     let state = std::sync::Arc::clone(large.jit.state.as_ref().expect("compiling"));
     state.hold.arm();
@@ -692,15 +692,15 @@ fn a_small_lane_compiles_while_a_large_one_is_compiling() {
 
     let mut small = Equation::<System>::from_model(random_model(1, 2, 1, 1));
     small.set_options(o);
-    assert!(small.wait_for_kernel(kind), "{:?}", small.jit_status());
+    assert!(small.wait_for_kernel_of(kind), "{:?}", small.jit_status());
     // The small kernel is in place, and the large job has not been let go.
     assert!(
         state.hold.holding(),
         "the small kernel waited for the large compile"
     );
-    assert!(!large.uses_kernel(kind));
+    assert!(!large.uses_kernel_of(kind));
     state.hold.release();
-    assert!(large.wait_for_kernel(kind), "{:?}", large.jit_status());
+    assert!(large.wait_for_kernel_of(kind), "{:?}", large.jit_status());
 }
 
 /// Small lanes overtake large ones in the queue, and jobs of equal length keep their
@@ -736,9 +736,9 @@ fn the_queue_takes_the_fewest_nodes_first_and_keeps_a_worker_for_small_lanes() {
 fn the_status_reports_each_lane() {
     let mut eq = Equation::<System>::from_model(random_model(2, 20, 2, 1));
     let mut o = compile_options(1);
-    o.codegen.opt_level = OptLevel::None;
+    o.codegen.opt_level = OptLevel::Off;
     eq.set_options(o);
-    assert!(eq.wait_for_kernel(LaneKind::Value));
+    assert!(eq.wait_for_kernel_of(LaneKind::Value));
     let state = std::sync::Arc::clone(eq.jit.state.as_ref().expect("compiling"));
     // Two failures, one after the other, as a job reports them.
     let fail = |lane: &'static str| ddx_ir::Error::JitModule {
@@ -749,7 +749,7 @@ fn the_status_reports_each_lane() {
     state.stats.fail(LaneKind::Jacobian, fail("jacobian"));
     let s = eq.jit_status();
     let value = s.lane(LaneKind::Value).expect("asked");
-    assert_eq!(value.level, Some(OptLevel::None));
+    assert_eq!(value.level, Some(OptLevel::Off));
     assert_eq!((value.compiled, value.error.clone()), (1, None));
     let gradient = s.lane(LaneKind::Gradient).expect("asked");
     assert_eq!(gradient.error, Some(fail("gradient")));
