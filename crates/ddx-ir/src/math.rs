@@ -398,9 +398,15 @@ mod tests {
             assert_eq!(MathTable::slot(*op), Some(21 + i));
         }
         assert_eq!(MathTable::slot(Op::Powi), Some(24));
+        // A user function's call, appended (issue 17).
+        assert_eq!(MathTable::slot(Op::Call), Some(25));
+        assert_eq!(
+            (MATH_TABLE.more_ternary[0])(-1.0, 2.0, 3.0).to_bits(),
+            crate::user::call(-1.0, 2.0, 3.0).to_bits()
+        );
         assert_eq!(
             std::mem::size_of::<MathTable>(),
-            25 * std::mem::size_of::<usize>()
+            26 * std::mem::size_of::<usize>()
         );
         assert_eq!(MathTable::slot(Op::Add), None);
         assert_eq!(MathTable::slot(Op::Recip), None);
