@@ -67,6 +67,21 @@ pub enum CliError {
         /// The cell as written.
         cell: String,
     },
+    /// One cell of a Parquet file is not a number (a null, or a value `f64` cannot hold).
+    #[cfg(feature = "parquet")]
+    #[error("{}: row {row}, column {column} `{name}`: {what}", path.display())]
+    Value {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based data row.
+        row: u64,
+        /// The 1-based column.
+        column: usize,
+        /// The column's name.
+        name: String,
+        /// What is wrong.
+        what: String,
+    },
     /// A fit failed: it diverged, or its start or data give non-finite residuals.
     #[error("{0}")]
     Fit(#[from] ddx_fit::FitError),

@@ -3,12 +3,14 @@
 //! Each subcommand lives in its own module: [`eval`] (one point), [`inspect`] (`check`,
 //! `dot`), [`batch`] (CSV in, CSV out, streamed in chunks on all cores) and [`fit`]
 //! (nonlinear least squares through the shared fitter `ddx_fit`, NIST StRD files, plots),
-//! [`archive`] (`compile`, `load`: equations saved with their lanes and machine code).
+//! [`archive`] (`compile`, `load`: equations saved with their lanes and machine code),
+//! [`codegen`] (one lane as a standalone Rust or C function).
 //! Every failure is a [`CliError`]: `main` prints it on stderr after `ddx: ` and exits
 //! nonzero; no input makes the binary panic.
 
 mod archive;
 mod batch;
+mod codegen;
 mod error;
 mod eval;
 mod fit;
@@ -29,12 +31,13 @@ Examples:
   ddx check 'sin(x)*y + 3'
   ddx dot 'sin(x)*y + 3' | dot -Tsvg > f.svg
   ddx compile 'x*exp(-y)' -o f.ddx --jit
-  ddx load f.ddx x=2 y=0.5 --gradient";
+  ddx load f.ddx x=2 y=0.5 --gradient
+  ddx codegen 'x*exp(-y)' --lang c --lane gradient --name grad_f -o grad_f.c";
 
 /// Automatic differentiation from the command line: values, derivatives, batches over CSV
 /// and nonlinear least-squares fits of expressions written in Python's arithmetic.
 #[derive(Debug, Parser)]
-#[command(name = "ddx", version, after_help = EXAMPLES)]
+#[command(name = "ddx", version = ddx::VERSION, after_help = EXAMPLES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -49,6 +52,7 @@ enum Command {
     Dot(inspect::DotArgs),
     Compile(archive::CompileArgs),
     Load(archive::LoadArgs),
+    Codegen(codegen::CodegenArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -60,6 +64,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Dot(a) => inspect::dot(&a),
         Command::Compile(a) => archive::compile(&a),
         Command::Load(a) => archive::load(&a),
+        Command::Codegen(a) => codegen::run(&a),
     }
 }
 

@@ -185,7 +185,9 @@ fn dot_draws_the_gradient_lane() {
 #[test]
 fn help_shows_an_example_per_subcommand() {
     let top = ok(&["--help"]);
-    for sub in ["eval", "batch", "fit", "check", "dot", "compile", "load"] {
+    for sub in [
+        "eval", "batch", "fit", "check", "dot", "compile", "load", "codegen",
+    ] {
         assert!(
             top.contains(&format!("  ddx {sub} ")),
             "no {sub} example in:\n{top}"

@@ -24,8 +24,9 @@
 //! because the colouring is of the symmetric union of all outputs' patterns. A cell that
 //! is a structural zero for one output but not another reads an exact `0` for the first.
 
+use crate::ad::forward::{forward_with, Zeros};
 use crate::ad::tensor::{self, TensorLayout};
-use crate::ad::{forward::forward, hessian, reverse::reverse, Deriv};
+use crate::ad::{hessian, reverse::reverse, Deriv};
 use crate::colour::HessianLayout;
 use crate::{Error, Graph, Model, NodeId, SeedId, Sparsity};
 
@@ -240,7 +241,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
             let tangents: Vec<Deriv> = (0..n)
                 .map(|j| Some(g.seed(SeedId::from_index(j))))
                 .collect();
-            let jv = forward(&mut g, &tangents, &values);
+            let jv = forward_with(&mut g, &tangents, &values, Zeros::Skip);
             let mut outs = values;
             outs.extend(jv.into_iter().map(|t| or_zero(&mut g, t)));
             (outs, n, m, None)
@@ -266,7 +267,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
                 let tangents: Vec<Deriv> = (0..n)
                     .map(|j| Some(g.seed(SeedId::from_index(j))))
                     .collect();
-                for row in hessian::products(&mut g, &grads, &tangents) {
+                for row in hessian::products_with(&mut g, &grads, &tangents, Zeros::Skip) {
                     outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
                 }
                 (outs, n, m, Some(pattern))
@@ -297,6 +298,19 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
         crate::verify(&lane.graph, lane.seed_base(), lane.seeds)
     );
     lane
+}
+
+/// The [`HessianLayout`] that [`build`]`(model, LaneKind::Hessian)` carries, computed without
+/// building the lane: the reverse sweep of each output, the structural pattern of each
+/// output's Hessian and their colouring, none of the compressed products (the lane's
+/// forward sweeps, one per colour) and no extraction. What the column-count accessors read
+/// before a Hessian lane exists.
+pub fn hessian_layout(model: &Model) -> HessianLayout {
+    let n = model.arity();
+    let mut g = model.graph().clone();
+    let grads = hessian::gradients(&mut g, model.outputs(), n);
+    let per_output = hessian::pattern(&g, &grads, n);
+    HessianLayout::new(hessian::symmetric_union(&per_output, n))
 }
 
 /// The lane of every order-`order` partial of `model` (`order ≥ 1`): per output `r`, the

@@ -3,7 +3,8 @@
 //! A model is built into a hash-consed, topologically ordered DAG ([`Graph`]); the
 //! differentiation modes are passes that read a graph and write new nodes into it
 //! ([`ad`]); a [`lane`] is the graph for one kind of call. Engines (in the `ddx` crate)
-//! execute lanes exactly. See `ARCHITECTURE.md` at the repository root for the map.
+//! execute lanes exactly. The repository's
+//! [ARCHITECTURE.md](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md) has the map.
 //!
 //! Most users want the `ddx` crate, which re-exports what is needed from here.
 

@@ -4,7 +4,7 @@
 //! The transcendental functions are `extern "C"` so that code generators can call the very
 //! same machine code through [`MathTable`]; interpreter and JIT therefore agree to the bit.
 //! The rules that IEEE leaves open, or that Rust's standard library spells differently,
-//! are fixed here (`ARCHITECTURE.md`, "Semantics"):
+//! are fixed here (the repository's [ARCHITECTURE.md, "Semantics"](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md#semantics)):
 //!
 //! - `sign(±0) = 0`, `sign(NaN) = NaN` (unlike `f64::signum`);
 //! - `max`/`min` with one NaN operand answer the other (IEEE 754-2008 maxNum/minNum); at a

@@ -303,6 +303,11 @@ pub fn take_failure() -> Option<Error> {
     FAILURE.with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.take()))
 }
 
+/// Whether a failure is recorded on this thread (left in place for [`take_failure`]).
+pub fn failed() -> bool {
+    FAILURE.with(|f| f.try_borrow().is_ok_and(|f| f.is_some()))
+}
+
 /// Evaluates the call tagged `tag` at `(a, b)`: the value or the partial the tag names,
 /// from the user's code. Never unwinds: a panic, an unknown tag or a derivative not given
 /// answers NaN and is recorded ([`take_failure`]). The engines' one entry into user code.

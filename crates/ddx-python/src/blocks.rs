@@ -123,6 +123,9 @@ fn run_shape<S: Shape>(
     scratch: &mut Vec<f64>,
 ) -> Result<(), Error> {
     let (n, m) = (eq.arity(), eq.outputs());
+    if p == 1 && eq.remembers() && (kind != LaneKind::Hvp || m == 1) {
+        return remembered(eq, kind, xs, seeds, out, scratch);
+    }
     let xs = rows(xs, n, p);
     let mut values = out.values.map(|v| rows_mut(v, m, p)).unwrap_or_default();
     let mut partials = match out.jacobian {
@@ -162,6 +165,65 @@ fn run_shape<S: Shape>(
         // tensors are a call of their own, with an order (`derivative_tensor_batch`).
         LaneKind::Tensor => Ok(()),
     }
+}
+
+/// One point through the Rust per-point call (`lane_point_into`), so an equation made
+/// with `remember=True` answers it from its last-call cache; the lane's outputs are laid
+/// out as the batch path lays out a batch of one (the same bits: batches equal per-point
+/// calls).
+fn remembered<S: Shape>(
+    eq: &Equation<S>,
+    kind: LaneKind,
+    xs: &[f64],
+    seeds: &[f64],
+    out: Out<'_>,
+    scratch: &mut Vec<f64>,
+) -> Result<(), Error> {
+    let n = eq.arity();
+    let lane = eq.lane(kind);
+    let (values, outputs) = (lane.values, lane.outputs.len());
+    let cells = match kind {
+        LaneKind::Jacobian | LaneKind::Gradient | LaneKind::Hessian | LaneKind::Hvp => {
+            eq.jacobian_pattern().nonzeros()
+        }
+        _ => 0,
+    };
+    let inputs: SmallVec<[f64; 32]> = xs.iter().chain(seeds).copied().collect();
+    scratch.clear();
+    scratch.resize(outputs, 0.0);
+    eq.lane_point_into(kind, &inputs, scratch)?;
+    let short = |expected: usize, got: usize| Error::WrongOutputLength { expected, got };
+    let (head, rest) = scratch.split_at(values.min(outputs));
+    if let Some(v) = out.values {
+        if v.len() != head.len() {
+            return Err(short(head.len(), v.len()));
+        }
+        v.copy_from_slice(head);
+    }
+    let (partials, rest) = rest.split_at(cells.min(rest.len()));
+    if let Some(j) = out.jacobian {
+        if out.fresh {
+            j.fill(0.0);
+        }
+        for (c, &v) in eq.jacobian_pattern().entries().iter().zip(partials) {
+            if let Some(cell) = j.get_mut(c.row * n + c.column) {
+                *cell = v;
+            }
+        }
+    }
+    if let Some(prod) = out.products {
+        if prod.len() != rest.len() {
+            return Err(short(rest.len(), prod.len()));
+        }
+        prod.copy_from_slice(rest);
+    }
+    if let Some(h) = out.hessian {
+        if out.fresh {
+            h.fill(0.0);
+        }
+        scatter_hessian(eq, rest, h, 1);
+    }
+    Ok(())
 }
 
 /// The compressed Hessian `(m · hessian_columns(), p)` into the dense `(m, n, n, p)`.

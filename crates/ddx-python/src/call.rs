@@ -126,14 +126,22 @@ impl Call {
                 (a, Some(p))
             }
         };
-        let value = (kind != LaneKind::Gradient).then(|| {
-            let shape = this.value_shape(m, points);
-            zeros(py, if shape.is_empty() { &[1] } else { &shape })
-        });
-        let jacobian =
-            (kind != LaneKind::Value).then(|| zeros(py, &this.symbol_shape(m, n, 1, points)));
-        let hessian =
-            (kind == LaneKind::Hessian).then(|| zeros(py, &this.symbol_shape(m, n, 2, points)));
+        let limit = eq.options().answer_limit;
+        let block = |shape: &[usize]| {
+            crate::equation::answer_block(py, shape, limit, kind.name(), true).map(Bound::unbind)
+        };
+        let value = (kind != LaneKind::Gradient)
+            .then(|| {
+                let shape = this.value_shape(m, points);
+                block(if shape.is_empty() { &[1] } else { &shape })
+            })
+            .transpose()?;
+        let jacobian = (kind != LaneKind::Value)
+            .then(|| block(&this.symbol_shape(m, n, 1, points)))
+            .transpose()?;
+        let hessian = (kind == LaneKind::Hessian)
+            .then(|| block(&this.symbol_shape(m, n, 2, points)))
+            .transpose()?;
         Ok(Call {
             equation: equation.clone().unbind(),
             kind,

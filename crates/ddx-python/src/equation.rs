@@ -71,6 +71,44 @@ fn empty<'py>(py: Python<'py>, shape: &[usize]) -> Bound<'py, PyArrayDyn<f64>> {
     unsafe { PyArrayDyn::<f64>::new(py, shape, false) }
 }
 
+/// Blocks up to this many values are made directly; larger ones through NumPy, so that an
+/// allocation NumPy cannot make is Python's `MemoryError` rather than a panic.
+const DIRECT_VALUES: u128 = 1 << 16;
+
+/// A fresh float64 array of `shape` for an answer block of `call` — zeroed, or left
+/// uninitialised for a call that writes every element ([`empty`]'s contract).
+///
+/// # Errors
+/// `ddx.Error` `too_large` when the block would hold more than `limit` values (the
+/// equation's `Options.answer_limit`), checked before anything is allocated;
+/// `MemoryError` when NumPy cannot allocate it.
+pub(crate) fn answer_block<'py>(
+    py: Python<'py>,
+    shape: &[usize],
+    limit: usize,
+    call: &'static str,
+    zeroed: bool,
+) -> PyResult<Bound<'py, PyArrayDyn<f64>>> {
+    let values: u128 = shape.iter().map(|&d| d as u128).product();
+    if values > limit as u128 {
+        return Err(crate::errors::to_py(ddx::Error::TooLarge {
+            call,
+            values,
+            limit,
+        }));
+    }
+    if values <= DIRECT_VALUES {
+        return Ok(if zeroed {
+            zeros(py, shape)
+        } else {
+            empty(py, shape)
+        });
+    }
+    let numpy = py.import("numpy")?;
+    let made = numpy.call_method1(if zeroed { "zeros" } else { "empty" }, (shape.to_vec(),))?;
+    Ok(made.cast_into::<PyArrayDyn<f64>>()?)
+}
+
 /// The data of an array made by [`zeros`], for the Rust calls to fill.
 ///
 /// # Safety
@@ -237,13 +275,19 @@ impl Equation {
             s
         };
         let (mut value_cell, mut product_cell) = ([0.0], [0.0]);
-        let values = (wants_values && !value_shape.is_empty()).then(|| empty(py, &value_shape));
-        let jacobian = wants_jacobian.then(|| empty(py, &jac_shape));
-        let hessian =
-            (kind == LaneKind::Hessian).then(|| empty(py, &self.symbol_shape(m, n, 2, p)));
+        let limit = eq.options().answer_limit;
+        let block = |shape: &[usize]| answer_block(py, shape, limit, kind.name(), false);
+        let values = (wants_values && !value_shape.is_empty())
+            .then(|| block(&value_shape))
+            .transpose()?;
+        let jacobian = wants_jacobian.then(|| block(&jac_shape)).transpose()?;
+        let hessian = (kind == LaneKind::Hessian)
+            .then(|| block(&self.symbol_shape(m, n, 2, p)))
+            .transpose()?;
         let wants_product = blocks::product_rows(&eq, kind) > 0;
-        let product =
-            (wants_product && !product_shape.is_empty()).then(|| empty(py, &product_shape));
+        let product = (wants_product && !product_shape.is_empty())
+            .then(|| block(&product_shape))
+            .transpose()?;
         {
             // SAFETY: every array was made just above and is held only here.
             let out = unsafe {
@@ -383,6 +427,45 @@ impl Equation {
     #[getter]
     fn loaded(&self) -> bool {
         self.rust().loaded()
+    }
+
+    /// Whether single-point calls are remembered (`ddx.equation(..., remember=True)`):
+    /// a repeated point is answered with no sweep, a point with some symbols moved
+    /// re-sweeps only what they reach, with the same bits.
+    #[getter]
+    fn remember(&self) -> bool {
+        self.rust().remembers()
+    }
+
+    /// Turns the last-call cache on (a fresh, empty one) or off.
+    #[pyo3(name = "_set_remember")]
+    fn set_remember(&self, on: bool) {
+        fn switch<S: ddx::Shape>(e: ddx::Equation<S>, on: bool) -> ddx::Equation<S> {
+            if on {
+                e.with_cache(ddx::LastValue::new())
+            } else {
+                e.without_cache()
+            }
+        }
+        self.replace(match (*self.rust()).clone() {
+            AnyEquation::Scalar(e) => AnyEquation::Scalar(switch(e, on)),
+            AnyEquation::System(e) => AnyEquation::System(switch(e, on)),
+        });
+    }
+
+    /// What the last-call cache has counted (`hits`, `resweeps`, `sweeps`, `busy`,
+    /// `instructions`), or `None` when the equation does not remember.
+    fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(s) = on!(&*self.rust(), e => e.cache_stats()) else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("hits", s.hits)?;
+        d.set_item("resweeps", s.resweeps)?;
+        d.set_item("sweeps", s.sweeps)?;
+        d.set_item("busy", s.busy)?;
+        d.set_item("instructions", s.instructions)?;
+        Ok(Some(d))
     }
 
     /// `f` at the point or batch.

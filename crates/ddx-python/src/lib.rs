@@ -37,7 +37,11 @@ mod shape;
 /// The extension module `ddx._ddx`.
 #[pymodule]
 fn _ddx(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("__version__", ddx::VERSION)?;
+    m.add(
+        "version_info",
+        (ddx::VERSION_MAJOR, ddx::VERSION_MINOR, ddx::VERSION_PATCH),
+    )?;
     // Which source tree built this module: scripts/test sets it and checks it, since
     // worktrees sharing one cargo target directory overwrite each other's `lib_ddx.so`.
     m.add(

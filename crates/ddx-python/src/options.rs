@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 
 /// `(backend, points, lanes, opt_level, contract, warm_points, hot_points, retain_object,
-/// cache_dir, device)`; `backend` 0–3 as `Backend`'s variants, `lanes` `-1` for
+/// cache_dir, device, answer_limit)`; `backend` 0–3 as `Backend`'s variants, `lanes` `-1` for
 /// `Derived`, `0` for `Scalar` and `k` for `Exactly(k)`, `opt_level` 0 (`Off`) or 1
 /// (`Speed`).
 pub(crate) type Raw = (
@@ -24,6 +24,7 @@ pub(crate) type Raw = (
     bool,
     Option<PathBuf>,
     Option<String>,
+    usize,
 );
 
 /// The raw tuple of `o`.
@@ -55,12 +56,14 @@ pub(crate) fn to_raw(o: &Options) -> Raw {
         o.retain_object,
         o.cache_dir.clone(),
         o.device.clone(),
+        o.answer_limit,
     )
 }
 
 /// The options of a raw tuple (already validated by pydantic; checked again here).
 pub(crate) fn from_raw(raw: Raw) -> PyResult<Options> {
-    let (backend, points, lanes, opt_level, contract, warm, hot, retain, cache_dir, device) = raw;
+    let (backend, points, lanes, opt_level, contract, warm, hot, retain, cache_dir, device, limit) =
+        raw;
     let mut o = Options::default();
     o.backend = match backend {
         0 => Backend::Interpret,
@@ -88,5 +91,6 @@ pub(crate) fn from_raw(raw: Raw) -> PyResult<Options> {
     o.retain_object = retain;
     o.cache_dir = cache_dir;
     o.device = device;
+    o.answer_limit = limit;
     Ok(o)
 }

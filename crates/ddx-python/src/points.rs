@@ -275,7 +275,10 @@ fn array<'py>(
             }
             let floats = as_float64(arr)?;
             let mut batch = floats.cast_into::<PyArray2<f64>>()?;
-            if !batch.is_c_contiguous() {
+            // The engines read the batch as one slice: a strided view, or an unaligned
+            // buffer (arrays rebuilt from network frames, e.g. by Dask's `distributed`),
+            // is copied once into an aligned C-contiguous array.
+            if !batch.is_c_contiguous() || !batch.is_aligned() {
                 batch = batch.call_method0("copy")?.cast_into::<PyArray2<f64>>()?;
             }
             Ok(Spelled::Batch(batch))

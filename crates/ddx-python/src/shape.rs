@@ -60,6 +60,9 @@ impl AnyEquation {
         }
     }
 
+    pub(crate) fn remembers(&self) -> bool {
+        on!(self, e => e.remembers())
+    }
     pub(crate) fn is_system(&self) -> bool {
         matches!(self, AnyEquation::System(_))
     }

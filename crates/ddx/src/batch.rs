@@ -314,6 +314,17 @@ impl<S: Shape> Equation<S> {
     /// point count); `values` receives one column per function (`m`, see
     /// [`Equation::value_columns`]), each `p` long: `values[i][k] = fᵢ(x_k)`.
     ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * exp(y)")?;
+    /// let (x, y) = ([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]);   // one column per symbol
+    /// let mut f = [0.0; 3];                              // one column per function
+    /// eq.evaluate_batch(&[&x, &y], &mut [&mut f])?;
+    /// assert_eq!(f, [1.0, 2.0, 3.0]);
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::WrongColumnCount`] when a block has the wrong number of columns,
     /// [`Error::ColumnLength`] when a column is not `p` long. Nothing is written then.

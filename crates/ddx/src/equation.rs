@@ -16,14 +16,6 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-// Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
-pub(crate) mod second_order;
-// Issue 17: parameters (inputs never differentiated), bound by `with_params`.
-pub(crate) mod params;
-// Issue 11: sparse per-point answers (pattern + values).
-pub(crate) mod sparse;
-pub(crate) mod tensor;
-
 mod private {
     pub trait Sealed {}
 }
@@ -120,6 +112,8 @@ pub struct Equation<S: Shape = Scalar> {
     /// The parameter values bound by [`Equation::with_params`] (`p` of them), or empty
     /// while unbound.
     pub(crate) bound: Arc<[f64]>,
+    /// The last-call cache ([`Equation::with_cache`]), shared by clones; `None`: off.
+    pub(crate) cache: Option<Arc<dyn crate::cache::ValueCache>>,
     shape: PhantomData<fn() -> S>,
 }
 
@@ -136,6 +130,7 @@ impl<S: Shape> Clone for Equation<S> {
             device: self.device.clone(),
             loaded: self.loaded,
             bound: Arc::clone(&self.bound),
+            cache: self.cache.clone(),
             shape: PhantomData,
         }
     }
@@ -164,6 +159,7 @@ impl<S: Shape> Equation<S> {
             device: Device::default(),
             loaded: false,
             bound: Arc::new([]),
+            cache: None,
             shape: PhantomData,
         }
     }
@@ -179,183 +175,14 @@ impl<S: Shape> Equation<S> {
             device,
             loaded: true,
             bound: Arc::new([]),
+            cache: None,
             shape: PhantomData,
         }
-    }
-
-    /// The options in force.
-    pub fn options(&self) -> &Options {
-        &self.options
-    }
-
-    /// Sets the options. Setting the value already held does nothing.
-    ///
-    /// Any other change discards every compiled kernel and abandons any compile in flight
-    /// (it is never installed): under [`Backend::Compile`] the lanes already used start
-    /// compiling again at once, the others when first needed; under [`Backend::Adapt`]
-    /// batch traffic starts counting again from zero; under [`Backend::Device`] the lanes
-    /// already used start building for the device (see [`Equation::device_status`]);
-    /// [`Backend::Interpret`] asks no compiler at all. Options the code generator cannot honour (a lane width it does not
-    /// make) leave the equation interpreting, with the reason in
-    /// [`Equation::jit_status`].
-    ///
-    /// [`Backend::Compile`]: crate::Backend::Compile
-    /// [`Backend::Adapt`]: crate::Backend::Adapt
-    /// [`Backend::Device`]: crate::Backend::Device
-    /// [`Backend::Interpret`]: crate::Backend::Interpret
-    pub fn set_options(&mut self, options: Options) -> &mut Self {
-        let policy_only = Options {
-            answer_limit: self.options.answer_limit,
-            ..options.clone()
-        } == self.options;
-        if policy_only {
-            // Only the answer limit differs (or nothing): no kernel depends on it.
-            self.options.answer_limit = options.answer_limit;
-        } else {
-            self.options = options;
-            self.jit = Jit::default();
-            let prepared = self.lanes.prepared_kinds(self.options.codegen.contract);
-            self.jit = Jit::new(&self.options, &self.lanes, &prepared);
-            self.device = Device::new(&self.options, &self.lanes, &prepared);
-        }
-        self
-    }
-
-    /// Whether the Jacobian lane's calls ([`Equation::jacobian`], [`Equation::jacobian_batch`])
-    /// are answered by compiled code now: [`Equation::uses_kernel_of`] for
-    /// [`LaneKind::Jacobian`], the lane the specification's `uses_kernel()` asks about.
-    pub fn uses_kernel(&self) -> bool {
-        self.uses_kernel_of(LaneKind::Jacobian)
-    }
-
-    /// Blocks until the Jacobian lane's compile has landed, and answers whether a kernel
-    /// answers it: [`Equation::wait_for_kernel_of`] for [`LaneKind::Jacobian`] (the
-    /// specification's default `want`). A caller whose calls run another lane (only
-    /// `evaluate_batch`, say) names it with [`Equation::wait_for_kernel_of`], so that no
-    /// Jacobian is compiled for nothing.
-    pub fn wait_for_kernel(&self) -> bool {
-        self.wait_for_kernel_of(LaneKind::Jacobian)
-    }
-
-    /// The optimisation level of the kernel answering the Jacobian lane, or `None` while
-    /// the interpreter answers it: [`Equation::kernel_level_of`] for [`LaneKind::Jacobian`].
-    pub fn kernel_level(&self) -> Option<OptLevel> {
-        self.kernel_level_of(LaneKind::Jacobian)
-    }
-
-    /// Under [`Backend::Adapt`](crate::Backend::Adapt), how far the Jacobian lane is
-    /// towards its next compiled tier: [`Equation::warming_of`] for [`LaneKind::Jacobian`].
-    pub fn warming(&self) -> Option<Warming> {
-        self.warming_of(LaneKind::Jacobian)
-    }
-
-    /// Whether calls of lane `want` are answered by compiled code now (under
-    /// [`Backend::Device`], whether its batch calls run on the device).
-    ///
-    /// [`Backend::Device`]: crate::Backend::Device
-    pub fn uses_kernel_of(&self, want: LaneKind) -> bool {
-        self.jit.uses_kernel(want) || self.device.uses_kernel(want)
-    }
-
-    /// Blocks until no compile of lane `want` is queued or running, and answers whether a
-    /// kernel now answers it. Under [`Backend::Compile`] it first asks for the lane's
-    /// kernel (as a call of that lane would), so it waits for the optimised tier; under
-    /// [`Backend::Adapt`] it waits only for what batch traffic has already bought; under
-    /// [`Backend::Device`] it asks for the lane's device kernel and waits for the device's
-    /// compiler (`false`: none will come, the reason is in [`Equation::device_status`]).
-    /// Under [`Backend::Interpret`] it answers `false` at once. With
-    /// [`Equation::device_status`] and [`Equation::device_columns`], the only calls that
-    /// block.
-    ///
-    /// What a wait depends on: only on compiles, never on a call. The lane's compile jobs
-    /// go to the process's compile pool (a worker per core, at least 2 and at most 8,
-    /// shared by every equation), which takes waiting jobs shortest lane first, then in
-    /// the order asked. So a wait lasts as long as this lane's own compiles plus the time
-    /// until a worker is free for them: the compiles of lanes of as many nodes or fewer,
-    /// from any equation, asked earlier or in the meantime, may go first. A lane of at
-    /// most 16 384 nodes never waits for a longer lane's compile, since all but one worker
-    /// at most compile such longer lanes.
-    ///
-    /// [`Backend::Compile`]: crate::Backend::Compile
-    /// [`Backend::Adapt`]: crate::Backend::Adapt
-    /// [`Backend::Device`]: crate::Backend::Device
-    /// [`Backend::Interpret`]: crate::Backend::Interpret
-    pub fn wait_for_kernel_of(&self, want: LaneKind) -> bool {
-        if self.device.active() {
-            self.device.wait(&self.lanes, want)
-        } else {
-            self.jit.wait(&self.lanes, want)
-        }
-    }
-
-    /// Under [`Backend::Device`], the device answering (`<platform> / <device> / <driver>
-    /// / <version>` when displayed), or why none is: [`Error::NoDevice`] (no OpenCL
-    /// library, no platform, no device with double precision, nothing matching
-    /// [`Options::device`], a build without the `opencl` feature),
-    /// [`Error::DeviceCompile`] with the driver's build log, [`Error::DeviceLaunch`] for a
-    /// launch that failed — the last failure, if any; the lanes it concerns answer from
-    /// the CPU. `None` under every other backend. Chooses the device if no lane has yet
-    /// (blocking while the OpenCL library loads).
-    ///
-    /// [`Backend::Device`]: crate::Backend::Device
-    pub fn device_status(&self) -> Option<Result<DeviceInfo, Error>> {
-        self.device.status()
-    }
-
-    /// Columns of `len` points for lane `want` kept in device memory across calls, with
-    /// the lane's kernel: write inputs, run, read outputs, each only when asked (see
-    /// [`DeviceColumns`]). Waits for the lane's device kernel first.
-    ///
-    /// # Errors
-    /// [`Error::NoDevice`] unless the backend is [`Backend::Device`] and a device
-    /// answers; the lane's [`Error::DeviceCompile`]; [`Error::DeviceLaunch`] when the
-    /// device cannot hold the columns.
-    ///
-    /// [`Backend::Device`]: crate::Backend::Device
-    pub fn device_columns(&self, want: LaneKind, len: usize) -> Result<DeviceColumns, Error> {
-        self.device.columns(&self.lanes, want, len)
-    }
-
-    /// How long the device's compiler took to build lane `want`'s kernel, once built.
-    pub fn device_build_time(&self, want: LaneKind) -> Option<std::time::Duration> {
-        self.device.build_time(want)
-    }
-
-    /// The optimisation level of the kernel answering lane `want` — first
-    /// [`OptLevel::Off`] (the quick tier), then the level the options ask for — or `None`
-    /// while the interpreter answers it.
-    pub fn kernel_level_of(&self, want: LaneKind) -> Option<OptLevel> {
-        self.jit.level(want)
-    }
-
-    /// Under [`Backend::Adapt`], how many batch points lane `want` has seen towards its next
-    /// compiled tier, and how many buy it; `None` under other backends or once the top tier
-    /// is bought. Per-point calls do not count.
-    ///
-    /// [`Backend::Adapt`]: crate::Backend::Adapt
-    pub fn warming_of(&self, want: LaneKind) -> Option<Warming> {
-        self.jit.warming(want)
-    }
-
-    /// What the code generator has done since the options were last set: kernels compiled,
-    /// loaded from the cache, cache entries refused and written, and the last failure.
-    pub fn jit_status(&self) -> JitStatus {
-        self.jit.status()
     }
 
     /// The lane `kind` of the variant the options select (contracted or not).
     pub(crate) fn prepared(&self, kind: LaneKind) -> &Prepared {
         self.lanes.prepared(kind, self.options.codegen.contract)
-    }
-
-    /// The sealed value graph.
-    pub fn model(&self) -> &Model {
-        &self.lanes.model
-    }
-
-    /// The lane graph a call of kind `kind` runs (built on first use).
-    pub fn lane(&self, kind: LaneKind) -> &Lane {
-        &self.prepared(kind).lane
     }
 
     /// The symbol names in canonical order: alphabetical by the bytes of the name. This is
@@ -424,6 +251,11 @@ impl<S: Shape> Equation<S> {
     /// order: from the kernel when one answers the lane, else from the interpreter (the
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
+        if let Some(cache) = self.cache.as_deref() {
+            if cache.active() && self.remembered(cache, kind, inputs, &mut sink) {
+                return;
+            }
+        }
         let p = self.prepared(kind);
         if let Some(k) = self.jit.point(&self.lanes, kind) {
             let n = p.lane.outputs.len();
@@ -448,6 +280,11 @@ impl<S: Shape> Equation<S> {
 
     /// Runs lane `kind` at one point into `out` (one value per output).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
+        if let Some(cache) = self.cache.as_deref() {
+            if cache.active() && self.remembered(cache, kind, inputs, &mut |k, v| out[k] = v) {
+                return;
+            }
+        }
         let p = self.prepared(kind);
         match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),
@@ -457,6 +294,57 @@ impl<S: Shape> Equation<S> {
                 debug_assert!(ran.is_ok(), "{ran:?}");
             }
         }
+    }
+
+    /// Runs lane `kind` at one input block and writes every output of the lane, in the
+    /// lane's order ([`Lane::outputs`]: the values, then its Jacobian cells in pattern
+    /// order where it has them, then its products or compressed Hessian blocks) — the
+    /// per-point form of the batch calls, for layers that lay answers out themselves (the
+    /// Python package). `inputs` is `n` symbols in canonical order, then the lane's seeds
+    /// (`n` direction values for `jvp`/`hvp`, `m` weights for `vjp`). Remembered like
+    /// every per-point call ([`Equation::with_cache`]).
+    ///
+    /// # Errors
+    /// [`Error::WrongArity`] or [`Error::ShortPoint`] unless `inputs` is the lane's input
+    /// count; [`Error::WrongOutputLength`] unless `out` is its output count (nothing is
+    /// written); [`Error::WrongColumnCount`] for [`LaneKind::Tensor`], whose lanes are
+    /// per order ([`Equation::derivative_tensor`]).
+    pub fn lane_point_into(
+        &self,
+        kind: LaneKind,
+        inputs: &[f64],
+        out: &mut [f64],
+    ) -> Result<(), Error> {
+        if !LaneKind::ALL.contains(&kind) {
+            return Err(Error::WrongColumnCount {
+                block: ddx_ir::Block::Tensors,
+                expected: 0,
+                got: out.len(),
+            });
+        }
+        let lane = &self.prepared(kind).lane;
+        let expected = lane.symbols + lane.seeds;
+        if inputs.len() != expected {
+            return Err(if inputs.len() > expected {
+                Error::WrongArity {
+                    expected,
+                    got: inputs.len(),
+                }
+            } else {
+                Error::ShortPoint {
+                    expected,
+                    got: inputs.len(),
+                }
+            });
+        }
+        check_output(out, Some(lane.outputs.len()))?;
+        self.eval_into(kind, inputs, out);
+        Ok(())
+    }
+
+    /// Whether a cache is given and active: per-point calls are remembered.
+    pub fn remembers(&self) -> bool {
+        self.cache.as_deref().is_some_and(|c| c.active())
     }
 
     /// The outputs of lane `kind` after its values (the products of `jvp`, `vjp`).
@@ -489,6 +377,17 @@ impl<S: Shape> Equation<S> {
 
     /// `f(x)`: an `f64` for a scalar function, `m` values for a system.
     ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * exp(y)")?;
+    /// assert_eq!(eq.evaluate([2.0, 0.0])?, 2.0);                 // symbol order: x, y
+    /// assert_eq!(eq.evaluate([("y", 0.0), ("x", 2.0)])?, 2.0);   // or by name
+    /// let sys = rt::system_text(&["x + y", "x * y"])?;
+    /// assert_eq!(sys.evaluate([2.0, 3.0])?, [5.0, 6.0]);
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// Those of [`Equation::point`].
     pub fn evaluate(&self, point: impl Point) -> Result<S::Value, Error> {
@@ -502,6 +401,14 @@ impl<S: Shape> Equation<S> {
 
     /// The Jacobian `J(x)`, `J[i·n + j] = ∂fᵢ/∂xⱼ`: dense, row-major, `m × n` (the gradient,
     /// `n` long, when `m == 1`). Cells outside the sparsity pattern are `0`.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let sys = rt::system_text(&["x + y", "x * y"])?;
+    /// assert_eq!(sys.jacobian([2.0, 3.0])?, [1.0, 1.0, 3.0, 2.0]);  // row-major 2 × 2
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
     ///
     /// # Errors
     /// Those of [`Equation::point`].
@@ -517,6 +424,14 @@ impl<S: Shape> Equation<S> {
 
     /// The same `m × n` block as [`Equation::jacobian`], from a lane that does not compute
     /// the value: what only the value needs is pruned.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * exp(y)")?;
+    /// assert_eq!(eq.gradient([2.0, 0.0])?, [1.0, 2.0]);
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
     ///
     /// # Errors
     /// Those of [`Equation::point`].
@@ -679,16 +594,29 @@ impl<S: Shape> Equation<S> {
     }
 
     /// The Jacobian's sparsity pattern: which `(function, symbol)` cells structurally exist.
+    ///
+    /// Read from a lane a call has already built when there is one (the lanes of
+    /// `gradient`, `jacobian`, `hvp` and `hessian` all carry it); otherwise it builds the
+    /// gradient lane, since a cell exists only where the reverse sweep's partial did not
+    /// fold to the literal zero.
     pub fn jacobian_pattern(&self) -> &Sparsity {
-        self.prepared(LaneKind::Gradient)
-            .lane
-            .pattern
-            .as_ref()
-            .expect("a gradient lane always carries its pattern")
+        self.lanes.jacobian_pattern(self.options.codegen.contract)
     }
 
     /// `J(x)·v`: the directional derivative of `f` along `v`, `m` long. `v` is one value per
     /// symbol, in any [`Point`] spelling.
+    ///
+    /// An exactly-zero component of `v` contributes nothing, even where its partial is
+    /// infinite or NaN (`ARCHITECTURE.md`, "Exact zeros in a direction"), so along a basis
+    /// vector this is the Jacobian's column: `log(0·u + v)` at `v = 0` along `e_u` is `0`.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let sys = rt::system_text(&["x + y", "x * y"])?;
+    /// assert_eq!(sys.jvp([1.0, -1.0], [2.0, 3.0])?, [0.0, 1.0]);  // J·v, no J formed
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::WrongDirection`] when `v` is not one value per symbol (or, named, leaves a
@@ -727,6 +655,14 @@ impl<S: Shape> Equation<S> {
 
     /// `wᵀ·J(x)`: the gradient of `w·f`, `n` long. `w` is one weight per function.
     ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let sys = rt::system_text(&["x + y", "x * y"])?;
+    /// assert_eq!(sys.vjp(&[1.0, 2.0], [2.0, 3.0])?, [7.0, 5.0]);  // wᵀ·J
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::WrongDirection`] when `w` is not `m` long; those of [`Equation::point`].
     pub fn vjp(&self, w: &[f64], point: impl Point) -> Result<Vec<f64>, Error> {
@@ -743,6 +679,180 @@ impl<S: Shape> Equation<S> {
             Ok(())
         };
         self.with_inputs(&point, m, fill, |x| self.tail(LaneKind::Vjp, x))
+    }
+}
+
+/// Options, compiling, and the graphs behind the calls (after the per-point calls, so
+/// that they come first on the `Equation` page).
+impl<S: Shape> Equation<S> {
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Sets the options. Setting the value already held does nothing.
+    ///
+    /// Any other change discards every compiled kernel and abandons any compile in flight
+    /// (it is never installed): under [`Backend::Compile`] the lanes already used start
+    /// compiling again at once, the others when first needed; under [`Backend::Adapt`]
+    /// batch traffic starts counting again from zero; under [`Backend::Device`] the lanes
+    /// already used start building for the device (see [`Equation::device_status`]);
+    /// [`Backend::Interpret`] asks no compiler at all. Options the code generator cannot honour (a lane width it does not
+    /// make) leave the equation interpreting, with the reason in
+    /// [`Equation::jit_status`].
+    ///
+    /// [`Backend::Compile`]: crate::Backend::Compile
+    /// [`Backend::Adapt`]: crate::Backend::Adapt
+    /// [`Backend::Device`]: crate::Backend::Device
+    /// [`Backend::Interpret`]: crate::Backend::Interpret
+    pub fn set_options(&mut self, options: Options) -> &mut Self {
+        let policy_only = Options {
+            answer_limit: self.options.answer_limit,
+            ..options.clone()
+        } == self.options;
+        if policy_only {
+            // Only the answer limit differs (or nothing): no kernel depends on it.
+            self.options.answer_limit = options.answer_limit;
+        } else {
+            self.options = options;
+            self.jit = Jit::default();
+            let prepared = self.lanes.prepared_kinds(self.options.codegen.contract);
+            self.jit = Jit::new(&self.options, &self.lanes, &prepared);
+            self.device = Device::new(&self.options, &self.lanes, &prepared);
+        }
+        self
+    }
+
+    /// Whether the Jacobian lane's calls ([`Equation::jacobian`], [`Equation::jacobian_batch`])
+    /// are answered by compiled code now: [`Equation::uses_kernel_of`] for
+    /// [`LaneKind::Jacobian`], the lane the specification's `uses_kernel()` asks about.
+    pub fn uses_kernel(&self) -> bool {
+        self.uses_kernel_of(LaneKind::Jacobian)
+    }
+
+    /// Blocks until the Jacobian lane's compile has landed, and answers whether a kernel
+    /// answers it: [`Equation::wait_for_kernel_of`] for [`LaneKind::Jacobian`] (the
+    /// specification's default `want`). A caller whose calls run another lane (only
+    /// `evaluate_batch`, say) names it with [`Equation::wait_for_kernel_of`], so that no
+    /// Jacobian is compiled for nothing.
+    pub fn wait_for_kernel(&self) -> bool {
+        self.wait_for_kernel_of(LaneKind::Jacobian)
+    }
+
+    /// The optimisation level of the kernel answering the Jacobian lane, or `None` while
+    /// the interpreter answers it: [`Equation::kernel_level_of`] for [`LaneKind::Jacobian`].
+    pub fn kernel_level(&self) -> Option<OptLevel> {
+        self.kernel_level_of(LaneKind::Jacobian)
+    }
+
+    /// Under [`Backend::Adapt`](crate::Backend::Adapt), how far the Jacobian lane is
+    /// towards its next compiled tier: [`Equation::warming_of`] for [`LaneKind::Jacobian`].
+    pub fn warming(&self) -> Option<Warming> {
+        self.warming_of(LaneKind::Jacobian)
+    }
+
+    /// Whether calls of lane `want` are answered by compiled code now (under
+    /// [`Backend::Device`], whether its batch calls run on the device).
+    ///
+    /// [`Backend::Device`]: crate::Backend::Device
+    pub fn uses_kernel_of(&self, want: LaneKind) -> bool {
+        self.jit.uses_kernel(want) || self.device.uses_kernel(want)
+    }
+
+    /// Blocks until no compile of lane `want` is queued or running, and answers whether a
+    /// kernel now answers it. Under [`Backend::Compile`] it first asks for the lane's
+    /// kernel (as a call of that lane would), so it waits for the optimised tier; under
+    /// [`Backend::Adapt`] it waits only for what batch traffic has already bought; under
+    /// [`Backend::Device`] it asks for the lane's device kernel and waits for the device's
+    /// compiler (`false`: none will come, the reason is in [`Equation::device_status`]).
+    /// Under [`Backend::Interpret`] it answers `false` at once. With
+    /// [`Equation::device_status`] and [`Equation::device_columns`], the only calls that
+    /// block.
+    ///
+    /// What a wait depends on: only on compiles, never on a call. The lane's compile jobs
+    /// go to the process's compile pool (a worker per core, at least 2 and at most 8,
+    /// shared by every equation), which takes waiting jobs shortest lane first, then in
+    /// the order asked. So a wait lasts as long as this lane's own compiles plus the time
+    /// until a worker is free for them: the compiles of lanes of as many nodes or fewer,
+    /// from any equation, asked earlier or in the meantime, may go first. A lane of at
+    /// most 16 384 nodes never waits for a longer lane's compile, since all but one worker
+    /// at most compile such longer lanes.
+    ///
+    /// [`Backend::Compile`]: crate::Backend::Compile
+    /// [`Backend::Adapt`]: crate::Backend::Adapt
+    /// [`Backend::Device`]: crate::Backend::Device
+    /// [`Backend::Interpret`]: crate::Backend::Interpret
+    pub fn wait_for_kernel_of(&self, want: LaneKind) -> bool {
+        if self.device.active() {
+            self.device.wait(&self.lanes, want)
+        } else {
+            self.jit.wait(&self.lanes, want)
+        }
+    }
+
+    /// Under [`Backend::Device`], the device answering (`<platform> / <device> / <driver>
+    /// / <version>` when displayed), or why none is: [`Error::NoDevice`] (no OpenCL
+    /// library, no platform, no device with double precision, nothing matching
+    /// [`Options::device`], a build without the `opencl` feature),
+    /// [`Error::DeviceCompile`] with the driver's build log, [`Error::DeviceLaunch`] for a
+    /// launch that failed — the last failure, if any; the lanes it concerns answer from
+    /// the CPU. `None` under every other backend. Chooses the device if no lane has yet
+    /// (blocking while the OpenCL library loads).
+    ///
+    /// [`Backend::Device`]: crate::Backend::Device
+    pub fn device_status(&self) -> Option<Result<DeviceInfo, Error>> {
+        self.device.status()
+    }
+
+    /// Columns of `len` points for lane `want` kept in device memory across calls, with
+    /// the lane's kernel: write inputs, run, read outputs, each only when asked (see
+    /// [`DeviceColumns`]). Waits for the lane's device kernel first.
+    ///
+    /// # Errors
+    /// [`Error::NoDevice`] unless the backend is [`Backend::Device`] and a device
+    /// answers; the lane's [`Error::DeviceCompile`]; [`Error::DeviceLaunch`] when the
+    /// device cannot hold the columns.
+    ///
+    /// [`Backend::Device`]: crate::Backend::Device
+    pub fn device_columns(&self, want: LaneKind, len: usize) -> Result<DeviceColumns, Error> {
+        self.device.columns(&self.lanes, want, len)
+    }
+
+    /// How long the device's compiler took to build lane `want`'s kernel, once built.
+    pub fn device_build_time(&self, want: LaneKind) -> Option<std::time::Duration> {
+        self.device.build_time(want)
+    }
+
+    /// The optimisation level of the kernel answering lane `want` — first
+    /// [`OptLevel::Off`] (the quick tier), then the level the options ask for — or `None`
+    /// while the interpreter answers it.
+    pub fn kernel_level_of(&self, want: LaneKind) -> Option<OptLevel> {
+        self.jit.level(want)
+    }
+
+    /// Under [`Backend::Adapt`], how many batch points lane `want` has seen towards its next
+    /// compiled tier, and how many buy it; `None` under other backends or once the top tier
+    /// is bought. Per-point calls do not count.
+    ///
+    /// [`Backend::Adapt`]: crate::Backend::Adapt
+    pub fn warming_of(&self, want: LaneKind) -> Option<Warming> {
+        self.jit.warming(want)
+    }
+
+    /// What the code generator has done since the options were last set: kernels compiled,
+    /// loaded from the cache, cache entries refused and written, and the last failure.
+    pub fn jit_status(&self) -> JitStatus {
+        self.jit.status()
+    }
+
+    /// The sealed value graph.
+    pub fn model(&self) -> &Model {
+        &self.lanes.model
+    }
+
+    /// The lane graph a call of kind `kind` runs (built on first use).
+    pub fn lane(&self, kind: LaneKind) -> &Lane {
+        &self.prepared(kind).lane
     }
 }
 
@@ -801,3 +911,15 @@ pub(crate) fn build<R: ModelOutput>(
     let model = ddx_ir::build(|| model().into_exprs())?;
     Ok(Equation::from_model(model))
 }
+
+// Declared after the per-point calls, so that their `impl` blocks follow them in the
+// documentation.
+// Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
+pub(crate) mod second_order;
+// Issue 17: parameters (inputs never differentiated), bound by `with_params`.
+pub(crate) mod params;
+// Issue 11: sparse per-point answers (pattern + values).
+pub(crate) mod sparse;
+pub(crate) mod tensor;
+// Issue 14: the last-call cache.
+mod remember;

@@ -1,9 +1,11 @@
 //! # ddx — automatic differentiation over a runtime expression graph
 //!
 //! Build a function over named symbols while the program runs — a closure that loops over
-//! a data file — and ask it for values, gradients, Jacobians, Hessians, the products `J·v`,
-//! `wᵀ·J` and `H·v`, and K-th derivatives of one-symbol functions, derivatives exact to the
-//! last bit of the graph they come from.
+//! a data file, or a text such as `"sin(x)*y + 3"` — and ask it for values, gradients,
+//! Jacobians, Hessians, the products `J·v`, `wᵀ·J` and `H·v`, and Taylor derivatives of any
+//! order: one point at a time, or a batch of millions of points over columns, interpreted
+//! or compiled to machine code. Derivatives are exact to the last bit of the graph they
+//! come from, and every engine answers the same bits.
 //!
 //! ```
 //! use ddx::{rt, select, Expr};
@@ -25,12 +27,71 @@
 //! assert_eq!(eq.symbols(), ["a", "b"]);
 //! let f = eq.evaluate([2.0, 0.5])?;                    // positional: alphabetical order
 //! let g = eq.jacobian([("b", 0.5), ("a", 2.0)])?;     // by name, any order
+//! let (f2, g2) = eq.value_and_gradient([2.0, 0.5])?;  // both from one sweep
 //! assert!((f - 4.1343959887e-05).abs() < 1e-15);
-//! assert_eq!(g.len(), 2);
+//! assert_eq!((f2, g2), (f, g));
 //! # Ok::<(), ddx::Error>(())
 //! ```
 //!
-//! Semantics every call honours (`ARCHITECTURE.md`, "Semantics", has them all):
+//! ## A tour
+//!
+//! **Building an equation.** [`rt::equation`] runs a closure that names symbols with
+//! [`rt::var`] and combines [`Expr`]s with operators, methods (`x.sin()`, `x.powi(3)`) and
+//! the free functions ([`select`], [`pow`], [`max`], …); returning an array or a `Vec` of
+//! them makes a [`System`]. The same equations come from text: [`rt::equation_text`] (or
+//! `"…".parse::<Equation>()`), [`rt::system_text`], and [`rt::parse_expr`] inside a closure,
+//! in Python's arithmetic ([`ir::text`] has the grammar). [`rt::equation_cached`] keeps an
+//! equation in a file between runs.
+//!
+//! **One point at a time.** A point is any [`Point`]: a slice or array in symbol order, or
+//! `(name, value)` pairs, a `HashMap`, a `BTreeMap`. On an [`Equation`]:
+//! [`evaluate`](Equation::evaluate), [`gradient`](Equation::gradient) and
+//! [`jacobian`](Equation::jacobian), [`value_and_gradient`](Equation::value_and_gradient),
+//! [`jvp`](Equation::jvp) and [`value_and_jvp`](Equation::value_and_jvp),
+//! [`vjp`](Equation::vjp), [`hessian`](Equation::hessian), [`hvp`](Equation::hvp) and
+//! [`value_gradient_and_hvp`](Equation::value_gradient_and_hvp); the `_into` forms
+//! ([`jacobian_into`](Equation::jacobian_into), [`hessian_into`](Equation::hessian_into),
+//! …) write into a buffer, for loops. Past dense sizes, [`sparse_jacobian`](Equation::sparse_jacobian)
+//! and [`sparse_hessian`](Equation::sparse_hessian) answer only the structural nonzeros
+//! (a [`SparseAnswer`]). For a function of one symbol,
+//! [`univariate_derivatives`](Equation::univariate_derivatives) and
+//! [`taylor_coefficients`](Equation::taylor_coefficients) give every order up to `K` from
+//! one sweep; [`derivative_tensor`](Equation::derivative_tensor) gives every `K`-th partial.
+//!
+//! **Batches.** [`evaluate_batch`](Equation::evaluate_batch),
+//! [`jacobian_batch`](Equation::jacobian_batch), [`hessian_batch`](Equation::hessian_batch)
+//! and the product batches take one input column per symbol and fill one output column per
+//! value or structural nonzero, split over all cores. The column counts
+//! ([`jacobian_columns`](Equation::jacobian_columns),
+//! [`hessian_columns`](Equation::hessian_columns), …) size the buffers, and
+//! [`jacobian_pattern`](Equation::jacobian_pattern) and
+//! [`hessian_cell`](Equation::hessian_cell) say which cell each column holds.
+//!
+//! **Compiling.** [`Options`] (built in one expression: `Options::new().backend(…)`) choose
+//! the engine: [`Backend::Interpret`] (the default), [`Backend::Compile`] (Cranelift, on a
+//! background pool; calls interpret until the kernel lands and then answer the same bits),
+//! [`Backend::Adapt`] (compile once batch traffic pays for it) and [`Backend::Device`]
+//! (OpenCL, see [`cl`]). Set them with [`set_options`](Equation::set_options), block with
+//! [`wait_for_kernel`](Equation::wait_for_kernel) if you must, and read
+//! [`jit_status`](Equation::jit_status). Kernels run on x86-64; elsewhere the interpreter
+//! answers (see [`MAX_KERNEL_NODES`] for the largest lane compiled).
+//!
+//! **Saving and generated code.** [`save`](Equation::save) and [`Equation::load`] keep an
+//! equation with its lanes and machine code; [`to_rust_source`](Equation::to_rust_source)
+//! and [`to_c_source`](Equation::to_c_source) emit plain source, and
+//! `#[ddx::derivatives]` (the [`derivatives`] attribute) generates value and derivatives
+//! while the program compiles.
+//!
+//! **Errors.** Every failure is an [`Error`] value with a code ([`Errc`]: `wrong_arity`,
+//! `unknown_symbol`, `too_large`, …); nothing panics on user input. Dense answers past
+//! [`Options::answer_limit`] are refused before anything is allocated.
+//!
+//! **Tools.** [`ir`] is the intermediate representation — graphs, lanes, the passes, the
+//! text grammar — for tools that inspect or transform graphs; [`interp`] is the
+//! interpreter over a lane.
+//!
+//! ## Semantics every call honours
+//!
 //! - symbols order alphabetically (byte order); naming one twice gives the same symbol;
 //! - `abs'(0) = 0`, `sign' = 0`, `max`/`min` split a tie in half, `pow(a, b)` at `a == 0`
 //!   answers the zeros of its constant arms, `hypot`/`atan2` have zero partials at the
@@ -39,18 +100,24 @@
 //!   untaken arm's derivative never reaches the result**, even where it is NaN or
 //!   infinite. Elsewhere the chain rule is plain IEEE arithmetic: `sqrt(x*x)` at `x = 0`
 //!   has derivative NaN (`0 · ∞`), because `sqrt'(0) = ∞`.
+//!
+//! The full list is in the repository's
+//! [ARCHITECTURE.md, "Semantics"](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md#semantics).
 
 #![deny(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+// First, so that `Equation`'s own methods (the per-point calls) lead its page.
+mod equation;
+
 mod archive;
 mod batch;
+pub mod cache;
 #[cfg(feature = "opencl")]
 mod device;
 #[cfg(not(feature = "opencl"))]
 #[path = "device_off.rs"]
 mod device;
-mod equation;
 pub mod interp;
 #[cfg(feature = "jit")]
 mod jit;
@@ -63,9 +130,11 @@ mod prepared;
 mod print;
 mod source;
 mod text;
+mod version;
 
 pub use archive::verify;
 pub use batch::PARALLEL_WORK;
+pub use cache::{CacheStats, LastValue, ValueCache};
 pub use ddx_ir::{
     abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, exp_m1, expm1,
     hypot, ln, ln_1p, log, log10, log1p, log2, max, min, pow, powi, recip, select, sign, sin, sinh,
@@ -76,8 +145,8 @@ pub use options::{
     Backend, Codegen, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
 };
 pub use point::{Point, Role};
-// Issue 4: second order.
-pub use ddx_ir::{Colouring, HessianLayout};
+pub use version::{VERSION, VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH};
+// Issue 4: second order (the colouring and the Hessian layout are in `ddx::ir`).
 pub use equation::second_order::{SymbolRef, ValueGradientHvp, MAX_ORDER};
 pub use equation::sparse::SparseAnswer;
 // Issue 16: derivative tensors.
@@ -202,6 +271,20 @@ pub mod rt {
         model: impl FnOnce() -> R,
     ) -> Result<Equation<R::Shape>, Error> {
         crate::equation::build(model)
+    }
+
+    /// [`equation`], remembering its last call of each kind in `cache` (for example
+    /// [`LastValue::default()`](crate::LastValue)): a repeated point is answered with no
+    /// sweep, a point with some coordinates moved re-sweeps only what they reach, bit for
+    /// bit the full sweep's answer (see [`Equation::with_cache`] and [`crate::cache`]).
+    ///
+    /// # Errors
+    /// Those of [`equation`].
+    pub fn equation_with<R: ModelOutput>(
+        model: impl FnOnce() -> R,
+        cache: impl crate::ValueCache + 'static,
+    ) -> Result<Equation<R::Shape>, Error> {
+        Ok(crate::equation::build(model)?.with_cache(cache))
     }
 
     /// The equation of `model`, kept in the file at `path` between runs: `path` is a

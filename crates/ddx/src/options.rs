@@ -16,8 +16,8 @@ use std::path::PathBuf;
 /// (about 3 µs a node of a point kernel in a release build), so at this limit a compile
 /// takes a few seconds of one worker of the compile pool; small lanes do not wait for it
 /// (see [`Equation::wait_for_kernel`](crate::Equation::wait_for_kernel)). A segmented
-/// kernel is a point kernel: a batch runs it point by point. Measurements in
-/// BENCHMARKS.md, "Long lanes".
+/// kernel is a point kernel: a batch runs it point by point. Measurements in the
+/// repository's [BENCHMARKS.md, "Long lanes"](https://github.com/ddx-ad/ddx/blob/main/BENCHMARKS.md#long-lanes).
 pub const MAX_KERNEL_NODES: usize = 1 << 20;
 
 /// Which engine answers calls.

@@ -17,19 +17,35 @@
 //!   `Arc` of the whole set) for as long as it runs.
 //! - The contracted variant of a lane is built from the plain one, never from the model.
 
+use crate::interp::tape::Tape;
 use crate::interp::{Program, Schedule};
-use ddx_ir::{Lane, LaneKind, Model};
+use ddx_ir::{HessianLayout, Lane, LaneKind, Model, Sparsity};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+
+/// Identities of prepared lanes and lane sets, never reused within a process: what a
+/// remembered call's [`Extent`](crate::cache::Extent) names, so an entry made for one
+/// lane is never served to another.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
 
 /// A lane and its lowered programs.
 #[derive(Debug)]
 pub(crate) struct Prepared {
     pub(crate) lane: Lane,
+    /// This lane's identity (unique in the process).
+    pub(crate) id: u64,
     /// Scheduled for one point at a time, lowered on the first per-point call the
     /// interpreter answers (a lane a kernel answers never needs it).
     program: OnceLock<Program>,
     /// Scheduled for blocks of points, lowered on the first batch call.
     batch: OnceLock<Program>,
+    /// Lowered with a slot per value, for the last-call cache (`crate::cache`): built on
+    /// the first call an active cache remembers.
+    tape: OnceLock<Tape>,
 }
 
 impl Prepared {
@@ -37,8 +53,10 @@ impl Prepared {
     pub(crate) fn new(lane: Lane) -> Self {
         Prepared {
             lane,
+            id: next_id(),
             program: OnceLock::new(),
             batch: OnceLock::new(),
+            tape: OnceLock::new(),
         }
     }
 
@@ -46,6 +64,16 @@ impl Prepared {
     pub(crate) fn program(&self) -> &Program {
         self.program
             .get_or_init(|| Program::lower(&self.lane, Schedule::Level))
+    }
+
+    /// The tape program (one slot per value), for the last-call cache.
+    pub(crate) fn tape(&self) -> &Tape {
+        self.tape.get_or_init(|| Tape::new(&self.lane))
+    }
+
+    /// The tape program, if a remembered call has built it.
+    pub(crate) fn tape_if_built(&self) -> Option<&Tape> {
+        self.tape.get()
     }
 
     /// The program for blocks of points.
@@ -59,6 +87,8 @@ impl Prepared {
 #[derive(Debug)]
 pub(crate) struct PreparedLanes {
     pub(crate) model: Model,
+    /// This set's identity (unique in the process).
+    pub(crate) id: u64,
     /// Whether the model calls a user function: calls then check for a failure of user
     /// code ([`ddx_ir::user::take_failure`]).
     pub(crate) user_calls: bool,
@@ -66,6 +96,9 @@ pub(crate) struct PreparedLanes {
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
     /// The derivative-tensor lanes, by order (`equation::tensor`); never saved.
     pub(crate) tensors: Box<[OnceLock<crate::equation::tensor::TensorLane>]>,
+    /// The Hessian layout computed alone ([`ddx_ir::lane::hessian_layout`]), for the
+    /// column-count accessors asked before any Hessian lane is prepared; never saved.
+    hessian_structure: OnceLock<HessianLayout>,
 }
 
 impl PreparedLanes {
@@ -73,10 +106,12 @@ impl PreparedLanes {
         Self {
             user_calls: ddx_ir::user::first_call(model.graph()).is_some(),
             model,
+            id: next_id(),
             lanes: Default::default(),
             tensors: (0..=crate::equation::tensor::MAX_TENSOR_ORDER)
                 .map(|_| OnceLock::new())
                 .collect(),
+            hessian_structure: OnceLock::new(),
         }
     }
 
@@ -112,6 +147,54 @@ impl PreparedLanes {
                 .iter()
                 .filter_map(move |cell| cell.get().map(|p| (contract, &p.lane)))
         })
+    }
+
+    /// The Jacobian pattern, read from a lane already prepared that carries it (the
+    /// gradient, Jacobian, `hvp` and Hessian lanes all carry the same one: the cells of
+    /// the model's reverse sweeps), else from the gradient lane of variant `contract`,
+    /// built now. So asking for the pattern never builds a lane besides one a call has
+    /// built.
+    pub(crate) fn jacobian_pattern(&self, contract: bool) -> &Sparsity {
+        let kinds = [
+            LaneKind::Gradient,
+            LaneKind::Jacobian,
+            LaneKind::Hvp,
+            LaneKind::Hessian,
+        ];
+        let known = kinds.into_iter().find_map(|k| {
+            self.lanes
+                .iter()
+                .find_map(|variant| variant[k as usize].get()?.lane.pattern.as_ref())
+        });
+        match known {
+            Some(pattern) => pattern,
+            None => self
+                .prepared(LaneKind::Gradient, contract)
+                .lane
+                .pattern
+                .as_ref()
+                .unwrap_or_else(|| unreachable!("a gradient lane always carries its pattern")),
+        }
+    }
+
+    /// The Hessian layout: the prepared Hessian lane's (either variant), else computed
+    /// alone, once ([`ddx_ir::lane::hessian_layout`]: the same layout, without the
+    /// compressed products). Asking for the Hessian's column count or colours thus never
+    /// builds a Hessian lane.
+    pub(crate) fn hessian_layout(&self) -> &HessianLayout {
+        let lane = self.lanes.iter().find_map(|variant| {
+            variant[LaneKind::Hessian as usize]
+                .get()?
+                .lane
+                .hessian
+                .as_ref()
+        });
+        match lane {
+            Some(layout) => layout,
+            None => self
+                .hessian_structure
+                .get_or_init(|| ddx_ir::lane::hessian_layout(&self.model)),
+        }
     }
 
     /// The lane `kind`, built on first use; contracted (see

@@ -19,3 +19,213 @@ fn accumulation_order_is_the_documented_one() {
     assert_eq!(eq.vjp(&[1.0], x).unwrap(), [50.0]);
     assert_eq!(eq.jacobian(x).unwrap(), [50.0]);
 }
+
+/// Every engine this build has, as options: the interpreter, the JIT (each lane waited
+/// for) and the OpenCL device (where one answers).
+fn engines(eq: &ddx::Equation) -> Vec<(&'static str, ddx::Equation)> {
+    use ddx::{Backend, LaneKind, Options};
+    let mut out = vec![("interpreter", eq.clone())];
+    for (name, backend) in [("jit", Backend::Compile), ("device", Backend::Device)] {
+        let mut e = eq.clone();
+        e.set_options(Options::with_backend(backend));
+        let ready = [
+            LaneKind::Jacobian,
+            LaneKind::Jvp,
+            LaneKind::Hvp,
+            LaneKind::Hessian,
+        ]
+        .into_iter()
+        .all(|k| e.wait_for_kernel_of(k));
+        if ready {
+            out.push((name, e));
+        } else {
+            eprintln!(
+                "{name}: not every lane runs there ({:?})",
+                e.device_status()
+            );
+        }
+    }
+    out
+}
+
+fn basis(n: usize, j: usize) -> Vec<f64> {
+    (0..n).map(|i| f64::from(u8::from(i == j))).collect()
+}
+
+/// `a` and `b` agree: both NaN, or equal to `ulps` units in the last place (infinities
+/// exactly).
+fn close(a: f64, b: f64, ulps: u64) -> bool {
+    (a.is_nan() && b.is_nan())
+        || a == b
+        || (a.is_finite() && b.is_finite() && {
+            let (x, y) = (a.to_bits() as i64, b.to_bits() as i64);
+            (a.signum() == b.signum()) && x.abs_diff(y) <= ulps
+        })
+}
+
+fn bits_equal(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+/// A direction's exact zeros contribute nothing (`ARCHITECTURE.md`, "Exact zeros in a
+/// direction"): `jvp` along each basis vector is the Jacobian's column, in every engine,
+/// where the partials are infinite; and the engines answer one another's bits.
+#[test]
+fn jvp_along_a_basis_vector_is_the_jacobians_column() {
+    // (formula, point, the Jacobian in closed form)
+    let inf = f64::INFINITY;
+    let cases: [(&str, Vec<f64>, Vec<f64>); 8] = [
+        // The issue's: reverse decides ∂u = 0 (a literal-zero partial), ∂v = 1/0.
+        ("log(0*u + v)", vec![1.0, 0.0], vec![0.0, inf]),
+        // e^800 overflows: (e^800, −c·e^800).
+        ("c*exp(-d)", vec![1.0, -800.0], vec![inf, -inf]),
+        ("sqrt(x) + 3*y", vec![0.0, 2.0], vec![inf, 3.0]),
+        // cbrt'(0) = ∞ meets y's partial cbrt(0) = 0.
+        ("cbrt(x)*y", vec![0.0, 2.0], vec![inf, 0.0]),
+        ("asin(x) - y*y", vec![1.0, 0.5], vec![inf, -1.0]),
+        ("x**0.25 + exp(y)", vec![0.0, 0.0], vec![inf, 1.0]),
+        // 1/x at 0 and log(x) at 0 beside a finite partial.
+        ("y/x + y", vec![0.0, 1.0], vec![-inf, inf]),
+        ("log(x)*y", vec![0.0, 0.0], vec![f64::NAN, -inf]),
+    ];
+    for (text, p, want) in cases {
+        let base = rt::equation_text(text).unwrap();
+        let n = base.arity();
+        let oracle: Vec<Vec<f64>> = (0..n)
+            .map(|j| base.jvp(basis(n, j), &p[..]).unwrap())
+            .collect();
+        for (engine, eq) in engines(&base) {
+            let jac = eq.jacobian(&p[..]).unwrap();
+            let grad = eq.gradient(&p[..]).unwrap();
+            assert!(bits_equal(&jac, &grad), "{text} {engine}: {jac:?} {grad:?}");
+            for j in 0..n {
+                let jv = eq.jvp(basis(n, j), &p[..]).unwrap();
+                assert!(
+                    close(jv[0], want[j], 0),
+                    "{text} {engine}: jvp(e_{j}) = {}, want {}",
+                    jv[0],
+                    want[j]
+                );
+                assert!(close(jac[j], want[j], 0), "{text} {engine}: J = {jac:?}");
+                assert!(
+                    bits_equal(&jv, &oracle[j]),
+                    "{text} {engine}: {jv:?} {:?}",
+                    oracle[j]
+                );
+            }
+        }
+    }
+}
+
+/// Where only some directions are zero, only those terms drop: along `(1, 1)` the
+/// infinite partials still meet (`∞ − ∞`), and a direction in which the function does not
+/// move has the derivative `0` exactly (`sqrt(x − y)` along `(1, 1)` at `x = y`).
+#[test]
+fn only_exact_zeros_are_skipped() {
+    let eq = rt::equation_text("c*exp(-d)").unwrap();
+    assert!(eq.jvp([1.0, 1.0], [1.0, -800.0]).unwrap()[0].is_nan());
+    assert_eq!(eq.jvp([2.0, 0.0], [1.0, -800.0]).unwrap()[0], f64::INFINITY);
+    // A tiny but nonzero component is a number: ∞ times it.
+    assert_eq!(
+        eq.jvp([0.0, 1e-300], [1.0, -800.0]).unwrap()[0],
+        -f64::INFINITY
+    );
+    let eq = rt::equation_text("sqrt(x - y)").unwrap();
+    for (engine, e) in engines(&eq) {
+        assert_eq!(e.jvp([1.0, 1.0], [2.0, 2.0]).unwrap(), [0.0], "{engine}");
+        assert_eq!(e.jvp([-0.0, 0.0], [2.0, 2.0]).unwrap()[0], 0.0, "{engine}");
+        assert_eq!(
+            e.jvp([1.0, 0.0], [2.0, 2.0]).unwrap()[0],
+            f64::INFINITY,
+            "{engine}"
+        );
+    }
+    // A NaN in the direction is a number too: it propagates.
+    assert!(eq.jvp([f64::NAN, 0.0], [3.0, 2.0]).unwrap()[0].is_nan());
+}
+
+/// `hvp` along each basis vector is the Hessian's column wherever the Hessian answers a
+/// number, in every engine, at points where first or second partials are infinite.
+#[test]
+fn hvp_along_a_basis_vector_is_the_hessians_column() {
+    let inf = f64::INFINITY;
+    // (formula, point, the Hessian in closed form, row-major)
+    let cases: [(&str, Vec<f64>, Vec<f64>); 4] = [
+        // ∂²/∂c² = 0, ∂²/∂c∂d = −e^(−d), ∂²/∂d² = c·e^(−d) at e^800 = ∞.
+        ("c*exp(-d)", vec![1.0, -800.0], vec![0.0, -inf, -inf, inf]),
+        // sqrt''(x) = −x^(−3/2)/4 = −∞ at 0; y² beside it.
+        ("sqrt(x) + y*y", vec![0.0, 1.5], vec![-inf, 0.0, 0.0, 2.0]),
+        // ∂²/∂x∂y = cbrt'(0) = ∞; ∂²/∂x² is NaN by plain IEEE (cbrt' = 1/(3·cbrt(x)²),
+        // whose own derivative meets 0·∞ in cbrt(x)·cbrt'(x)), in every route alike.
+        ("cbrt(x)*y", vec![0.0, 2.0], vec![f64::NAN, inf, inf, 0.0]),
+        // log(v): ∂²/∂v² = −1/v² = −∞; u moves nothing.
+        (
+            "log(0*u + v) + u*u",
+            vec![1.0, 0.0],
+            vec![2.0, 0.0, 0.0, -inf],
+        ),
+    ];
+    for (text, p, want) in cases {
+        let base = rt::equation_text(text).unwrap();
+        let n = base.arity();
+        let oracle: Vec<Vec<f64>> = (0..n)
+            .map(|j| base.hvp(basis(n, j), &p[..]).unwrap())
+            .collect();
+        for (engine, eq) in engines(&base) {
+            let h = eq.hessian(&p[..]).unwrap();
+            for j in 0..n {
+                let hv = eq.hvp(basis(n, j), &p[..]).unwrap();
+                assert!(
+                    bits_equal(&hv, &oracle[j]),
+                    "{text} {engine}: {hv:?} {:?}",
+                    oracle[j]
+                );
+                assert!(bits_equal(&hv, &eq.hvp_along(j, &p[..]).unwrap()));
+                for i in 0..n {
+                    let w = want[i * n + j];
+                    assert!(
+                        close(hv[i], w, 0),
+                        "{text} {engine}: (H e_{j})_{i} = {}, want {w}",
+                        hv[i]
+                    );
+                    assert!(close(h[i * n + j], w, 0), "{text} {engine}: H = {h:?}");
+                }
+            }
+        }
+    }
+}
+
+/// `x*(2 − x**1.3)` at 0: the product rule meets `x·pow''(x) = 0·∞`, plain IEEE and
+/// documented (`ARCHITECTURE.md`, "What the rules guard"); every second-order route
+/// answers the same NaN, and the first order is the limit `2`. Of the same kind, where
+/// the factors' rates make the true answer `0`, `1` or `∞`, the rules cannot tell them
+/// apart and answer NaN alike; where no value-zero factor meets the infinite partial
+/// (`2x − x**2.3`, the same function written out), the answer is the limit.
+#[test]
+fn zero_times_an_infinite_second_partial_is_plain_ieee_in_every_route() {
+    for text in ["x*(2 - x**1.3)", "x*x**0.3", "x*cbrt(x)", "x*sqrt(x)"] {
+        let eq = rt::equation_text(text).unwrap();
+        let h = eq.hessian(0.0).unwrap()[0];
+        assert!(h.is_nan(), "{text}: {h}");
+        assert!(eq.hvp([1.0], 0.0).unwrap()[0].is_nan(), "{text}");
+        assert!(eq.derivative_tensor(2, 0.0).unwrap()[0].is_nan(), "{text}");
+        assert!(
+            eq.univariate_derivative::<2>(0.0).unwrap().is_nan(),
+            "{text}"
+        );
+        for (engine, e) in engines(&eq) {
+            assert!(e.hessian(0.0).unwrap()[0].is_nan(), "{text} {engine}");
+        }
+    }
+    let eq = rt::equation_text("x*(2 - x**1.3)").unwrap();
+    assert_eq!(eq.gradient(0.0).unwrap(), [2.0]);
+    assert_eq!(eq.univariate_derivative::<1>(0.0), Ok(2.0));
+    // Written out, pow'' stands alone: 2x − x^2.3 has second derivative −2.3·1.3·0^0.3 = 0.
+    let eq = rt::equation_text("2*x - x**2.3").unwrap();
+    assert_eq!(eq.hessian(0.0).unwrap()[0], 0.0);
+    assert_eq!(eq.univariate_derivative::<2>(0.0), Ok(0.0));
+    assert_eq!(eq.hvp([1.0], 0.0).unwrap(), [0.0]);
+}

@@ -483,3 +483,47 @@ fn parameters_survive_saving_and_loading() {
     ));
     assert_eq!(b.evaluate([0.5]).unwrap(), 2.0 * 0.5f64.exp() + 1.0);
 }
+
+/// The last-call cache keys an entry on the whole input block, bound parameters included:
+/// rebinding at the same point is never served the answer of the old binding, in any
+/// per-point call (Taylor included), and a binding seen before is served again.
+#[test]
+fn the_last_call_cache_tells_bindings_apart() {
+    let model = |t: ddx::Expr, x: ddx::Expr, y: ddx::Expr| (t * x).exp() + t * y * y;
+    let plain = rt::equation(|| model(rt::param("T"), rt::var("x"), rt::var("y"))).unwrap();
+    let remembering = plain.clone().with_cache(ddx::LastValue::new());
+    let p = [0.7, -0.4];
+    for t in [0.5, 2.0, 0.5, 0.5] {
+        let on = remembering.with_params([t]).unwrap();
+        let off = plain.with_params([t]).unwrap();
+        assert_eq!(
+            on.evaluate(p).unwrap().to_bits(),
+            off.evaluate(p).unwrap().to_bits()
+        );
+        assert!(same_bits(
+            &on.gradient(p).unwrap(),
+            &off.gradient(p).unwrap()
+        ));
+        assert!(same_bits(&on.hessian(p).unwrap(), &off.hessian(p).unwrap()));
+        let v = [0.3, 1.9];
+        assert!(same_bits(&on.hvp(v, p).unwrap(), &off.hvp(v, p).unwrap()));
+    }
+    let stats = remembering.cache_stats().unwrap();
+    assert!(stats.hits > 0, "the repeated binding is served: {stats:?}");
+
+    let one = rt::equation(|| (rt::param("T") * rt::var("x")).sin()).unwrap();
+    let on = one.clone().with_cache(ddx::LastValue::new());
+    for t in [1.0, 3.0, 1.0] {
+        let a = on
+            .with_params([t])
+            .unwrap()
+            .univariate_derivatives(4, 0.3)
+            .unwrap();
+        let b = one
+            .with_params([t])
+            .unwrap()
+            .univariate_derivatives(4, 0.3)
+            .unwrap();
+        assert!(same_bits(&a, &b), "T = {t}: {a:?} vs {b:?}");
+    }
+}

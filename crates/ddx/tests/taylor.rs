@@ -529,11 +529,11 @@ fn kinks_follow_the_first_derivative_conventions_at_every_order() {
     assert_eq!(derivatives(&eq, 0.0), [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
     assert_eq!(eq.hessian(0.0).unwrap(), [0.0]);
     // `x − x` moves (the graph cannot know it is 0 everywhere): a moving exponent over a
-    // moving zero base has no series, so that is refused at every order.
+    // moving zero base has no series, so the rule routes answer: `∂/∂a = 0` where
+    // `a = b = 0` and `∂/∂b = 0` at `a = 0`, so every order is 0.
     let eq = eq1(|x| x.powf(x - x));
-    for d in orders(&eq, 0.0) {
-        assert_eq!(d.unwrap_err().code(), Errc::UnsupportedScalar);
-    }
+    assert!(answered_by_rules(&eq));
+    assert_eq!(derivatives(&eq, 0.0), [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
 }
 
 #[test]
@@ -551,10 +551,15 @@ fn the_untaken_arm_never_reaches_a_taylor_derivative() {
     // Nor through max/min's unanswered operand, or a comparison's argument.
     let eq = eq1(|x| (x.sqrt() - 5.0).max(x * x) + x.sqrt().lt(1.0) * x);
     assert_eq!(derivatives(&eq, 0.0), [0.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0]);
-    // But the taken arm's refusal is the result's.
+    // But the taken arm's branch point is the result's: the rule routes answer it
+    // (sqrt'' at 0 is −∞, the one-sided limit).
     let eq = eq1(|x| select(x.ge(0.0), x.sqrt(), x));
-    let e = eq.univariate_derivative::<2>(0.0).unwrap_err();
-    assert_eq!(e.code(), Errc::UnsupportedScalar);
+    assert!(answered_by_rules(&eq));
+    assert_eq!(eq.univariate_derivative::<2>(0.0), Ok(f64::NEG_INFINITY));
+    assert_eq!(
+        eq.univariate_derivative::<2>(0.0),
+        Ok(eq.hessian(0.0).unwrap()[0])
+    );
     // A NaN condition takes the true arm.
     let eq = eq1(|x| select((x - 2.0).sqrt(), x * x, x.exp()));
     assert_eq!(eq.univariate_derivative::<2>(1.0).unwrap(), 2.0);
@@ -580,40 +585,102 @@ fn refusals() {
     let one = rt::equation(|| vec![rt::var("x").sin()]).unwrap();
     assert_eq!(one.univariate_derivative::<0>(0.5).unwrap(), 0.5f64.sin());
 
-    // unsupported_scalar at each branch point and pole, never a silent number.
-    let cases: Vec<Case> = vec![
-        ("sqrt", |x| x.sqrt(), 0.0),
-        ("cbrt", |x| x.cbrt(), 0.0),
-        ("log", |x| x.ln(), 0.0),
-        ("log10", |x| x.log10(), 0.0),
-        ("div", |x| 1.0 / x, 0.0),
-        ("pow", |x| x.powf(1.5), 0.0),
-        ("pow", |x| x.powf(-2.0), 0.0),
-        ("pow", |x| x.powf(x), 0.0),
-        ("asin", |x| x.asin(), 1.0),
-        ("acos", |x| x.acos(), -1.0),
-        ("acosh", |x| x.acosh(), 1.0),
-        ("atanh", |x| x.atanh(), -1.0),
+    // At each branch point and pole the sweep has no expansion; the rule routes answer
+    // the one-sided limit of f' (x → 0⁺, or from inside the domain at ±1) where the rules
+    // reach it, and equal the gradient and Hessian (checked in `agrees_with_the_routes`).
+    let inf = f64::INFINITY;
+    type Limit = (&'static str, fn(Expr) -> Expr, f64, f64);
+    let cases: Vec<Limit> = vec![
+        ("sqrt", |x| x.sqrt(), 0.0, inf),
+        ("cbrt", |x| x.cbrt(), 0.0, inf),
+        ("log", |x| x.ln(), 0.0, inf),
+        ("log10", |x| x.log10(), 0.0, inf),
+        ("div", |x| 1.0 / x, 0.0, -inf),
+        ("pow", |x| x.powf(1.5), 0.0, 0.0),
+        ("pow", |x| x.powf(0.3), 0.0, inf),
+        ("pow", |x| x.powf(-2.0), 0.0, -inf),
+        // x^x: the rule table's ∂/∂a = 0 at a = b = 0 and ∂/∂b = 0 at a = 0 (a convention;
+        // the one-sided limit of x^x·(ln x + 1) is −∞).
+        ("pow", |x| x.powf(x), 0.0, 0.0),
+        ("asin", |x| x.asin(), 1.0, inf),
+        ("acos", |x| x.acos(), -1.0, -inf),
+        ("acosh", |x| x.acosh(), 1.0, inf),
+        ("atanh", |x| x.atanh(), -1.0, inf),
     ];
-    for (op, f, x0) in cases {
+    for (op, f, x0, d1) in cases {
         let eq = eq1(f);
-        let e = eq.univariate_derivative::<1>(x0).unwrap_err();
-        assert_eq!(e.code(), Errc::UnsupportedScalar, "{op}");
-        assert!(e.to_string().contains(&format!("`{op}`")), "{e}");
-        // The value itself is still defined (K = 0 needs no expansion).
-        assert!(eq.univariate_derivative::<0>(x0).is_ok(), "{op}");
+        let sweep = taylor_sweep(&eq, x0, 1).unwrap_err();
+        assert_eq!(sweep, Error::UnsupportedScalar { op }, "{op}");
+        assert_eq!(eq.univariate_derivative::<1>(x0), Ok(d1), "{op} at {x0}");
+        agrees_with_the_routes(op, &eq, x0);
     }
+    // Above the tensor lanes' highest order no route answers there: refused.
+    let eq = eq1(|x| x.sqrt());
+    let e = eq
+        .univariate_derivative::<{ ddx::MAX_TENSOR_ORDER + 1 }>(0.0)
+        .unwrap_err();
+    assert_eq!(e, Error::UnsupportedScalar { op: "sqrt" });
+    assert!(eq
+        .univariate_derivative::<{ ddx::MAX_TENSOR_ORDER + 1 }>(1.0)
+        .is_ok());
     // Outside the domain the value is NaN, and so is every derivative (IEEE, as the
     // other lanes answer), not a refusal.
-    let eq = eq1(|x| x.sqrt());
     assert!(eq.univariate_derivative::<3>(-1.0).unwrap().is_nan());
+}
+
+/// The Taylor sweep alone (`ddx_ir::ad::taylor::expand`) along `x`, to degree `degree`.
+fn taylor_sweep(eq: &Equation, x0: f64, degree: usize) -> Result<Vec<f64>, Error> {
+    let m = eq.model();
+    ddx::ir::ad::taylor::expand(m.graph(), m.outputs(), &[x0], &[1.0], &[], degree)
+        .map(|mut c| c.swap_remove(0))
+}
+
+/// Whether the Taylor sweep has no expansion of `eq` at 0 (so the rule routes answer).
+fn answered_by_rules(eq: &Equation) -> bool {
+    taylor_sweep(eq, 0.0, 6).is_err()
+}
+
+fn same_bits(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+/// `univariate_derivative` at `x0` for `K = 1 … 6` against the rule routes bit for bit:
+/// `K = 1` the gradient, `K = 2` the Hessian, `K ≥ 3` the derivative tensor; and the
+/// coefficient and all-orders forms against it.
+fn agrees_with_the_routes(what: &str, eq: &Equation, x0: f64) {
+    let d = orders(eq, x0);
+    let all = eq.univariate_derivatives(6, x0).unwrap();
+    let coef = eq.taylor_coefficients(6, x0).unwrap();
+    let mut fact = 1.0;
+    for (k, dk) in d.iter().enumerate() {
+        let k = k + 1;
+        fact *= k as f64;
+        let dk = *dk
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{what}: K = {k}: {e}"));
+        let want = match k {
+            1 => eq.gradient(x0).unwrap()[0],
+            2 => eq.hessian(x0).unwrap()[0],
+            _ => eq.derivative_tensor(k, x0).unwrap()[0],
+        };
+        assert!(
+            same_bits(dk, want),
+            "{what} at {x0}, K = {k}: {dk}, routes {want}"
+        );
+        assert!(same_bits(all[k], dk), "{what}: univariate_derivatives[{k}]");
+        assert!(
+            same_bits(coef[k], dk / fact),
+            "{what}: taylor_coefficients[{k}]"
+        );
+    }
 }
 
 /// The reviewer's inputs: an argument that moves with `x` but whose first coefficients
 /// vanish at the pole or branch point (`x*x` truncated at `K = 1` is `[0, 0]`). Each was
-/// answered `Ok(0.0)` at the low orders, where the Jacobian and Hessian say NaN.
+/// answered `Ok(0.0)` at the low orders, where the Jacobian and Hessian say NaN; the
+/// sweep has no expansion there, and the rule routes answer every order.
 #[test]
-fn a_slowly_moving_argument_at_a_pole_or_branch_point_is_refused_at_every_order() {
+fn a_slowly_moving_argument_at_a_pole_or_branch_point_is_answered_by_the_rules() {
     for (text, op) in [
         ("1/(x*x)", "div"),
         ("log(x*x*x*x)", "log"),
@@ -631,19 +698,18 @@ fn a_slowly_moving_argument_at_a_pole_or_branch_point_is_refused_at_every_order(
         ("x**(x*x)", "pow"),
     ] {
         let eq = rt::equation_text(text).unwrap();
-        for (k, d) in orders(&eq, 0.0).into_iter().enumerate() {
-            assert_eq!(
-                d,
-                Err(Error::UnsupportedScalar { op }),
-                "{text}, K = {}",
-                k + 1
-            );
-        }
-        // The value needs no expansion.
-        assert!(eq.univariate_derivative::<0>(0.0).is_ok(), "{text}");
+        assert_eq!(
+            taylor_sweep(&eq, 0.0, 1),
+            Err(Error::UnsupportedScalar { op }),
+            "{text}"
+        );
+        agrees_with_the_routes(text, &eq, 0.0);
     }
+    // sqrt(x*x) at 0 meets 0·∞ in the chain rule: NaN, as the gradient says.
+    let eq = rt::equation_text("sqrt(x*x)").unwrap();
+    assert!(eq.univariate_derivative::<1>(0.0).unwrap().is_nan());
     // The same slow arguments off the singular point, or into an operation with a series
-    // there (a polynomial, abs, a constant exponent 0 or natural), are answered.
+    // there (a polynomial, abs, a constant exponent 0 or natural), are the sweep's.
     let eq = rt::equation_text("sqrt(1 + x*x)").unwrap();
     assert_eq!(eq.univariate_derivative::<2>(0.0), Ok(1.0));
     let eq = rt::equation_text("(x*x)**3").unwrap();
@@ -667,29 +733,24 @@ fn same(t: f64, n: f64) -> bool {
     t == n || (t.is_nan() && n.is_nan()) || rel(t, n) <= 32.0 * f64::EPSILON
 }
 
-/// `text` at `x = 0`: refused at every order `1 … 6` or at none, and where answered,
-/// `K = 1` is the Jacobian lane's and `K = 2` the Hessian lane's (nested first
-/// derivatives through `ad::rules`). Answers whether it was refused.
+/// `text` at `x = 0`: answered at every order `1 … 6`; where the Taylor sweep has a
+/// series, `K = 1` is the Jacobian lane's and `K = 2` the Hessian lane's (nested first
+/// derivatives through `ad::rules`) to rounding; where it has none, the rule routes'
+/// bits. Answers whether the sweep had none.
 fn refuses_or_agrees(text: &str) -> bool {
     let eq = rt::equation_text(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    let refused = answered_by_rules(&eq);
+    if refused {
+        agrees_with_the_routes(text, &eq, 0.0);
+        return true;
+    }
     let d = orders(&eq, 0.0);
-    let refused = d[0].is_err();
-    for (k, dk) in d.iter().enumerate() {
-        match dk {
-            Err(e) => {
-                assert_eq!(e.code(), Errc::UnsupportedScalar, "{text}");
-                assert!(refused, "{text}: refused at K = {} only", k + 1);
-            }
-            Ok(_) => assert!(!refused, "{text}: answered at K = {}", k + 1),
-        }
-    }
-    if let (Ok(d1), Ok(d2)) = (&d[0], &d[1]) {
-        let j = eq.jacobian(0.0).unwrap()[0];
-        let h = eq.hessian(0.0).unwrap()[0];
-        assert!(same(*d1, j), "{text}: K = 1 {d1}, Jacobian {j}");
-        assert!(same(*d2, h), "{text}: K = 2 {d2}, Hessian {h}");
-    }
-    refused
+    let (d1, d2) = (d[0].clone().unwrap(), d[1].clone().unwrap());
+    let j = eq.jacobian(0.0).unwrap()[0];
+    let h = eq.hessian(0.0).unwrap()[0];
+    assert!(same(d1, j), "{text}: K = 1 {d1}, Jacobian {j}");
+    assert!(same(d2, h), "{text}: K = 2 {d2}, Hessian {h}");
+    false
 }
 
 /// `c ± u` for `c ∈ {0, 1, −1}` and `u ∈ {x*x, x*x*x}`: arguments that move with `x`
@@ -790,4 +851,130 @@ fn an_order_above_the_maximum_is_refused() {
     // exp⁽¹⁷⁰⁾ = exp: K! = 170! ≈ 7.3e306 stays finite.
     let d = eq1(|x| x.exp()).univariate_derivative::<170>(0.0).unwrap();
     assert!(rel(d, 1.0) <= 1e-9, "{d}");
+}
+
+/// `K = 1, 2` are the gradient and the Hessian at every special point of
+/// `ARCHITECTURE.md`'s "Semantics" (and at NaN values): bit for bit where the rule routes
+/// answer (the sweep has no series), to rounding where the sweep does.
+#[test]
+fn k1_and_k2_are_the_gradient_and_hessian_at_every_special_point() {
+    let nan = f64::NAN;
+    let cases: &[(&str, f64)] = &[
+        // abs and sign at 0.
+        ("abs(x)", 0.0),
+        ("abs(x)", -0.0),
+        ("abs(x*x*x + x)", 0.0),
+        ("3*sign(x)", 0.0),
+        // max/min: a tie, a NaN operand, the unanswered operand's infinite derivative.
+        ("max(x*x, 2*x - 1)", 1.0),
+        ("min(x*x, 2*x - 1)", 1.0),
+        ("max(x, x)", 2.0),
+        ("max(log(x), x)", -1.0),
+        ("min(x, log(x))", -1.0),
+        ("max(sqrt(x), 1)", 0.0),
+        // pow at a zero base: b = 2, 1, 0.5, 0, 3, 1.3, 0.3, −1, −2; a moving exponent.
+        ("x**2", 0.0),
+        ("x**1", 0.0),
+        ("x**0.5", 0.0),
+        ("x**0 + x", 0.0),
+        ("x**3", 0.0),
+        ("x**1.3", 0.0),
+        ("x**0.3", 0.0),
+        ("x**2.5", 0.0),
+        ("x**-1", 0.0),
+        ("x**-2", 0.0),
+        ("x**x", 0.0),
+        ("x**(x*x)", 0.0),
+        ("0**x", 2.0),
+        ("2**x", 1.0),
+        ("powi(x, 3)", 0.0),
+        ("powi(x, 0) + x", 0.0),
+        ("powi(x, -1)", 0.0),
+        ("powi(x, -2)", 0.0),
+        // sqrt, cbrt, division by the moving variable, at 0.
+        ("sqrt(x)", 0.0),
+        ("cbrt(x)", 0.0),
+        ("1/x", 0.0),
+        ("3/x", -0.0),
+        ("(x + 1)/x", 0.0),
+        ("x/x", 0.0),
+        ("sqrt(x*x)", 0.0),
+        ("x*sqrt(x)", 0.0),
+        ("x*(2 - x**1.3)", 0.0),
+        ("x*x*(2 - x**1.3)", 0.0),
+        ("recip(x)", 0.0),
+        ("log(x)", 0.0),
+        // hypot and atan2 at the origin.
+        ("hypot(x, 0)", 0.0),
+        ("hypot(x, 2*x)", 0.0),
+        ("atan2(x, 0)", 0.0),
+        ("atan2(x, sin(x))", 0.0),
+        // select: the untaken arm NaN or singular; a NaN condition.
+        ("select(x > 0, sqrt(x)*log(x), x*x*x)", -1.0),
+        ("select(x <= 0, x*x*x, sqrt(x)*log(x))", 0.0),
+        ("select(x >= 0, sqrt(x), x)", 0.0),
+        ("select(sqrt(x - 2), x*x, exp(x))", 1.0),
+        // Values that are already NaN, or infinite.
+        ("sqrt(x)", nan),
+        ("x**1.5", nan),
+        ("cbrt(x)", nan),
+        ("1/x", nan),
+        ("x/x", nan),
+        ("exp(x)", nan),
+        ("sqrt(x)", -1.0),
+        ("3*log(x)", -1.0),
+        ("log(x)*x", -1.0),
+        ("log10(x) + x*x", -2.0),
+        ("exp(x)*2", 800.0),
+        ("x**0.5", -4.0),
+        ("acosh(x)", 0.5),
+    ];
+    for &(text, x0) in cases {
+        let eq = rt::equation_text(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let g = eq.gradient(x0).unwrap()[0];
+        let h = eq.hessian(x0).unwrap()[0];
+        let d1 = eq.univariate_derivative::<1>(x0).unwrap();
+        let d2 = eq.univariate_derivative::<2>(x0).unwrap();
+        let by_rules = taylor_sweep(&eq, x0, 2).is_err();
+        if by_rules {
+            agrees_with_the_routes(text, &eq, x0);
+        }
+        let ok = |a: f64, b: f64| {
+            if by_rules {
+                same_bits(a, b)
+            } else {
+                same(a, b)
+            }
+        };
+        assert!(ok(d1, g), "{text} at {x0}: K = 1 {d1}, gradient {g}");
+        assert!(ok(d2, h), "{text} at {x0}: K = 2 {d2}, Hessian {h}");
+    }
+}
+
+/// The one-sided limits at the branch points, in closed form: `x^r` at `0⁺` has
+/// `f⁽ᵏ⁾ = r(r−1)…(r−k+1)·0^(r−k)`, `0` for `k < r` and `±∞` (the sign of the falling
+/// factorial) for `k > r`; `sqrt`, `cbrt`, `1/x` likewise. The rules reach these for
+/// `K = 1, 2` (each is one `pow`, `sqrt` or quotient, no product meets `0·∞`).
+#[test]
+fn branch_points_answer_the_one_sided_limits() {
+    let inf = f64::INFINITY;
+    for (text, d1, d2) in [
+        ("x**1.5", 0.0, inf),
+        ("x**2.5", 0.0, 0.0),
+        ("x**0.3", inf, -inf),
+        ("x**1.3", 0.0, inf),
+        ("x**-0.5", -inf, inf),
+        ("sqrt(x)", inf, -inf),
+        ("cbrt(x)", inf, f64::NAN),
+        ("1/x", -inf, inf),
+    ] {
+        let eq = rt::equation_text(text).unwrap();
+        let got = [
+            eq.univariate_derivative::<1>(0.0).unwrap(),
+            eq.univariate_derivative::<2>(0.0).unwrap(),
+        ];
+        for (k, (g, w)) in got.into_iter().zip([d1, d2]).enumerate() {
+            assert!(same_bits(g, w), "{text}: K = {} is {g}, want {w}", k + 1);
+        }
+    }
 }

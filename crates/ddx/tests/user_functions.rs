@@ -99,8 +99,11 @@ fn derivatives_through_a_user_function_match_closed_forms_and_differences() {
     let et = (t * t).exp();
     assert!((d[1] - et * (1.0 + 2.0 * t * t)).abs() < 1e-14);
     assert!((d[2] - et * (6.0 * t + 4.0 * t * t * t)).abs() < 1e-13);
+    // Order 3 needs partials the function does not give: refused, naming it (the Taylor
+    // route falls back on the derivative-tensor lanes, which meet the missing order).
     let e = u.univariate_derivative_of_order(3, t).unwrap_err();
-    assert_eq!(e.code(), Errc::UnsupportedScalar);
+    assert_eq!(e.code(), Errc::UserFunction, "{e}");
+    assert!(e.to_string().contains("xexp"), "{e}");
 }
 
 /// A user function that is `exp` with `exp`'s partials gives the built-in model's bits;
@@ -319,4 +322,36 @@ fn saving_the_device_and_emitted_source_refuse_a_user_function() {
         // No device here, or the refusal: either way the CPU answered.
         eprintln!("device: {e}");
     }
+}
+
+/// A sweep through user code that failed is never remembered: asked again at the same
+/// point, a remembering equation calls the user's code again and answers the error again.
+#[test]
+fn a_failed_call_is_not_remembered() {
+    let bad = UserFunction::new(
+        "fragile",
+        1,
+        |x| {
+            if x[0] > 1.0 {
+                panic!("x is too large");
+            }
+            x[0] * 2.0
+        },
+        |_, g| g[0] = 2.0,
+    )
+    .unwrap();
+    let eq = rt::equation(|| bad.call(&[rt::var("x")]) * rt::var("y"))
+        .unwrap()
+        .with_cache(ddx::LastValue::new());
+    for _ in 0..3 {
+        let e = eq.evaluate([2.0, 1.0]).unwrap_err();
+        assert_eq!(e.code(), Errc::UserFunction);
+        let e = eq.gradient([2.0, 1.0]).unwrap_err();
+        assert_eq!(e.code(), Errc::UserFunction);
+    }
+    // Moving a coordinate the failing call does not depend on re-sweeps nothing stale.
+    assert_eq!(eq.evaluate([0.5, 1.0]).unwrap(), 1.0);
+    assert_eq!(eq.evaluate([0.5, 1.0]).unwrap(), 1.0);
+    assert!(eq.evaluate([2.0, 3.0]).is_err());
+    assert!(eq.evaluate([2.0, 3.0]).is_err());
 }

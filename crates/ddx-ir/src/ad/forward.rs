@@ -10,11 +10,30 @@
 //! the adjoint is 0. The two arms of one `select` merge into a single `select(c, ṫ, ḟ)`.
 //!
 //! A tangent that folds to a constant zero is a structural zero: no node carries it on.
+//!
+//! **Exact zeros of a direction** ([`Zeros::Skip`], the `jvp` and `hvp` lanes, whose
+//! direction is a run-time input): a tangent that is exactly `±0` at run time contributes
+//! exactly `0` through every edge, whatever the local partial (`∞`, NaN) — ForwardDiff.jl's
+//! NaN-safe mode, and JAX's symbolic zeros decided at run time. Each edge whose contribution
+//! is not the tangent itself, its negation or a finite constant multiple of it is written
+//! `select(ṡ, contribution, 0)`. So a node that does not move along the direction has the
+//! tangent `0` exactly, and a forward sweep along a basis vector sums the same path products
+//! as the reverse sweep that reaches that symbol. [`Zeros::Ieee`] (the Hessian's colour
+//! groups, whose seeds are structural, and derivative tensors) multiplies plainly.
 
 use super::guard::{combine, mask, Term, Terms};
-use super::rules::flow;
+use super::rules::{flow, Flow};
 use super::Deriv;
-use crate::{Graph, Node, NodeId};
+use crate::{Graph, Node, NodeId, Op};
+
+/// How a forward sweep treats a tangent that is exactly zero at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Zeros {
+    /// Plain IEEE: `0·∞ = NaN` in the chain rule.
+    Ieee,
+    /// An exactly-zero tangent contributes exactly `0` through every edge (module doc).
+    Skip,
+}
 
 /// Pushes `symbol_tangents` (indexed by symbol) up to every node that some root depends on
 /// and answers the tangent of each root.
@@ -24,6 +43,16 @@ use crate::{Graph, Node, NodeId};
 /// for a long sum those grow with its length — quadratic work for [`super::hessian`]'s
 /// pattern, which follows every node it is given.
 pub fn forward(graph: &mut Graph, symbol_tangents: &[Deriv], roots: &[NodeId]) -> Vec<Deriv> {
+    forward_with(graph, symbol_tangents, roots, Zeros::Ieee)
+}
+
+/// [`forward`], with run-time zero tangents treated as `zeros` says.
+pub fn forward_with(
+    graph: &mut Graph,
+    symbol_tangents: &[Deriv],
+    roots: &[NodeId],
+    zeros: Zeros,
+) -> Vec<Deriv> {
     let top = roots.iter().map(|r| r.index() + 1).max().unwrap_or(0);
     let mut needed = vec![false; top];
     for r in roots {
@@ -54,7 +83,10 @@ pub fn forward(graph: &mut Graph, symbol_tangents: &[Deriv], roots: &[NodeId]) -
                 let mut terms = Terms::new();
                 for (k, a) in args[..op.arity()].iter().enumerate() {
                     if let Some(t) = tangent[a.index()].clone() {
-                        let edge = flow(graph, id, k, t.value);
+                        let mut edge = flow(graph, id, k, t.value);
+                        if zeros == Zeros::Skip {
+                            edge = skip_zero(graph, t.value, edge);
+                        }
                         terms.extend(t.through(edge));
                     }
                 }
@@ -69,6 +101,47 @@ pub fn forward(graph: &mut Graph, symbol_tangents: &[Deriv], roots: &[NodeId]) -
             Some(mask(graph, &t.guard, t.value))
         })
         .collect()
+}
+
+/// `edge` (what tangent `s` contributes along one argument) made exactly `0` where `s` is
+/// exactly zero, unless it is that already whatever the partial: `s`, `−s`, or `s` times
+/// (or divided by) a finite (nonzero) constant.
+fn skip_zero(g: &mut Graph, s: NodeId, edge: Flow) -> Flow {
+    let mut guard = |v: NodeId| {
+        if g.constant_of(s).is_some() || zero_through(g, s, v) {
+            return v;
+        }
+        let zero = g.constant(0.0);
+        g.select(s, v, zero)
+    };
+    match edge {
+        Flow::Zero => Flow::Zero,
+        Flow::Plain(v) => Flow::Plain(guard(v)),
+        Flow::Guarded { cond, when, value } => Flow::Guarded {
+            cond,
+            when,
+            value: guard(value),
+        },
+    }
+}
+
+/// Whether `v` is `±0` wherever `s` is: `s` itself, `−s`, `s·c` or `c·s` with `c` a finite
+/// constant, `s/c` with `c` a nonzero finite constant.
+fn zero_through(g: &Graph, s: NodeId, v: NodeId) -> bool {
+    if v == s {
+        return true;
+    }
+    let finite = |id: NodeId| g.constant_of(id).is_some_and(f64::is_finite);
+    match *g.node(v) {
+        Node::Apply(Op::Neg, args) => args[0] == s,
+        Node::Apply(Op::Mul, args) => {
+            (args[0] == s && finite(args[1])) || (args[1] == s && finite(args[0]))
+        }
+        Node::Apply(Op::Div, args) => {
+            args[0] == s && finite(args[1]) && g.constant_of(args[1]) != Some(0.0)
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]

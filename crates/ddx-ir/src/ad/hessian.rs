@@ -26,7 +26,7 @@
 //! pattern's zeros are exact zeros of every product, which is what lets a colouring of it
 //! ([`crate::colour`]) recover the nonzeros directly.
 
-use super::forward::forward;
+use super::forward::{forward_with, Zeros};
 use super::reverse::Sweep;
 use super::Deriv;
 use crate::{Graph, Node, NodeId, SeedId, Sparsity};
@@ -45,8 +45,19 @@ pub fn gradients(g: &mut Graph, outputs: &[NodeId], n: usize) -> Vec<Vec<Deriv>>
 /// The tangent of every gradient node when the symbols move with `tangents` (indexed by
 /// symbol; `None` is a structural zero): `out[r][i] = (H_r·v)_i`, or a structural zero.
 pub fn products(g: &mut Graph, grads: &[Vec<Deriv>], tangents: &[Deriv]) -> Vec<Vec<Deriv>> {
+    products_with(g, grads, tangents, Zeros::Ieee)
+}
+
+/// [`products`], with run-time zero tangents treated as `zeros` says (the `hvp` lane's
+/// direction: [`Zeros::Skip`]).
+pub fn products_with(
+    g: &mut Graph,
+    grads: &[Vec<Deriv>],
+    tangents: &[Deriv],
+    zeros: Zeros,
+) -> Vec<Vec<Deriv>> {
     let roots: Vec<NodeId> = grads.iter().flatten().flatten().copied().collect();
-    let mut dots = forward(g, tangents, &roots).into_iter();
+    let mut dots = forward_with(g, tangents, &roots, zeros).into_iter();
     grads
         .iter()
         .map(|row| {

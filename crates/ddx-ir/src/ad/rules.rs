@@ -6,7 +6,7 @@
 //! the same multiplication as pulling an adjoint back through it: one rule serves both
 //! modes.
 //!
-//! Conventions (`ARCHITECTURE.md`, "Semantics"): `abs'(0) = 0` (through `sign`); `sign' = 0`; comparisons have
+//! Conventions (the repository's [ARCHITECTURE.md, "Semantics"](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md#semantics)): `abs'(0) = 0` (through `sign`); `sign' = 0`; comparisons have
 //! no derivative; `max`/`min` give each side half at a tie and otherwise flow to the operand
 //! answered (a NaN operand is never answered unless both are); `pow(a, b)` at `a == 0` has
 //! `∂/∂b = 0`, and `∂/∂a = 0` when also `b == 0`, else IEEE's `b·a^(b−1)`; `hypot` and `atan2`

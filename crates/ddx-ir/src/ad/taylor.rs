@@ -32,10 +32,16 @@
 //! through a factor of `mul`/`fma` whose other factor is the literal `0`, not through
 //! `pow`'s base under the literal exponent `0` or its exponent over the literal base `0`.
 //!
-//! **Conventions** (`ARCHITECTURE.md`, "Semantics"), carried to every order so that these derivatives agree
+//! **Conventions** (the repository's [ARCHITECTURE.md, "Semantics"](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md#semantics)), carried to every order so that these derivatives agree
 //! with nested first derivatives and the Hessian lane:
 //! - a node that does not move is the constant `[f(a₀), 0, …]`, and an argument that does
-//!   not move contributes nothing (no `0·∞`);
+//!   not move contributes nothing (no `0·∞`): a factor that does not move scales the
+//!   other's series;
+//! - a node that is a polynomial in `t` (symbols, sums, products, negation, `abs`, a
+//!   quotient by what does not move, a `select`/`max`/`min` of such) has its degree
+//!   tracked, and its coefficients past the degree are structural zeros that multiply
+//!   nothing: so a NaN or infinite value (`log(x)` at `x = −1` in `log(x)·x`) reaches a
+//!   coefficient exactly where forward mode's tangents would carry it, as in the Hessian;
 //! - `abs`: `c_k = sign(a₀)·a_k`, so every derivative is `0` at `a₀ = 0` (`abs'(0) = 0`,
 //!   `sign' = 0`); `sign` and comparisons: constants;
 //! - `max`/`min`: the operand answered gives all its coefficients; at a tie each gives
@@ -50,7 +56,9 @@
 //! - `atan2` and `hypot` at the origin (`a₀ = b₀ = 0`): every derivative `0`.
 //!
 //! **Where there is no expansion**, the sweep answers [`Error::UnsupportedScalar`] rather
-//! than a number, at every degree `d ≥ 1`: at a branch point or pole of an operation whose
+//! than a number, at every degree `d ≥ 1` (the library's `univariate_derivative` then
+//! answers through the gradient, Hessian and tensor lanes instead, see `ARCHITECTURE.md`,
+//! "Taylor at branch points"): at a branch point or pole of an operation whose
 //! argument moves — if that node's coefficients reach a requested root. A node that cannot
 //! be expanded is carried as "no series" (its value still known) through the operations
 //! that read it, but not through those that do not: the untaken arm of a `select`, the
@@ -108,6 +116,9 @@ pub fn expand(
     // The operation whose expansion failed at or below each node, if one did and its
     // coefficients are used. The value coefficient is kept even then.
     let mut failed: Vec<Option<Op>> = vec![None; top];
+    // The degree of each node as a polynomial in t ([`FULL`] when it is none): its
+    // coefficients past it are structural zeros ([`term`]).
+    let mut deg = vec![0usize; top];
     for i in 0..top {
         let node = graph.node(NodeId::from_index(i));
         let out: Vec<f64> = match *node {
@@ -116,6 +127,7 @@ pub fn expand(
             Node::Symbol(s) => {
                 let v = direction[s.index()];
                 moves[i] = v != 0.0;
+                deg[i] = usize::from(moves[i]);
                 let mut c = constant(x0[s.index()], w);
                 if degree >= 1 {
                     c[1] = v;
@@ -151,10 +163,16 @@ pub fn expand(
                     let inherited = (0..op.arity())
                         .filter(|&k| read[k] && live[k])
                         .find_map(|k| failed[args[k].index()]);
-                    match inherited.map_or_else(|| apply(op, a, live, value), Err) {
+                    let mut d = [0; 3];
+                    for (dk, arg) in d.iter_mut().zip(args) {
+                        *dk = deg[arg.index()];
+                    }
+                    deg[i] = degree_of(op, d, live);
+                    match inherited.map_or_else(|| apply(op, a, d, live, value), Err) {
                         Ok(c) => c,
                         Err(at) => {
                             failed[i] = Some(at);
+                            deg[i] = FULL;
                             let mut c = vec![f64::NAN; w];
                             c[0] = value;
                             c
@@ -172,6 +190,21 @@ pub fn expand(
             None => Ok(coef[r.index() * w..(r.index() + 1) * w].to_vec()),
         })
         .collect()
+}
+
+/// The degree in `t` of `op` over arguments of degrees `d` (a node that does not move
+/// has degree 0), or [`FULL`].
+fn degree_of(op: Op, d: [usize; 3], live: [bool; 3]) -> usize {
+    let live_deg = |k: usize| if live[k] { d[k] } else { 0 };
+    match op {
+        Op::Neg | Op::Abs => d[0],
+        Op::Add | Op::Sub | Op::Max | Op::Min => live_deg(0).max(live_deg(1)),
+        Op::Select => live_deg(1).max(live_deg(2)),
+        Op::Mul => live_deg(0).saturating_add(live_deg(1)),
+        Op::Fma => live_deg(0).saturating_add(live_deg(1)).max(live_deg(2)),
+        Op::Div if !live[1] => d[0],
+        _ => FULL,
+    }
 }
 
 /// Which arguments of `op(args)` move into it: those that move along an edge whose
@@ -245,7 +278,14 @@ fn constant(v: f64, w: usize) -> Vec<f64> {
 /// is `value`, or `Err(op)` where `op` has no expansion at this point. `live` says which
 /// arguments move into the node ([`live`]); at least one does, so every argument of a
 /// unary operation, and every series formed from it, moves.
-fn apply(op: Op, a: &[&[f64]], live: [bool; 3], value: f64) -> Result<Vec<f64>, Op> {
+fn apply(
+    op: Op,
+    a: &[&[f64]],
+    deg: [usize; 3],
+    live: [bool; 3],
+    value: f64,
+) -> Result<Vec<f64>, Op> {
+    let da = deg[0];
     let w = a[0].len();
     let mut x = [0.0; 3];
     for (xi, ai) in x.iter_mut().zip(a) {
@@ -255,41 +295,54 @@ fn apply(op: Op, a: &[&[f64]], live: [bool; 3], value: f64) -> Result<Vec<f64>, 
         Op::Neg => a[0].iter().map(|v| -v).collect(),
         Op::Add => zip(a[0], a[1], |x, y| x + y),
         Op::Sub => zip(a[0], a[1], |x, y| x - y),
-        Op::Mul => mul(a[0], a[1]),
-        Op::Div => div(a[0], a[1], live[1]).ok_or(op)?,
-        Op::Fma => zip(&mul(a[0], a[1]), a[2], |x, y| x + y),
-        Op::Exp => exp(a[0], value),
-        Op::Sin => sin_cos(a[0], value, math::cos(x[0]), 1.0).0,
-        Op::Cos => sin_cos(a[0], math::sin(x[0]), value, 1.0).1,
-        Op::Sinh => sin_cos(a[0], value, math::cosh(x[0]), -1.0).0,
-        Op::Cosh => sin_cos(a[0], math::sinh(x[0]), value, -1.0).1,
-        Op::Tan => tan_tanh(a[0], value, 1.0, 1.0 + value * value),
-        Op::Tanh => tan_tanh(a[0], value, -1.0, sech2(x[0])),
-        Op::Log => integrate(a[0], value, &recip(a[0]).ok_or(op)?),
+        // A factor that does not move is a constant: it scales the other's series, and
+        // its own zero coefficients never meet the other's (NaN or infinite) ones.
+        Op::Mul if !live[1] => scale(a[0], x[1]),
+        Op::Mul if !live[0] => scale(a[1], x[0]),
+        Op::Mul => mul_deg(a[0], da, a[1], deg[1]),
+        Op::Div => div(a[0], a[1], deg[1], live[1]).ok_or(op)?,
+        Op::Fma => {
+            let p = if !live[1] {
+                scale(a[0], x[1])
+            } else if !live[0] {
+                scale(a[1], x[0])
+            } else {
+                mul_deg(a[0], da, a[1], deg[1])
+            };
+            zip(&p, a[2], |x, y| x + y)
+        }
+        Op::Exp => exp(a[0], da, value),
+        Op::Sin => sin_cos(a[0], da, value, math::cos(x[0]), 1.0).0,
+        Op::Cos => sin_cos(a[0], da, math::sin(x[0]), value, 1.0).1,
+        Op::Sinh => sin_cos(a[0], da, value, math::cosh(x[0]), -1.0).0,
+        Op::Cosh => sin_cos(a[0], da, math::sinh(x[0]), value, -1.0).1,
+        Op::Tan => tan_tanh(a[0], da, value, 1.0, 1.0 + value * value),
+        Op::Tanh => tan_tanh(a[0], da, value, -1.0, sech2(x[0])),
+        Op::Log => integrate(a[0], da, value, &recip_deg(a[0], da).ok_or(op)?),
         Op::Log10 => {
             let b = scale(a[0], std::f64::consts::LN_10);
-            integrate(a[0], value, &recip(&b).ok_or(op)?)
+            integrate(a[0], da, value, &recip(&b).ok_or(op)?)
         }
         Op::Sqrt => sqrt(a[0], value).ok_or(op)?,
         Op::Cbrt if a[0][0] == 0.0 => return Err(op),
-        Op::Cbrt => pow_const(a[0], 1.0 / 3.0, value),
+        Op::Cbrt => pow_const(a[0], da, 1.0 / 3.0, value),
         Op::Asin | Op::Acos => {
             // (1 − a²)^(−1/2), negated for acos.
             let one_minus = one_minus_square(a[0]);
             let root = sqrt(&one_minus, math::pow(one_minus[0], 0.5));
             let h = root.and_then(|r| recip(&r)).ok_or(op)?;
             let h = if op == Op::Acos { scale(&h, -1.0) } else { h };
-            integrate(a[0], value, &h)
+            integrate(a[0], da, value, &h)
         }
         Op::Atan => {
             let d = add_to(1.0, &mul(a[0], a[0]));
-            integrate(a[0], value, &recip(&d).ok_or(op)?)
+            integrate(a[0], da, value, &recip(&d).ok_or(op)?)
         }
         Op::Asinh => {
             // 1/hypot(a, 1), its value taken as hypot computes it.
             let d = add_to(1.0, &mul(a[0], a[0]));
             let root = sqrt(&d, math::hypot(x[0], 1.0));
-            integrate(a[0], value, &root.and_then(|r| recip(&r)).ok_or(op)?)
+            integrate(a[0], da, value, &root.and_then(|r| recip(&r)).ok_or(op)?)
         }
         Op::Acosh => {
             // 1/(√(a − 1)·√(a + 1)).
@@ -301,25 +354,30 @@ fn apply(op: Op, a: &[&[f64]], live: [bool; 3], value: f64) -> Result<Vec<f64>, 
                 .zip(hi)
                 .and_then(|(l, h)| recip(&mul(&l, &h)))
                 .ok_or(op)?;
-            integrate(a[0], value, &h)
+            integrate(a[0], da, value, &h)
         }
         Op::Atanh => {
             let d = one_minus_square(a[0]);
-            integrate(a[0], value, &recip(&d).ok_or(op)?)
+            integrate(a[0], da, value, &recip(&d).ok_or(op)?)
         }
         Op::Erf => {
             // (2/√π)·exp(−a²).
             let na2 = scale(&mul(a[0], a[0]), -1.0);
-            let e = exp(&na2, math::exp(na2[0]));
-            integrate(a[0], value, &scale(&e, std::f64::consts::FRAC_2_SQRT_PI))
+            let e = exp(&na2, FULL, math::exp(na2[0]));
+            integrate(
+                a[0],
+                da,
+                value,
+                &scale(&e, std::f64::consts::FRAC_2_SQRT_PI),
+            )
         }
-        Op::Log1p => integrate(a[0], value, &recip(&add_to(1.0, a[0])).ok_or(op)?),
-        Op::Expm1 => exp(a[0], math::exp(x[0])),
+        Op::Log1p => integrate(a[0], da, value, &recip(&add_to(1.0, a[0])).ok_or(op)?),
+        Op::Expm1 => exp(a[0], da, math::exp(x[0])),
         Op::Log2 => {
             let b = scale(a[0], std::f64::consts::LN_2);
-            integrate(a[0], value, &recip(&b).ok_or(op)?)
+            integrate(a[0], da, value, &recip(&b).ok_or(op)?)
         }
-        Op::Recip => recip(a[0]).ok_or(op)?,
+        Op::Recip => recip_deg(a[0], da).ok_or(op)?,
         Op::Powi => powi(a[0], x[1]).ok_or(op)?,
         Op::Abs => scale(a[0], math::sign(x[0])),
         // Never moves (see `live`); kept for a total match.
@@ -407,16 +465,45 @@ fn sub_from(s: f64, a: &[f64]) -> Vec<f64> {
     c
 }
 
+/// A degree no polynomial reaches: the series of a node that is not a polynomial in `t`.
+const FULL: usize = usize::MAX;
+
+/// `p·q` where `p` is an argument's coefficient of index `j` and the argument is a
+/// polynomial of degree `d` in `t`: exactly `0` past the degree (a structural zero, as in
+/// forward mode: it never meets a NaN or infinite `q`, which the rule routes never read).
+fn term(j: usize, d: usize, p: f64, q: f64) -> f64 {
+    if j > d {
+        0.0
+    } else {
+        p * q
+    }
+}
+
 /// The Cauchy product `a·b`, truncated.
 fn mul(a: &[f64], b: &[f64]) -> Vec<f64> {
+    mul_deg(a, FULL, b, FULL)
+}
+
+/// [`mul`] of polynomials of degree `da` and `db` ([`term`]).
+fn mul_deg(a: &[f64], da: usize, b: &[f64], db: usize) -> Vec<f64> {
     (0..a.len())
-        .map(|k| (0..=k).map(|j| a[j] * b[k - j]).sum())
+        .map(|k| {
+            (0..=k)
+                .map(|j| {
+                    if k - j > db {
+                        0.0
+                    } else {
+                        term(j, da, a[j], b[k - j])
+                    }
+                })
+                .sum()
+        })
         .collect()
 }
 
 /// `a/b`, or `None` when `b` moves (`b_moves`) and `b₀ = 0` (a pole, or an
 /// indeterminate form). A `b` that does not move divides coefficientwise, as IEEE does.
-fn div(a: &[f64], b: &[f64], b_moves: bool) -> Option<Vec<f64>> {
+fn div(a: &[f64], b: &[f64], db: usize, b_moves: bool) -> Option<Vec<f64>> {
     if !b_moves {
         return Some(a.iter().map(|x| x / b[0]).collect());
     }
@@ -425,7 +512,7 @@ fn div(a: &[f64], b: &[f64], b_moves: bool) -> Option<Vec<f64>> {
     }
     let mut c = vec![0.0; a.len()];
     for k in 0..a.len() {
-        let s: f64 = (0..k).map(|j| c[j] * b[k - j]).sum();
+        let s: f64 = (0..k).map(|j| term(k - j, db, b[k - j], c[j])).sum();
         c[k] = (a[k] - s) / b[0];
     }
     Some(c)
@@ -433,7 +520,12 @@ fn div(a: &[f64], b: &[f64], b_moves: bool) -> Option<Vec<f64>> {
 
 /// `1/b` for a moving `b`, or `None` at `b₀ = 0`; see [`div`].
 fn recip(b: &[f64]) -> Option<Vec<f64>> {
-    div(&constant(1.0, b.len()), b, true)
+    recip_deg(b, FULL)
+}
+
+/// [`recip`] of a polynomial of degree `db`.
+fn recip_deg(b: &[f64], db: usize) -> Option<Vec<f64>> {
+    div(&constant(1.0, b.len()), b, db, true)
 }
 
 /// `√a` for a moving `a`, with value `c0`, or `None` at `a₀ = 0` (a branch point).
@@ -451,20 +543,24 @@ fn sqrt(a: &[f64], c0: f64) -> Option<Vec<f64>> {
 
 /// `c = F(a)` from `c₀` and the series `h` of `F'(a)` (degree one lower suffices):
 /// `c_k = (1/k) Σ_{1≤j≤k} j a_j h_{k−j}`.
-fn integrate(a: &[f64], c0: f64, h: &[f64]) -> Vec<f64> {
+fn integrate(a: &[f64], da: usize, c0: f64, h: &[f64]) -> Vec<f64> {
     let mut c = constant(c0, a.len());
     for k in 1..a.len() {
-        let s: f64 = (1..=k).map(|j| j as f64 * a[j] * h[k - j]).sum();
+        let s: f64 = (1..=k)
+            .map(|j| term(j, da, j as f64 * a[j], h[k - j]))
+            .sum();
         c[k] = s / k as f64;
     }
     c
 }
 
 /// `exp(a)` with value `c0`: `c' = c·a'`.
-fn exp(a: &[f64], c0: f64) -> Vec<f64> {
+fn exp(a: &[f64], da: usize, c0: f64) -> Vec<f64> {
     let mut c = constant(c0, a.len());
     for k in 1..a.len() {
-        let s: f64 = (1..=k).map(|j| j as f64 * a[j] * c[k - j]).sum();
+        let s: f64 = (1..=k)
+            .map(|j| term(j, da, j as f64 * a[j], c[k - j]))
+            .sum();
         c[k] = s / k as f64;
     }
     c
@@ -472,12 +568,12 @@ fn exp(a: &[f64], c0: f64) -> Vec<f64> {
 
 /// `(sin a, cos a)` (`sign = 1`) or `(sinh a, cosh a)` (`sign = −1`) with values `s0`,
 /// `c0`: `s' = c·a'`, `c' = −sign·s·a'`.
-fn sin_cos(a: &[f64], s0: f64, c0: f64, sign: f64) -> (Vec<f64>, Vec<f64>) {
+fn sin_cos(a: &[f64], da: usize, s0: f64, c0: f64, sign: f64) -> (Vec<f64>, Vec<f64>) {
     let mut s = constant(s0, a.len());
     let mut c = constant(c0, a.len());
     for k in 1..a.len() {
         let (mut ss, mut cc) = (0.0, 0.0);
-        for j in 1..=k {
+        for j in 1..=k.min(da) {
             let ja = j as f64 * a[j];
             ss += ja * c[k - j];
             cc += ja * s[k - j];
@@ -489,14 +585,16 @@ fn sin_cos(a: &[f64], s0: f64, c0: f64, sign: f64) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// `tan a` (`sign = 1`) or `tanh a` (`sign = −1`) with value `t0`: `t' = (1 + sign·t²)·a'`.
-fn tan_tanh(a: &[f64], t0: f64, sign: f64, u0: f64) -> Vec<f64> {
+fn tan_tanh(a: &[f64], da: usize, t0: f64, sign: f64, u0: f64) -> Vec<f64> {
     let w = a.len();
     let mut t = constant(t0, w);
     // u = 1 + sign·t², built one coefficient behind t; its value `u0` is given, so that
     // tanh's can be computed without cancellation ([`sech2`]).
     let mut u = constant(u0, w);
     for k in 1..w {
-        let s: f64 = (1..=k).map(|j| j as f64 * a[j] * u[k - j]).sum();
+        let s: f64 = (1..=k)
+            .map(|j| term(j, da, j as f64 * a[j], u[k - j]))
+            .sum();
         t[k] = s / k as f64;
         let tt: f64 = (0..=k).map(|j| t[j] * t[k - j]).sum();
         u[k] = sign * tt;
@@ -520,11 +618,11 @@ fn one_minus_square(a: &[f64]) -> Vec<f64> {
 }
 
 /// `aʳ` for a constant `r`, `a₀ ≠ 0`, value `c0`: from `a·c' = r·a'·c`.
-fn pow_const(a: &[f64], r: f64, c0: f64) -> Vec<f64> {
+fn pow_const(a: &[f64], da: usize, r: f64, c0: f64) -> Vec<f64> {
     let mut c = constant(c0, a.len());
     for k in 1..a.len() {
         let s: f64 = (0..k)
-            .map(|j| (r * (k - j) as f64 - j as f64) * a[k - j] * c[j])
+            .map(|j| term(k - j, da, (r * (k - j) as f64 - j as f64) * a[k - j], c[j]))
             .sum();
         c[k] = s / (k as f64 * a[0]);
     }
@@ -561,7 +659,7 @@ fn powi(a: &[f64], n: f64) -> Option<Vec<f64>> {
         if a[0] == 0.0 {
             vec![0.0; w]
         } else {
-            return Some(pow_const(a, n, math::powi(a[0], n)));
+            return Some(pow_const(a, FULL, n, math::powi(a[0], n)));
         }
     } else if a[0] == 0.0 && m > (w - 1) as f64 {
         vec![0.0; w]
@@ -587,7 +685,7 @@ fn pow(a: &[f64], b: &[f64], live: [bool; 2], value: f64) -> Option<Vec<f64>> {
             return Some(constant(1.0, w));
         }
         if a[0] != 0.0 {
-            return Some(pow_const(a, r, value));
+            return Some(pow_const(a, FULL, r, value));
         }
         // a₀ = 0 and a moves: only a polynomial has a series. Past the degree, every
         // kept coefficient of aⁿ is zero (a = t·(…)), so large n need no loop.
@@ -605,12 +703,12 @@ fn pow(a: &[f64], b: &[f64], live: [bool; 2], value: f64) -> Option<Vec<f64>> {
             return Some(constant(value, w));
         }
         let e = scale(b, math::log(a[0]));
-        return Some(exp(&e, value));
+        return Some(exp(&e, FULL, value));
     }
     // Both move: aᵇ = exp(b·ln a), its value taken as pow computes it; no series at a₀ = 0.
-    let l = integrate(a, math::log(a[0]), &recip(a)?);
+    let l = integrate(a, FULL, math::log(a[0]), &recip(a)?);
     let e = mul(b, &l);
-    Some(exp(&e, value))
+    Some(exp(&e, FULL, value))
 }
 
 /// `atan2(a, b)` (the angle of `(b, a)`): `c' = (b·a' − a·b')/(a² + b²)`; all zero at the
@@ -629,7 +727,7 @@ fn atan2(a: &[f64], b: &[f64]) -> Option<Vec<f64>> {
     if den[0] == 0.0 {
         return None;
     }
-    let q = div(&num, &den, true)?;
+    let q = div(&num, &den, FULL, true)?;
     let mut c = vec![0.0; w];
     for k in 1..w {
         c[k] = q[k - 1] / k as f64;

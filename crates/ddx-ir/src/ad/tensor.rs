@@ -22,7 +22,7 @@
 //! Taylor series", *Math. Comp.* 69 (2000)): interpolation recovers each mixed partial as
 //! a fixed linear combination of `C(n+k−1, k)` directional Taylor coefficients, with
 //! rational weights whose magnitude grows with `k`, so a mixed partial carries rounding
-//! from many directions (measured in `BENCHMARKS.md`); nesting writes each partial as its
+//! from many directions (measured in the repository's [BENCHMARKS.md](https://github.com/ddx-ad/ddx/blob/main/BENCHMARKS.md)); nesting writes each partial as its
 //! own graph, so order 1 and 2 are bit for bit the gradient and `hvp` passes, the tensor
 //! is exactly symmetric (one node per sorted multi-index) and every engine runs it. The
 //! cost is graph size: each order differentiates the previous order's graph, so a tensor

@@ -63,6 +63,9 @@ from ddx._errors import Error, errc
 from ddx._options import Backend, Codegen, Options, OptLevel, Want
 
 __version__: str = _ddx.__version__
+"""This build's version (``ddx::VERSION``: the workspace ``Cargo.toml``'s, stated once)."""
+version_info: tuple[int, int, int] = _ddx.version_info
+"""``__version__`` as numbers: ``(major, minor, patch)``."""
 has_jit: bool = _ddx.has_jit
 """Whether this copy was built with the Cranelift JIT (otherwise calls interpret)."""
 has_opencl: bool = _ddx.has_opencl
@@ -80,6 +83,7 @@ def equation(
     *,
     cache: str | os.PathLike[str] | None = None,
     params: Sequence[str] = (),
+    remember: bool = False,
 ) -> Equation: ...
 @overload
 def equation(
@@ -88,6 +92,7 @@ def equation(
     *,
     cache: str | os.PathLike[str] | None = None,
     params: Sequence[str] = (),
+    remember: bool = False,
 ) -> Callable[[Model], Equation]: ...
 
 
@@ -97,6 +102,7 @@ def equation(
     *,
     cache: str | os.PathLike[str] | None = None,
     params: Sequence[str] = (),
+    remember: bool = False,
 ) -> Equation | Callable[[Model], Equation]:
     """The equation of ``model``: a callable of no arguments that names symbols with
     :func:`var` and returns one :class:`Expression` (a scalar function) or a tuple of them
@@ -118,9 +124,20 @@ def equation(
     With ``params=[...]`` (text only) those names are parameters: inputs never
     differentiated, bound with :meth:`Equation.with_params` (a model callable names its
     parameters with :func:`param` instead).
+
+    With ``remember=True`` the equation keeps its last call of each kind (the last-call
+    cache): asked again at the same point (the same bits) it answers with no sweep, and
+    with some symbols moved it re-sweeps only what they reach; the numbers are the ones a
+    full sweep gives, bit for bit. Single points only, never batches; a lane a compiled
+    kernel answers serves a repeat and computes a moved point whole. ``cache_stats()``
+    says what it did.
     """
     if model is None:
-        return lambda m: equation(m, cache=cache, params=params)
+        return lambda m: equation(m, cache=cache, params=params, remember=remember)
+    if remember:
+        built = equation(model, cache=cache, params=params)
+        built._set_remember(True)
+        return built
     if cache is not None:
         return _cached(equation(model, params=params), os.fspath(cache))
     if isinstance(params, str) or not all(isinstance(p, str) for p in params):
@@ -220,4 +237,5 @@ __all__ = [
     "param",
     "var",
     "verify",
+    "version_info",
 ]

@@ -37,6 +37,8 @@ class OptLevel(enum.IntEnum):
 
     OFF = 0
     SPEED = 1
+    NONE = 0
+    """The earlier name of ``OFF`` (an alias: ``OptLevel.NONE is OptLevel.OFF``)."""
 
 
 class Want(enum.IntEnum):
@@ -102,6 +104,9 @@ class Options(BaseModel):
     """Keep compiled code in this directory between runs (trust it like executable code)."""
     device: str | None = None
     """Under DEVICE, a case-insensitive match on platform and device name."""
+    answer_limit: Annotated[StrictInt, Field(ge=0, le=2**64 - 1)] = 1 << 28
+    """The most float64 values one answer block may hold (a dense Jacobian ``m·n·p``, a
+    dense Hessian ``m·n·n·p``): past it a call raises ``errc.too_large`` before allocating."""
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -109,7 +114,7 @@ class Options(BaseModel):
         return _by_name(Backend, v)
 
 
-Raw = tuple[int, int, int, int, bool, int, int, bool, "str | None", "str | None"]
+Raw = tuple[int, int, int, int, bool, int, int, bool, "str | None", "str | None", int]
 
 
 def _to_raw(value: Any) -> Raw:
@@ -128,12 +133,13 @@ def _to_raw(value: Any) -> Raw:
         o.retain_object,
         None if o.cache_dir is None else str(o.cache_dir),
         o.device,
+        o.answer_limit,
     )
 
 
 def _from_raw(raw: Raw) -> Options:
     """The ``Options`` of a flat tuple from the compiled module."""
-    backend, points, lanes, opt_level, contract, warm, hot, retain, cache_dir, device = raw
+    backend, points, lanes, opt_level, contract, warm, hot, retain, cache_dir, device, limit = raw
     return Options(
         backend=Backend(backend),
         points=points,
@@ -147,6 +153,7 @@ def _from_raw(raw: Raw) -> Options:
         retain_object=retain,
         cache_dir=None if cache_dir is None else Path(cache_dir),
         device=device,
+        answer_limit=limit,
     )
 
 

@@ -266,6 +266,7 @@ pub(crate) fn encode(parts: &Parts<'_>, path: &Path) -> Result<Vec<u8>, Error> {
         return Err(ddx_ir::user::unsupported(tag, "a saved equation"));
     }
     let body = Body {
+        // `ddx::VERSION`, spelled so that it stays a literal.
         writer: concat!("ddx ", env!("CARGO_PKG_VERSION")),
         scalar: parts.scalar,
         ops: Op::ALL.iter().map(|op| op.name()).collect(),

@@ -10,7 +10,7 @@
 //! program is built with no option that relaxes IEEE arithmetic. Every node is one
 //! statement, in the graph's order, so nothing is re-associated. OpenCL C's own `fmax`,
 //! `fmin`, `sign`, comparisons and `select` do not follow ddx's semantics
-//! (`ARCHITECTURE.md`, "Semantics"): `fmax(+0, −0)` may answer either zero, `sign(±0)` is
+//! (the repository's [ARCHITECTURE.md, "Semantics"](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md#semantics)): `fmax(+0, −0)` may answer either zero, `sign(±0)` is
 //! `±0`, a vector comparison answers `−1`, and `select` tests the sign bit. So each of
 //! those is written out here with scalar conditionals that answer exactly what
 //! `ddx_ir::math` answers; `+ − × ÷`, `sqrt` and `fma` are correctly rounded in OpenCL's

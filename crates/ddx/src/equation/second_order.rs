@@ -76,12 +76,10 @@ pub type ValueGradientHvp<S> = (<S as Shape>::Value, Vec<f64>, Vec<f64>);
 pub const MAX_ORDER: usize = taylor::MAX_DEGREE;
 
 impl<S: Shape> Equation<S> {
+    /// The Hessian layout, without building the Hessian lane when none is built yet (see
+    /// `PreparedLanes::hessian_layout`).
     pub(crate) fn hessian_layout(&self) -> &HessianLayout {
-        self.prepared(LaneKind::Hessian)
-            .lane
-            .hessian
-            .as_ref()
-            .expect("a Hessian lane always carries its layout")
+        self.lanes.hessian_layout()
     }
 
     /// The Hessians `Hᵣ(x)`, `Hᵣ(i, j) = ∂²fᵣ/∂xᵢ∂xⱼ`, dense: `m × n × n`, row-major, so
@@ -99,6 +97,14 @@ impl<S: Shape> Equation<S> {
     /// Dense Hessians hold `m·n²` values: past [`Options::answer_limit`] (2²⁸ by
     /// default) the call refuses before computing anything, and
     /// [`Equation::sparse_hessian`] answers the structural nonzeros only.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * x * y")?;
+    /// assert_eq!(eq.hessian([3.0, 2.0])?, [4.0, 6.0, 6.0, 0.0]);  // row-major 2 × 2
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::TooLarge`] when `m·n·n` exceeds [`Options::answer_limit`] (checked
@@ -156,7 +162,8 @@ impl<S: Shape> Equation<S> {
 
     /// How many colour groups compress the Hessian: the number of products `H·v_k` one
     /// Hessian costs (0 when every symbol enters at most linearly; `n` when every pair
-    /// interacts). Prepares the Hessian lane if it is not yet prepared.
+    /// interacts). Builds no lane: before the Hessian lane exists it is computed alone (the
+    /// reverse sweeps and the pattern's forward pass, none of the compressed products).
     pub fn hessian_colors(&self) -> usize {
         self.hessian_layout().colours()
     }
@@ -187,10 +194,18 @@ impl<S: Shape> Equation<S> {
     /// forward-over-reverse sweep (the Hessian is never formed). `v` is one value per
     /// symbol, in any [`Point`] spelling. One output only.
     ///
-    /// `v`'s zeros are numbers, not structure: where a first partial itself overflows to
-    /// `±∞`, a zero component of `v` meets it as `0·∞` and that entry of `H·v` is NaN even
-    /// if its true value is finite ([`Equation::hessian`], whose colour groups leave such
-    /// terms out structurally, answers it).
+    /// An exactly-zero component of `v` contributes nothing, even through an infinite
+    /// partial (`ARCHITECTURE.md`, "Exact zeros in a direction"): along a basis vector
+    /// this is the Hessian's column wherever [`Equation::hessian`] answers a number.
+    ///
+    /// ```
+    /// use ddx::rt;
+    ///
+    /// let eq = rt::equation_text("x * x * y")?;
+    /// assert_eq!(eq.hvp([1.0, 0.0], [3.0, 2.0])?, [4.0, 6.0]);  // H·v, no H formed
+    /// assert_eq!(eq.hvp_along("x", [3.0, 2.0])?, [4.0, 6.0]);   // the same, by name
+    /// # Ok::<(), ddx::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::NotScalar`] on a system of more than one output; [`Error::WrongDirection`]
@@ -319,28 +334,28 @@ impl<S: Shape> Equation<S> {
     /// Every operation has a rule. Kinks follow the first-derivative conventions at every
     /// order (`abs` at 0 and `sign` give 0; a `max`/`min` tie gives each side half;
     /// `hypot`, `atan2` at the origin give 0; `select` takes the arm the point is on), so
-    /// these derivatives agree with nested first derivatives and the Hessian.
+    /// these derivatives agree with nested first derivatives and the Hessian. An argument
+    /// that does not move contributes nothing, so a factor whose value is NaN or infinite
+    /// but does not move scales the series instead of meeting its zero coefficients
+    /// (`3·log(x)` at `x = −1` has derivative `−3`, as the gradient says).
     ///
-    /// Whether an operation's argument *moves with `x`* is decided from the graph (does
-    /// it depend on `x` along edges that carry a derivative, as in forward mode), never
-    /// from the truncated series: `x*x` moves at `x = 0` though its first derivative is 0
-    /// there, so `1/(x*x)` or `sqrt(x*x)` at 0 are refused at every `K ≥ 1`.
+    /// **Branch points and poles.** Where the series has no expansion — `sqrt`, `cbrt`,
+    /// `log` of a moving 0, a division by a moving 0, `pow` of a moving 0 base unless the
+    /// exponent is constant and 0 or a natural number, `asin`, `acos`, `acosh`, `atanh` at
+    /// ±1 (whether an argument *moves with `x`* is decided from the graph, never from the
+    /// truncated series: `x*x` moves at `x = 0`) — the derivative is the one the rule
+    /// routes give: `K = 1` is [`Equation::gradient`]'s bits, `K = 2`
+    /// [`Equation::hessian`]'s, `K ≥ 3` [`Equation::derivative_tensor`]'s (nested forward
+    /// mode over the reverse sweep). That is the one-sided limit where the rules reach it
+    /// (`sqrt` at 0: `∞`, then `−∞`; `x**1.5` at 0: `0`, then `∞`), and NaN where they
+    /// meet `0·∞` (`sqrt(x*x)` at 0). Only an untaken `select` arm (or an operand
+    /// `max`/`min` does not answer) meeting one is ignored, as every route ignores it.
     ///
     /// # Errors
     /// [`Error::OrderTooHigh`] when `K` exceeds [`MAX_ORDER`] (checked first);
     /// [`Error::NotUnivariate`] unless the equation has exactly one symbol and one output;
-    /// [`Error::UnsupportedScalar`] (for every `K ≥ 1`) at a branch point or pole of an
-    /// operation whose argument moves with `x`: `sqrt`, `cbrt`, `log`, `log10` of 0, a
-    /// division by a moving 0, `pow` of a moving 0 base unless the exponent is constant
-    /// and 0 or a natural number, `asin`, `acos`, `acosh`, `atanh` at ±1 — unless only
-    /// an untaken `select` arm (or an operand `max`/`min` does not answer) meets one.
-    /// Other singular values (NaN, infinities) propagate as IEEE arithmetic does; at the
-    /// highest orders `K!` is near `f64::MAX`, so a derivative too large for `f64`
-    /// overflows to an infinity. Where a subexpression's value is NaN (`log10` of a
-    /// negative number, say), Taylor products carry that NaN into every coefficient even
-    /// when it is multiplied by a constant, so this may answer NaN where
-    /// [`Equation::gradient`], whose partials never read that value, answers a number:
-    /// neither is a derivative of the function there.
+    /// [`Error::UnsupportedScalar`] at a branch point or pole (above) for `K` above
+    /// [`MAX_TENSOR_ORDER`](crate::MAX_TENSOR_ORDER), where no route answers.
     pub fn univariate_derivative<const K: usize>(&self, x0: f64) -> Result<f64, Error> {
         self.univariate_derivative_of_order(K, x0)
     }
@@ -351,8 +366,10 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// As [`Equation::univariate_derivative`].
     pub fn univariate_derivative_of_order(&self, order: usize, x0: f64) -> Result<f64, Error> {
-        let c = self.taylor_coefficients(order, x0)?;
-        Ok(factorial(order) * c[order])
+        Ok(match self.series(order, x0)? {
+            Series::Taylor(c) => factorial(order) * c[order],
+            Series::Rules(d) => d[order],
+        })
     }
 
     /// Every derivative `f(x0), f'(x0), …, f⁽ᵒʳᵈᵉʳ⁾(x0)` (`order + 1` values) from one
@@ -363,21 +380,40 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// As [`Equation::univariate_derivative`].
     pub fn univariate_derivatives(&self, order: usize, x0: f64) -> Result<Vec<f64>, Error> {
-        let mut c = self.taylor_coefficients(order, x0)?;
-        for (k, ck) in c.iter_mut().enumerate() {
-            *ck *= factorial(k);
-        }
-        Ok(c)
+        Ok(match self.series(order, x0)? {
+            Series::Taylor(mut c) => {
+                for (k, ck) in c.iter_mut().enumerate() {
+                    *ck *= factorial(k);
+                }
+                c
+            }
+            Series::Rules(d) => d,
+        })
     }
 
     /// The Taylor coefficients `f(x0), f'(x0), f''(x0)/2!, …, f⁽ᵒʳᵈᵉʳ⁾(x0)/order!`
     /// (`order + 1` values) of the function of one symbol at `x0`, from one sweep. The
     /// coefficients stay finite where high derivatives overflow (`k!` is `7.3e306` at
-    /// `k = 170`).
+    /// `k = 170`). At a branch point or pole, each derivative the rule routes give
+    /// ([`Equation::univariate_derivative`]) divided by `k!`.
     ///
     /// # Errors
     /// As [`Equation::univariate_derivative`].
     pub fn taylor_coefficients(&self, order: usize, x0: f64) -> Result<Vec<f64>, Error> {
+        Ok(match self.series(order, x0)? {
+            Series::Taylor(c) => c,
+            Series::Rules(mut d) => {
+                for (k, dk) in d.iter_mut().enumerate() {
+                    *dk /= factorial(k);
+                }
+                d
+            }
+        })
+    }
+
+    /// The Taylor sweep's coefficients, or where it has no expansion, the derivatives the
+    /// rule routes give.
+    fn series(&self, order: usize, x0: f64) -> Result<Series, Error> {
         if order > MAX_ORDER {
             return Err(Error::OrderTooHigh {
                 order,
@@ -396,14 +432,47 @@ impl<S: Shape> Equation<S> {
         let x = self.with_inputs(&[x0], 0, |_| Ok(()), |x| x.to_vec())?;
         let mut direction = vec![0.0; x.len()];
         direction[0] = 1.0;
-        let _ = ddx_ir::user::take_failure();
-        let mut series =
-            taylor::expand(model.graph(), model.outputs(), &x, &direction, &[], order)?;
-        if let Some(e) = ddx_ir::user::take_failure() {
-            return Err(e);
+        let taylor = self.remembered_taylor(order, &x, || {
+            let _ = ddx_ir::user::take_failure();
+            let mut series =
+                taylor::expand(model.graph(), model.outputs(), &x, &direction, &[], order)?;
+            if let Some(e) = ddx_ir::user::take_failure() {
+                return Err(e);
+            }
+            Ok(series.swap_remove(0))
+        });
+        match taylor {
+            Ok(c) => Ok(Series::Taylor(c)),
+            Err(Error::UnsupportedScalar { .. }) if order <= crate::MAX_TENSOR_ORDER => {
+                self.derivatives_by_rules(order, x0).map(Series::Rules)
+            }
+            Err(e) => Err(e),
         }
-        Ok(series.swap_remove(0))
     }
+
+    /// `f(x0), f'(x0), …` from the value, gradient, Hessian and tensor lanes.
+    fn derivatives_by_rules(&self, order: usize, x0: f64) -> Result<Vec<f64>, Error> {
+        let x = [x0];
+        let mut d = Vec::with_capacity(order + 1);
+        let mut value = [0.0];
+        self.evaluate_into(&x[..], &mut value)?;
+        d.push(value[0]);
+        for k in 1..=order {
+            let dk = match k {
+                1 => self.gradient(&x[..])?,
+                2 => self.hessian(&x[..])?,
+                _ => self.derivative_tensor(k, &x[..])?,
+            };
+            d.push(dk[0]);
+        }
+        Ok(d)
+    }
+}
+
+/// What [`Equation::series`] answers: Taylor coefficients, or derivatives.
+enum Series {
+    Taylor(Vec<f64>),
+    Rules(Vec<f64>),
 }
 
 /// `k!` as `f64`, multiplied up from 1 (exact to `22!`, then rounded at each step).

@@ -11,7 +11,8 @@
 //!
 //! **Slots.** Constants and inputs have fixed slots; each operation takes a slot from a
 //! free list, and a value's slot returns to the list after its last use in schedule order.
-//! Output slots are never freed.
+//! Output slots are never freed. Under [`Schedule::Tape`] nothing is freed: every value
+//! keeps its slot.
 
 use super::{next_id, Code, Instr, Program, Run};
 use ddx_ir::{Lane, Node, Op};
@@ -26,6 +27,11 @@ pub enum Schedule {
     Level,
     /// The graph's topological order: fewest live values (blocks of points).
     Graph,
+    /// As [`Schedule::Level`], but no slot is ever reused: after a run the slot array is a
+    /// *tape* holding every operation's value, and instruction `k` writes slot
+    /// `constants + inputs + k` (so destinations increase with the schedule). The last-call
+    /// cache sweeps again over it, running only what moved inputs reach (`interp::tape`).
+    Tape,
 }
 
 /// One instruction before slots are assigned: what it computes and from which nodes.
@@ -230,7 +236,7 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
             ),
         };
         let key = match schedule {
-            Schedule::Level => level[i],
+            Schedule::Level | Schedule::Tape => level[i],
             Schedule::Graph => 0,
         };
         emits.push(Emit {
@@ -247,7 +253,7 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
             e.operands[k] = 0;
         }
     }
-    if schedule == Schedule::Level {
+    if schedule != Schedule::Graph {
         emits.sort_by_key(|e| (e.key, e.code, e.node));
     }
     emits

@@ -15,6 +15,7 @@
 
 mod block;
 mod lower;
+pub(crate) mod tape;
 
 pub(crate) use block::Columns;
 pub use lower::Schedule;
@@ -132,6 +133,15 @@ impl Program {
     /// Number of slots (constants, inputs and temporaries).
     pub fn slot_count(&self) -> usize {
         self.slots
+    }
+
+    /// Bytes the program holds (instructions, runs, constants, output slots).
+    pub fn memory(&self) -> usize {
+        use std::mem::size_of;
+        self.instrs.capacity() * size_of::<Instr>()
+            + self.runs.capacity() * size_of::<Run>()
+            + self.consts.capacity() * size_of::<f64>()
+            + self.outputs.capacity() * size_of::<u32>()
     }
 
     /// Points per block when running over columns.

@@ -1,0 +1,410 @@
+"""``ddx.dask``: batches past one machine, as Dask arrays and data frames.
+
+The calls of an :class:`~ddx.Equation` over a ``dask.array`` of shape ``(symbols, points)``
+chunked along points, answering Dask arrays of the shapes the in-process calls answer
+(the point axis last; a system's answers lead with the output axis; the Hessian dense per
+point), and :func:`assign`, which adds value and partial columns to a pandas or Dask frame
+whose columns are named by symbols. Needs the extra: ``pip install ddx-ad[dask]``.
+
+How the equation travels (the invariants):
+
+- One task per chunk computes every answer of a call for that chunk (the arrays a call
+  returns are views of that one task; computing them together runs it once).
+- The equation enters the task graph once, as a single key that every chunk task depends
+  on. On a ``distributed`` cluster a worker fetches that key once and keeps it; with the
+  ``processes`` scheduler the bytes travel with each task. Either way a process turns
+  the bytes into an equation **once**: a per-process cache keyed by the bytes' BLAKE2b
+  digest (:func:`worker_stats` counts it). The threaded and synchronous schedulers use the
+  caller's equation itself and deserialise nothing.
+- Kernels travel in the pickle: with ``Backend.COMPILE`` the caller waits for the lane's
+  kernel before the equation is shipped, so a worker on a matching host and build runs
+  the shipped machine code and compiles nothing; a worker on another host compiles the
+  lane once (the equation is cached per process), never once per task. No ``cache_dir``
+  needs to be shared.
+- Bytes damaged on the way fail the task with a :class:`ddx.Error` (``archive_corrupt``
+  or ``bad_archive``), raised in the task, never in the worker's deserialiser, so the
+  worker lives on and the caller's ``compute`` raises the error.
+- Nothing ddx-specific is needed on the workers beyond the package itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+try:
+    import dask
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+except ImportError as e:  # pragma: no cover - the extra is not installed
+    raise ImportError("ddx.dask needs Dask: pip install ddx-ad[dask]") from e
+
+from ddx import _ddx
+from ddx._ddx import Equation
+from ddx._errors import Error, errc
+from ddx._options import Backend, Want
+
+__all__ = [
+    "assign",
+    "column_names",
+    "evaluate",
+    "hessian",
+    "hvp",
+    "jacobian",
+    "jvp",
+    "vjp",
+    "worker_stats",
+]
+
+# ---------------------------------------------------------------------------------------
+# The equation in transit, and the per-process cache of equations it resolves to.
+
+_CACHE_SIZE = 16
+_cache: OrderedDict[str, Equation] = OrderedDict()
+_cache_lock = threading.Lock()
+# Per equation (by digest): how often its bytes were unpickled, decoded, and used by a task.
+_counts: dict[str, dict[str, int]] = {}
+
+
+def _count(digest: str, what: str) -> None:
+    c = _counts.setdefault(digest, {"unpickled": 0, "deserialised": 0, "tasks": 0})
+    c[what] += 1
+
+
+def worker_stats() -> dict[str, dict[str, Any]]:
+    """What this process has done with each shipped equation, by its digest (the
+    ``digest`` attribute of the shipped key's value, also the tail of its key name):
+    ``unpickled`` (how often its bytes arrived), ``deserialised`` (how often they were
+    decoded into an equation: once per process while it stays cached), ``tasks`` (chunk
+    or partition tasks that used it) and, while cached, ``jit_status`` (``compiled``
+    stays 0 where the shipped kernels answered). Run it on workers with
+    ``client.run(ddx.dask.worker_stats)``."""
+    with _cache_lock:
+        out: dict[str, dict[str, Any]] = {d: dict(c) for d, c in _counts.items()}
+        for digest, eq in _cache.items():
+            out.setdefault(digest, {})["jit_status"] = eq.jit_status
+        return out
+
+
+def _revive(data: bytes) -> _Shipped:
+    """The unpickler of :class:`_Shipped`: keeps the bytes; nothing is decoded here, so a
+    damaged archive fails in the task that needs it, not in the worker's deserialiser."""
+    shipped = _Shipped(None, bytes(data))
+    with _cache_lock:
+        _count(shipped.digest, "unpickled")
+    return shipped
+
+
+class _Shipped:
+    """An equation on its way to a task: the live equation where the task runs in the
+    caller's process, the archive bytes (kernels included) everywhere else."""
+
+    __slots__ = ("_live", "data", "digest")
+
+    def __init__(self, live: Equation | None, data: bytes) -> None:
+        self._live = live
+        self.data = data
+        self.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        return (_revive, (self.data,))
+
+    def __dask_tokenize__(self) -> str:
+        return self.digest
+
+    def equation(self) -> Equation:
+        if self._live is not None:
+            return self._live
+        with _cache_lock:
+            _count(self.digest, "tasks")
+            eq = _cache.get(self.digest)
+            if eq is not None:
+                _cache.move_to_end(self.digest)
+                return eq
+            # Raises ddx.Error (archive_corrupt, bad_archive) for damaged bytes. Under
+            # the lock: concurrent tasks of one worker wait for the one decode.
+            eq = _ddx.from_bytes(self.data)
+            _count(self.digest, "deserialised")
+            _cache[self.digest] = eq
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+            return eq
+
+
+def _ship(eq: Equation, want: Want) -> Any:
+    """``eq`` as one Dask key (a ``Delayed``), its kernel for ``want`` included."""
+    if eq.options.backend is Backend.COMPILE:
+        eq.wait_for_kernel(want=want)
+    shipped = _Shipped(eq, eq.to_bytes())
+    return dask.delayed(shipped, pure=True, name=f"ddx-equation-{shipped.digest}")
+
+
+# ---------------------------------------------------------------------------------------
+# Arrays.
+
+_LANES = {
+    "evaluate": Want.VALUE,
+    "jacobian": Want.JACOBIAN,
+    "hessian": Want.HESSIAN,
+    "jvp": Want.JVP,
+    "vjp": Want.VJP,
+    "hvp": Want.HVP,
+}
+
+
+def _run_chunk(call: str, shipped: _Shipped, *args: Any) -> Any:
+    """One task: ``call`` over one chunk (``args``: directions, then the points)."""
+    eq = shipped.equation()
+    blocks = [np.ascontiguousarray(a, dtype=np.float64) for a in args]
+    out = getattr(eq, call)(*blocks)
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _points(eq: Equation, x: Any) -> Any:
+    x = x if isinstance(x, da.Array) else da.asarray(x)
+    if x.ndim != 2:
+        raise Error(
+            f"ddx.dask takes points as a (symbols, points) array; this one has shape {x.shape}",
+            errc.wrong_arity,
+        )
+    if x.shape[0] != eq.arity:
+        raise Error(
+            f"the equation has {eq.arity} symbols ({', '.join(eq.symbols)}); the points have "
+            f"{x.shape[0]} rows",
+            errc.wrong_arity,
+        )
+    if x.dtype != np.float64:
+        x = x.astype(np.float64)
+    return x.rechunk({0: -1})  # every chunk holds whole points
+
+
+def _direction(d: Any, x: Any) -> tuple[Any, Any]:
+    """A direction as a task argument: a small array (the same for every point) as a
+    constant, one with a point axis as a Dask array chunked like ``x``; and its shape
+    with no points, for the probe call."""
+    if isinstance(d, da.Array) or np.ndim(d) == 2:
+        d = d if isinstance(d, da.Array) else da.asarray(d)
+        if d.ndim != 2 or d.shape[1] != x.shape[1]:
+            raise Error(
+                f"a direction per point has shape (k, {x.shape[1]}); this one has {d.shape}",
+                errc.wrong_direction,
+            )
+        d = d.astype(np.float64).rechunk(((d.shape[0],), x.chunks[1]))
+        return d, np.zeros((d.shape[0], 0))
+    const = np.asarray(d, dtype=np.float64)
+    return const, const
+
+
+def _call(call: str, eq: Equation, directions: Sequence[Any], x: Any) -> tuple[Any, ...]:
+    if not isinstance(eq, Equation):
+        raise TypeError(f"ddx.dask needs a ddx.Equation, not {type(eq).__name__}")
+    x = _points(eq, x)
+    args = [_direction(d, x) for d in directions]
+    # The call with no points: its shapes (less the point axis) are the answers' leading
+    # shapes, and its errors (a system's hvp, a wrong direction) are the caller's, now.
+    probe = getattr(eq, call)(*[p for _, p in args], np.zeros((eq.arity, 0)))
+    probe = probe if isinstance(probe, tuple) else (probe,)
+    eq_key = _ship(eq, _LANES[call])
+
+    token = tokenize(call, eq_key.key, x.name, *[a for a, _ in args])
+    name = f"ddx-{call}-{token}"
+    chunks = x.chunks[1]
+    deps: list[Any] = [x, eq_key]
+    task_args: list[Any] = []
+    for a, _ in args:
+        if isinstance(a, da.Array):
+            deps.append(a)
+            task_args.append(a.name)
+        else:
+            task_args.append(a)
+
+    def chunk_arg(a: Any, i: int) -> Any:
+        return (a, 0, i) if isinstance(a, str) else a
+
+    layer = {
+        (name, i): (
+            _run_chunk,
+            call,
+            eq_key.key,
+            *[chunk_arg(a, i) for a in task_args],
+            (x.name, 0, i),
+        )
+        for i in range(len(chunks))
+    }
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=deps)
+    answers = []
+    for k, p in enumerate(probe):
+        lead = p.shape[:-1]
+        part = f"{name}-{k}"
+        zeros = (0,) * len(lead)
+        sub = {
+            (part, *zeros, i): (operator.getitem, (name, i), k) for i in range(len(chunks))
+        }
+        g = HighLevelGraph.from_collections(part, sub, dependencies=[])
+        layers = {**graph.layers, **g.layers}
+        dependencies = {**graph.dependencies, part: {name}}
+        answers.append(
+            da.Array(
+                HighLevelGraph(layers, dependencies),
+                part,
+                chunks=tuple((n,) for n in lead) + (chunks,),
+                dtype=np.float64,
+                meta=np.empty((0,) * (len(lead) + 1)),
+            )
+        )
+    return tuple(answers)
+
+
+def evaluate(eq: Equation, x: Any) -> Any:
+    """The values at every point of ``x``, a ``(symbols, points)`` Dask array: shape
+    ``(points,)``, a system's ``(outputs, points)``. Errors as :meth:`Equation.evaluate`
+    (``wrong_arity`` for points of the wrong shape, now; others when computed)."""
+    return _call("evaluate", eq, (), x)[0]
+
+
+def jacobian(eq: Equation, x: Any) -> tuple[Any, Any]:
+    """``(f, J)`` at every point: ``J`` of shape ``(symbols, points)``, a system's
+    ``(outputs, symbols, points)``; as :meth:`Equation.jacobian`."""
+    f, j = _call("jacobian", eq, (), x)
+    return f, j
+
+
+def hessian(eq: Equation, x: Any) -> tuple[Any, Any, Any]:
+    """``(f, J, H)`` at every point, ``H`` dense: ``(symbols, symbols, points)``, a
+    system's ``(outputs, symbols, symbols, points)``; as :meth:`Equation.hessian`."""
+    f, j, h = _call("hessian", eq, (), x)
+    return f, j, h
+
+
+def jvp(eq: Equation, v: Any, x: Any) -> tuple[Any, Any]:
+    """``(f, J·v)`` at every point; ``v`` of shape ``(symbols,)`` (one direction for every
+    point) or ``(symbols, points)`` (a NumPy or Dask array, one per point)."""
+    f, t = _call("jvp", eq, (v,), x)
+    return f, t
+
+
+def vjp(eq: Equation, w: Any, x: Any) -> tuple[Any, Any]:
+    """``(f, wᵀ·J)`` at every point; ``w`` of shape ``(outputs,)`` or ``(outputs, points)``;
+    the answer ``(symbols, points)``."""
+    f, a = _call("vjp", eq, (w,), x)
+    return f, a
+
+
+def hvp(eq: Equation, v: Any, x: Any) -> tuple[Any, Any, Any]:
+    """``(f, ∇f, H·v)`` at every point of a scalar equation; ``v`` as for :func:`jvp`."""
+    f, g, hv = _call("hvp", eq, (v,), x)
+    return f, g, hv
+
+
+# ---------------------------------------------------------------------------------------
+# Data frames.
+
+_FRAME_WANTS = (Want.VALUE, Want.JACOBIAN, Want.HESSIAN)
+
+
+def column_names(eq: Equation, want: Want = Want.JACOBIAN) -> list[str]:
+    """The names of the columns :func:`assign` adds, as ``ddx batch`` names them: ``f``,
+    ``df/dx`` for every symbol, ``d2f/dxdy`` for every pair ``x ≤ y`` in symbol order (the
+    Hessian is symmetric). A system's outputs are numbered: ``f0``, ``df0/dx``, ``d2f0/dxdy``."""
+    want = _frame_want(want)
+    names = eq.symbols
+    stems = [f"f{k}" for k in range(eq.outputs)] if _is_system(eq) else ["f"]
+    out = []
+    for f in stems:
+        out.append(f)
+        if want >= Want.JACOBIAN:
+            out += [f"d{f}/d{s}" for s in names]
+        if want == Want.HESSIAN:
+            out += [
+                f"d2{f}/d{names[i]}d{names[j]}"
+                for i in range(len(names))
+                for j in range(i, len(names))
+            ]
+    return out
+
+
+def _is_system(eq: Equation) -> bool:
+    return np.ndim(eq.evaluate(np.zeros((eq.arity, 0)))) == 2
+
+
+def _frame_want(want: Any) -> Want:
+    want = Want(want)
+    if want not in _FRAME_WANTS:
+        raise ValueError(f"assign computes VALUE, JACOBIAN or HESSIAN columns, not {want.name}")
+    return want
+
+
+def _check_columns(eq: Equation, columns: Sequence[str], added: Sequence[str]) -> None:
+    present = [str(c) for c in columns]
+    for name in eq.symbols:
+        if present.count(name) == 0:
+            raise Error(
+                f"no column `{name}` for the symbol `{name}` (the frame has "
+                f"{', '.join(present) or 'no columns'})",
+                errc.short_point,
+            )
+        if present.count(name) > 1:
+            raise Error(f"two columns are named `{name}`", errc.duplicate_symbol)
+    clash = [c for c in added if c in present]
+    if clash:
+        raise Error(
+            f"the frame already has the column `{clash[0]}` that assign would add",
+            errc.duplicate_symbol,
+        )
+
+
+def _assign_pandas(frame: Any, eq: Equation, want: Want, names: list[str]) -> Any:
+    x = np.ascontiguousarray(frame[eq.symbols].to_numpy(dtype=np.float64).T)
+    n, p = eq.arity, x.shape[1]
+    if want == Want.VALUE:
+        answers: tuple[Any, ...] = (eq.evaluate(x),)
+    elif want == Want.JACOBIAN:
+        answers = eq.jacobian(x)
+    else:
+        answers = eq.hessian(x)
+    system = np.ndim(answers[0]) == 2
+    m = eq.outputs if system else 1
+    f = np.reshape(answers[0], (m, p))
+    columns = []
+    upper = [(i, j) for i in range(n) for j in range(i, n)]
+    for k in range(m):
+        columns.append(f[k])
+        if want >= Want.JACOBIAN:
+            jac = np.reshape(answers[1], (m, n, p))[k]
+            columns += [jac[i] for i in range(n)]
+        if want == Want.HESSIAN:
+            hes = np.reshape(answers[2], (m, n, n, p))[k]
+            columns += [hes[i, j] for i, j in upper]
+    return frame.assign(**{c: np.array(v) for c, v in zip(names, columns)})
+
+
+def _assign_partition(frame: Any, shipped: _Shipped, want: int, names: list[str]) -> Any:
+    return _assign_pandas(frame, shipped.equation(), Want(want), names)
+
+
+def assign(eq: Equation, df: Any, want: Want = Want.JACOBIAN) -> Any:
+    """``df`` with the value and partial columns of ``eq`` added, computed from the
+    columns named by its symbols (see :func:`column_names` for the names). ``df`` is a
+    pandas frame (computed now) or a Dask frame (one task per partition, the equation
+    shipped as for the arrays). ``want``: ``Want.VALUE``, ``JACOBIAN`` or ``HESSIAN``.
+
+    Raises :class:`ddx.Error`: ``short_point`` naming a symbol with no column,
+    ``duplicate_symbol`` for a symbol named by two columns or an added column the frame
+    already has."""
+    if not isinstance(eq, Equation):
+        raise TypeError(f"assign needs a ddx.Equation, not {type(eq).__name__}")
+    want = _frame_want(want)
+    names = column_names(eq, want)
+    _check_columns(eq, list(df.columns), names)
+    if hasattr(df, "map_partitions") and hasattr(df, "npartitions"):
+        shipped = _ship(eq, want)
+        meta = _assign_pandas(df._meta, eq, want, names)
+        return df.map_partitions(_assign_partition, shipped, int(want), names, meta=meta)
+    return _assign_pandas(df, eq, want, names)

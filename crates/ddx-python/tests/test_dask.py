@@ -1,0 +1,302 @@
+"""``ddx.dask``: Dask arrays and frames, on every scheduler and on a real two-worker
+``distributed.LocalCluster`` on loopback (started and stopped here).
+
+The truth for every Dask answer is the in-process call on the same points, bit for bit.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import ddx
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+dd = pytest.importorskip("dask.dataframe")
+pd = pytest.importorskip("pandas")
+distributed = pytest.importorskip("distributed")
+
+import ddx.dask as dx  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+CALLS = ("evaluate", "jacobian", "hessian")
+
+
+def same_bits(got, want):
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert g.tobytes() == w.tobytes()
+
+
+def equation_keys(collection):
+    return [k for k in collection.__dask_graph__() if str(k).startswith("ddx-equation-")]
+
+
+@pytest.fixture
+def scalar() -> ddx.Equation:
+    return ddx.equation("x * log(x) + exp(x * y) * sin(y)")
+
+
+@pytest.fixture
+def points() -> np.ndarray:
+    return np.random.default_rng(19).uniform(0.5, 1.5, size=(2, 1000))
+
+
+# ---------------------------------------------------------------------------------------
+# Local schedulers.
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """One pool of two spawned processes for the ``processes`` scheduler (a pool per
+    compute would spawn, and import, afresh every time)."""
+    import concurrent.futures
+    import multiprocessing
+
+    with concurrent.futures.ProcessPoolExecutor(2, multiprocessing.get_context("spawn")) as p:
+        yield p
+
+
+@pytest.fixture(params=["sync", "threads", "processes"])
+def scheduler(request, pool):
+    with dask.config.set(scheduler=request.param, pool=pool if request.param == "processes" else None):
+        yield request.param
+
+
+def test_every_call_every_local_scheduler(scheduler, scalar, system, points):
+    x = da.from_array(points, chunks=(1, 128))  # ragged chunks, rows split on purpose
+    compiled = scalar.compile()
+    v = np.random.default_rng(3).normal(size=(2, 1000))
+    for eq in (scalar, compiled, system):
+        for call in CALLS:
+            got = dask.compute(*_as_tuple(getattr(dx, call)(eq, x)))
+            same_bits(got, getattr(eq, call)(points))
+        same_bits(
+            dask.compute(*dx.jvp(eq, [0.5, -2.0], x)),
+            eq.jvp([0.5, -2.0], points),
+        )
+        same_bits(  # a direction per point, as NumPy and as Dask chunked otherwise
+            dask.compute(*dx.jvp(eq, da.from_array(v, chunks=(2, 300)), x)),
+            eq.jvp(v, points),
+        )
+        w = np.ones(eq.outputs) if eq is system else np.ones(1)
+        same_bits(dask.compute(*dx.vjp(eq, w, x)), eq.vjp(w, points))
+    same_bits(dask.compute(*dx.hvp(scalar, v, x)), scalar.hvp(v, points))
+
+
+def _as_tuple(a):
+    return a if isinstance(a, tuple) else (a,)
+
+
+def test_shapes_and_one_task_per_chunk(scalar, system, points):
+    x = da.from_array(points, chunks=(2, 250))
+    f, j, h = dx.hessian(scalar, x)
+    assert (f.shape, j.shape, h.shape) == ((1000,), (2, 1000), (2, 2, 1000))
+    assert h.chunks == ((2,), (2,), (250,) * 4)
+    graph = dict(h.__dask_graph__())
+    calls = [k for k in graph if isinstance(k, tuple) and len(k) == 2 and k[0].startswith("ddx-hessian-")]
+    assert len(calls) == 4  # one task per chunk; f, J and H are views of it
+    assert len(equation_keys(h)) == 1  # the equation is one key, shared by every chunk
+    f, j, h = dx.hessian(system, x)
+    assert (f.shape, j.shape, h.shape) == ((2, 1000), (2, 2, 1000), (2, 2, 2, 1000))
+
+
+def test_refusals_are_errors_now(scalar, system, points):
+    with pytest.raises(ddx.Error) as e:
+        dx.jacobian(scalar, da.ones((3, 10)))
+    assert e.value.code is ddx.errc.wrong_arity and "x, y" in str(e.value)
+    with pytest.raises(ddx.Error) as e:
+        dx.hvp(system, [1.0, 0.0], da.from_array(points))
+    assert e.value.code is ddx.errc.not_scalar
+    with pytest.raises(ddx.Error) as e:
+        dx.jvp(scalar, [1.0, 0.0, 3.0], da.from_array(points))
+    assert e.value.code is ddx.errc.wrong_direction
+    with pytest.raises(TypeError):
+        dx.evaluate("x * y", da.from_array(points))
+
+
+def test_threads_use_the_callers_equation(scalar, points):
+    eq = scalar.compile()
+    before = {d: dict(c) for d, c in dx.worker_stats().items()}
+    f, j = dx.jacobian(eq, da.from_array(points, chunks=(2, 100)))
+    dask.compute(f, j, scheduler="threads")
+    after = dx.worker_stats()
+    assert {d: c for d, c in after.items() if "unpickled" in c} == {
+        d: c for d, c in before.items() if "unpickled" in c
+    }  # nothing pickled, nothing decoded: the threads share the caller's equation
+
+
+# ---------------------------------------------------------------------------------------
+# Data frames.
+
+
+def test_assign_pandas_columns_by_name(scalar, points):
+    frame = pd.DataFrame({"y": points[1], "other": 7.0, "x": points[0]})  # not in symbol order
+    out = dx.assign(scalar, frame, want=ddx.Want.HESSIAN)
+    f, j, h = scalar.hessian(points)
+    assert list(out.columns) == ["y", "other", "x", "f", "df/dx", "df/dy"] + [
+        "d2f/dxdx",
+        "d2f/dxdy",
+        "d2f/dydy",
+    ]
+    same_bits(out["f"].to_numpy(), f)
+    same_bits(out["df/dx"].to_numpy(), j[0])
+    same_bits(out["df/dy"].to_numpy(), j[1])
+    same_bits(out["d2f/dxdy"].to_numpy(), h[0, 1])
+    same_bits(out["d2f/dydy"].to_numpy(), h[1, 1])
+    assert (out["other"] == 7.0).all() and "f" not in frame.columns  # a new frame
+    assert list(dx.assign(scalar, frame, want=ddx.Want.VALUE).columns)[-1] == "f"
+
+
+def test_assign_system_numbers_outputs(system, points):
+    frame = pd.DataFrame({"x": points[0], "y": points[1]})
+    out = dx.assign(system, frame)
+    f, j = system.jacobian(points)
+    assert list(out.columns)[2:] == ["f0", "df0/dx", "df0/dy", "f1", "df1/dx", "df1/dy"]
+    same_bits(out["df1/dx"].to_numpy(), j[1, 0])
+    same_bits(out["f1"].to_numpy(), f[1])
+
+
+def test_assign_refusals(scalar, points):
+    with pytest.raises(ddx.Error) as e:
+        dx.assign(scalar, pd.DataFrame({"x": points[0], "z": points[1]}))
+    assert e.value.code is ddx.errc.short_point
+    assert "`y`" in str(e.value) and "x, z" in str(e.value)
+    lazy = dd.from_pandas(pd.DataFrame({"x": points[0]}), npartitions=2)
+    with pytest.raises(ddx.Error, match="no column `y`"):
+        dx.assign(scalar, lazy)  # refused when built, not when computed
+    with pytest.raises(ddx.Error) as e:
+        dx.assign(scalar, pd.DataFrame({"x": [1.0], "y": [2.0], "f": [0.0]}))
+    assert e.value.code is ddx.errc.duplicate_symbol and "`f`" in str(e.value)
+    with pytest.raises(ValueError):
+        dx.assign(scalar, pd.DataFrame({"x": [1.0], "y": [2.0]}), want=ddx.Want.HVP)
+
+
+def test_assign_dask_frame_equals_pandas(scheduler, scalar, points):
+    frame = pd.DataFrame({"x": points[0], "y": points[1], "id": np.arange(1000)})
+    lazy = dx.assign(scalar.compile(), dd.from_pandas(frame, npartitions=4))
+    pd.testing.assert_frame_equal(
+        lazy.compute(), dx.assign(scalar, frame), check_exact=True
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# A real cluster: two worker processes on loopback.
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+    ) as cluster, distributed.Client(cluster) as c:
+        c.wait_for_workers(2)
+        yield c
+
+
+def grid(n: int, chunk: int):
+    """Points on a line through (0.5, 2.0): computed where the chunk is, the same bits
+    everywhere (integers over an integer)."""
+    t = da.arange(n, chunks=chunk) / n
+    return da.stack([0.5 + t, 2.0 - t])
+
+
+def test_cluster_batch_jacobian_bit_for_bit(client, scalar):
+    n = 10_000_000
+    eq = scalar.compile()
+    x = grid(n, 500_000)
+    f, j = dx.jacobian(eq, x)
+    (key,) = equation_keys(j)
+    got = client.compute([f, j], sync=True)
+    t = np.arange(n) / n
+    xs = np.stack([0.5 + t, 2.0 - t])
+    same_bits(xs, x.compute(scheduler="sync"))
+    same_bits(tuple(got), eq.jacobian(xs))
+
+    digest = key.removeprefix("ddx-equation-")
+    stats = client.run(dx.worker_stats)
+    used = [s[digest] for s in stats.values() if s.get(digest, {}).get("tasks", 0) > 0]
+    assert used, stats
+    assert sum(s["tasks"] for s in used) == len(x.chunks[1])  # every chunk task, once
+    for s in used:
+        # Once per worker, not once per task: the key was fetched and decoded once ...
+        assert s["deserialised"] == 1, stats
+        assert s["unpickled"] == 1, stats
+        # ... and its kernels came with it: nothing compiled on the worker.
+        if ddx.has_jit:
+            assert s["jit_status"]["compiled"] == 0 and s["jit_status"]["loaded"] > 0, stats
+
+
+def slowly(block):
+    time.sleep(0.05)  # an input pipeline slow enough to kill a worker in the middle
+    return block
+
+
+def test_cluster_survives_a_killed_worker(client, scalar):
+    n, chunk = 400_000, 10_000
+    x = grid(n, chunk).map_blocks(slowly)
+    f, j = dx.jacobian(scalar, x)
+    futures = client.compute(list(j.to_delayed().ravel()))
+    pids = client.run(os.getpid)
+    done = 0
+    for _ in distributed.as_completed(futures):
+        done += 1
+        if done == 4:
+            break
+    victim = next(iter(pids.values()))
+    os.kill(victim, signal.SIGKILL)  # the nanny starts another; the scheduler reschedules
+    got = np.concatenate(client.gather(futures), axis=-1)
+    xs = grid(n, chunk).compute(scheduler="sync")
+    same_bits(got, scalar.jacobian(xs)[1])
+    client.wait_for_workers(2, timeout=60)
+    assert victim not in client.run(os.getpid).values()
+
+
+def test_cluster_corrupted_equation_is_an_error(client, scalar, monkeypatch):
+    damaged_digests = set()
+
+    def damaged(self):
+        # The graph is pickled more than once on its way (client, scheduler): damage it
+        # the first time only, so that a second flip cannot repair it.
+        if self.digest in damaged_digests:
+            return (dx._revive, (self.data,))
+        data = bytearray(self.data)
+        data[len(data) // 2] ^= 0xFF
+        damaged_digests.add(dx._Shipped(None, bytes(data)).digest)
+        return (dx._revive, (bytes(data),))
+
+    client.wait_for_workers(2, timeout=60)
+    pids = client.run(os.getpid)
+    monkeypatch.setattr(dx._Shipped, "__reduce__", damaged)  # damaged on the way out
+    f = dx.evaluate(scalar, grid(1000, 250))
+    with pytest.raises(ddx.Error) as e:
+        client.compute(f, sync=True)
+    assert e.value.code in (ddx.errc.archive_corrupt, ddx.errc.bad_archive)
+    monkeypatch.undo()
+    assert client.run(os.getpid) == pids  # no worker interpreter died
+    # The workers go on computing (another equation: the failed keys stay failed).
+    other = ddx.equation("x * log(x) + exp(x * y) * cos(y)")
+    again = dx.evaluate(other, grid(1000, 200))
+    same_bits(client.compute(again, sync=True), other.evaluate(grid(1000, 200).compute()))
+
+
+def test_cluster_assign(client, scalar, points):
+    frame = pd.DataFrame({"x": points[0], "y": points[1]})
+    lazy = dx.assign(scalar, dd.from_pandas(frame, npartitions=5), want=ddx.Want.HESSIAN)
+    pd.testing.assert_frame_equal(
+        client.compute(lazy, sync=True), dx.assign(scalar, frame, want=ddx.Want.HESSIAN)
+    )

@@ -1,0 +1,374 @@
+//! Remembering the last call: the cache an equation may be given, one slot per kind of call.
+//!
+//! An equation made with a cache ([`rt::equation_with`](crate::rt::equation_with),
+//! [`Equation::with_cache`](crate::Equation::with_cache)) keeps, per kind of call, the
+//! input block of its last call (the point, then any direction or weights), the outputs,
+//! and — where the interpreter answered — the *tape*: every value of the sweep. Asked again
+//! with the same bits, it answers from the slot and sweeps nothing; with some inputs moved,
+//! it re-runs over the tape only the instructions those inputs reach
+//! (`crate::interp::tape`). Either way the answer is the full sweep's, bit for bit. A lane
+//! a compiled kernel answers keeps the point and outputs but no tape: a repeat is served,
+//! a moved point is computed whole. Batches are never remembered.
+//!
+//! This module owns the contract between the equation and a cache:
+//! - [`ValueCache`] (the specification's `CValueCache`): [`ValueCache::active`], and a
+//!   read and a write *lease* per [`Extent`], each lending one [`Entry`] for the length of
+//!   a closure. A cache never blocks: a lease it cannot give at once it refuses, and the
+//!   call then sweeps for itself.
+//! - [`Extent`]: what an entry must hold (which call, which prepared lane, how many inputs
+//!   and outputs, which Taylor order) — the equation serves an entry only when its whole
+//!   extent is the one asked for, so a re-prepared lane or new options (another lane
+//!   variant) are never served a stale entry, whatever the cache does.
+//! - [`LastValue`], the cache ddx ships: one slot per kind behind a reader-writer lock,
+//!   taken with `try_read`/`try_write` only.
+//!
+//! **Invariants.** An inactive cache (or none) costs a call one branch: the point is read
+//! once, as without a cache. An entry's point, outputs and tape are written only by the
+//! equation, inside a write lease, and only together (its fields are private), so an entry
+//! whose extent matches always holds one call's inputs with that call's answer.
+
+use ddx_ir::LaneKind;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::RwLock;
+
+/// Which kind of call a slot remembers: one lane's, or the Taylor sweep of
+/// [`Equation::univariate_derivative`](crate::Equation::univariate_derivative) and its
+/// relatives (which builds no lane).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// A per-point call answered by this lane (`evaluate` by [`LaneKind::Value`], `jvp` by
+    /// [`LaneKind::Jvp`], …).
+    Lane(LaneKind),
+    /// A truncated-Taylor sweep of the value graph at one point.
+    Taylor,
+}
+
+impl CallKind {
+    /// The number of distinct [`CallKind::index`] values.
+    pub const COUNT: usize = LaneKind::ALL.len() + 2;
+
+    /// A dense index in `0..COUNT`, for a cache keeping its slots in an array.
+    pub fn index(self) -> usize {
+        match self {
+            CallKind::Lane(kind) => kind as usize,
+            CallKind::Taylor => Self::COUNT - 1,
+        }
+    }
+}
+
+/// What an entry has to hold, and for which prepared lane: two calls share an entry only
+/// where their whole extent is equal.
+///
+/// The lane is named by an identity unique in the process (a lane prepared again, or the
+/// contracted variant that [`Codegen::contract`](crate::Codegen::contract) selects, is
+/// another lane), so a cache shared by several equations, or kept across
+/// [`Equation::set_options`](crate::Equation::set_options), still never serves one
+/// lane's entry to another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Extent {
+    call: CallKind,
+    lane: u64,
+    inputs: usize,
+    outputs: usize,
+    order: usize,
+}
+
+impl Extent {
+    pub(crate) fn new(
+        call: CallKind,
+        lane: u64,
+        inputs: usize,
+        outputs: usize,
+        order: usize,
+    ) -> Self {
+        Extent {
+            call,
+            lane,
+            inputs,
+            outputs,
+            order,
+        }
+    }
+
+    /// Which call the entry remembers.
+    pub fn call(&self) -> CallKind {
+        self.call
+    }
+
+    /// The identity of the prepared lane (or, for [`CallKind::Taylor`], of the
+    /// equation's lane set) the entry was computed on.
+    pub fn lane(&self) -> u64 {
+        self.lane
+    }
+
+    /// The length of the input block: `n` symbols, then any seeds (a direction's `n`
+    /// values, a covector's `m`).
+    pub fn inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// How many output values the entry holds.
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// The Taylor order (`0` for lanes).
+    pub fn order(&self) -> usize {
+        self.order
+    }
+}
+
+/// One remembered call: its extent, its input block, its outputs, and (where the
+/// interpreter answered) its tape — every slot of the sweep. Made empty by
+/// [`Entry::default`]; filled only by the equation, inside a write lease.
+#[derive(Clone, Debug, Default)]
+pub struct Entry {
+    extent: Option<Extent>,
+    pub(crate) point: Vec<f64>,
+    pub(crate) outputs: Vec<f64>,
+    pub(crate) tape: Vec<f64>,
+    /// Whether `tape` is the sweep at `point` (false when a kernel answered).
+    pub(crate) taped: bool,
+}
+
+impl Entry {
+    /// The extent of the call held, or `None` when empty.
+    pub fn extent(&self) -> Option<&Extent> {
+        self.extent.as_ref()
+    }
+
+    /// The input block of the call held (empty when the entry is).
+    pub fn point(&self) -> &[f64] {
+        &self.point
+    }
+
+    /// The outputs of the call held, in the lane's output order.
+    pub fn outputs(&self) -> &[f64] {
+        &self.outputs
+    }
+
+    /// The tape of the call held: every slot of the interpreter's sweep (constants,
+    /// inputs, then each instruction's value), or `None` where a kernel answered.
+    pub fn tape(&self) -> Option<&[f64]> {
+        self.taped.then_some(&self.tape[..])
+    }
+
+    /// Bytes the entry holds.
+    pub fn memory(&self) -> usize {
+        (self.point.capacity() + self.outputs.capacity() + self.tape.capacity())
+            * std::mem::size_of::<f64>()
+    }
+
+    /// Empties the entry (keeping its buffers for reuse).
+    pub fn clear(&mut self) {
+        self.extent = None;
+        self.point.clear();
+        self.outputs.clear();
+        self.taped = false;
+    }
+
+    /// Whether the entry holds a call of `extent` at exactly the input block `inputs`
+    /// (bits compared, so `-0.0` is not `0.0` and NaN payloads are told apart).
+    pub(crate) fn holds(&self, extent: &Extent, inputs: &[f64]) -> bool {
+        self.extent.as_ref() == Some(extent) && same_bits(&self.point, inputs)
+    }
+
+    /// Whether the entry holds a call of `extent` with its tape.
+    pub(crate) fn taped_for(&self, extent: &Extent) -> bool {
+        self.taped && self.extent.as_ref() == Some(extent)
+    }
+
+    /// Makes the entry one of `extent` at `inputs`; the caller writes the outputs and
+    /// tape to match.
+    pub(crate) fn set(&mut self, extent: Extent, inputs: &[f64], taped: bool) {
+        self.extent = Some(extent);
+        self.point.clear();
+        self.point.extend_from_slice(inputs);
+        self.taped = taped;
+        if !taped {
+            self.tape.clear();
+        }
+    }
+}
+
+/// Whether `a` and `b` hold the same bits.
+pub(crate) fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// What a remembered call did, as reported to [`ValueCache::note`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// Answered from the entry: nothing swept.
+    Hit,
+    /// Re-swept over the remembered tape: this many instructions ran (`0` when another
+    /// thread had just stored the same point).
+    Resweep {
+        /// Instructions run.
+        instructions: usize,
+    },
+    /// Computed whole (a new extent, a compiled kernel, or inputs moved too far) and
+    /// stored; `instructions` ran (`0` when a kernel answered or no lane is involved).
+    Sweep {
+        /// Instructions run.
+        instructions: usize,
+    },
+    /// No lease was to be had (another thread was writing the slot): the call swept for
+    /// itself and stored nothing.
+    Busy,
+}
+
+/// A cache an equation remembers its last calls in (the specification's `CValueCache`).
+///
+/// The equation asks [`active`](ValueCache::active) first, before reading the point:
+/// `false` makes the call exactly the call of an equation without a cache. Otherwise it
+/// asks for a read lease on the slot of the call's [`Extent`] (enough to serve a repeat),
+/// and on a miss for a write lease, in which it updates the entry; a lease is the length
+/// of one call of the closure passed. An implementation must never block: a lease it
+/// cannot give at once it refuses (answering `false`), and the call sweeps for itself.
+/// The equation checks every entry's extent and point itself, so a cache that lends the
+/// wrong entry costs a sweep, never a wrong answer.
+pub trait ValueCache: Send + Sync + fmt::Debug {
+    /// Whether calls may be served at all.
+    fn active(&self) -> bool;
+
+    /// Lends the entry kept for `extent`'s kind of call (for reading) to `lease`, and
+    /// answers `true`; or answers `false` without calling it.
+    fn read(&self, extent: &Extent, lease: &mut dyn FnMut(&Entry)) -> bool;
+
+    /// Lends the entry kept for `extent`'s kind of call (for writing) to `lease`, and
+    /// answers `true`; or answers `false` without calling it.
+    fn write(&self, extent: &Extent, lease: &mut dyn FnMut(&mut Entry)) -> bool;
+
+    /// Told what each remembered call did (by default, nothing is kept).
+    fn note(&self, event: Event) {
+        let _ = event;
+    }
+
+    /// What the cache has counted, if it counts (by default it does not).
+    fn stats(&self) -> Option<CacheStats> {
+        None
+    }
+}
+
+/// What [`LastValue`] has counted since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Calls answered from an entry.
+    pub hits: u64,
+    /// Calls re-swept over a remembered tape.
+    pub resweeps: u64,
+    /// Calls computed whole and stored.
+    pub sweeps: u64,
+    /// Calls that found their slot being written and swept for themselves.
+    pub busy: u64,
+    /// Instructions run by the re-sweeps and stored sweeps (not by busy calls).
+    pub instructions: u64,
+}
+
+/// The last-call cache ddx ships: one [`Entry`] per [`CallKind`], each behind a
+/// reader-writer lock taken only with `try_read` and `try_write`, so any number of threads
+/// are served one entry at once and a thread finding it being written sweeps for itself.
+/// It counts what it does ([`CacheStats`], through
+/// [`Equation::cache_stats`](crate::Equation::cache_stats)).
+#[derive(Debug, Default)]
+pub struct LastValue {
+    slots: [RwLock<Entry>; CallKind::COUNT],
+    hits: AtomicU64,
+    resweeps: AtomicU64,
+    sweeps: AtomicU64,
+    busy: AtomicU64,
+    instructions: AtomicU64,
+}
+
+impl LastValue {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes the entries hold now.
+    pub fn memory(&self) -> usize {
+        self.slots
+            .iter()
+            .filter_map(|s| s.try_read().ok().map(|e| e.memory()))
+            .sum()
+    }
+}
+
+impl ValueCache for LastValue {
+    fn active(&self) -> bool {
+        true
+    }
+
+    fn read(&self, extent: &Extent, lease: &mut dyn FnMut(&Entry)) -> bool {
+        match self.slots[extent.call.index()].try_read() {
+            Ok(entry) => {
+                lease(&entry);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn write(&self, extent: &Extent, lease: &mut dyn FnMut(&mut Entry)) -> bool {
+        match self.slots[extent.call.index()].try_write() {
+            Ok(mut entry) => {
+                lease(&mut entry);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn note(&self, event: Event) {
+        let add = |c: &AtomicU64, v: usize| {
+            c.fetch_add(v as u64, Ordering::Relaxed);
+        };
+        match event {
+            Event::Hit => add(&self.hits, 1),
+            Event::Resweep { instructions } => {
+                add(&self.resweeps, 1);
+                add(&self.instructions, instructions);
+            }
+            Event::Sweep { instructions } => {
+                add(&self.sweeps, 1);
+                add(&self.instructions, instructions);
+            }
+            Event::Busy => add(&self.busy, 1),
+        }
+    }
+
+    fn stats(&self) -> Option<CacheStats> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Some(CacheStats {
+            hits: get(&self.hits),
+            resweeps: get(&self.resweeps),
+            sweeps: get(&self.sweeps),
+            busy: get(&self.busy),
+            instructions: get(&self.instructions),
+        })
+    }
+}
+
+/// An `Arc` of a cache is the cache: the caller may keep a handle to it (to read what it
+/// holds) while the equation uses it.
+impl<C: ValueCache + ?Sized> ValueCache for std::sync::Arc<C> {
+    fn active(&self) -> bool {
+        (**self).active()
+    }
+    fn read(&self, extent: &Extent, lease: &mut dyn FnMut(&Entry)) -> bool {
+        (**self).read(extent, lease)
+    }
+    fn write(&self, extent: &Extent, lease: &mut dyn FnMut(&mut Entry)) -> bool {
+        (**self).write(extent, lease)
+    }
+    fn note(&self, event: Event) {
+        (**self).note(event)
+    }
+    fn stats(&self) -> Option<CacheStats> {
+        (**self).stats()
+    }
+}
