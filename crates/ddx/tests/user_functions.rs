@@ -354,4 +354,23 @@ fn a_failed_call_is_not_remembered() {
     assert_eq!(eq.evaluate([0.5, 1.0]).unwrap(), 1.0);
     assert!(eq.evaluate([2.0, 3.0]).is_err());
     assert!(eq.evaluate([2.0, 3.0]).is_err());
+    // Re-sweeps through user code over the tape give a full sweep's bits.
+    let off = eq.clone().without_cache();
+    for p in [
+        [0.5, 1.0],
+        [0.5, 2.5],
+        [0.75, 2.5],
+        [0.75, 2.5],
+        [0.25, -1.0],
+    ] {
+        assert_eq!(
+            eq.evaluate(p).unwrap().to_bits(),
+            off.evaluate(p).unwrap().to_bits()
+        );
+        assert!(same_bits(
+            &eq.gradient(p).unwrap(),
+            &off.gradient(p).unwrap()
+        ));
+    }
+    assert!(eq.cache_stats().unwrap().resweeps > 0);
 }
