@@ -115,6 +115,10 @@ pub(crate) fn python_message(err: &ddx::Error) -> String {
             "not_scalar: {} needs an equation of one output; this one has {outputs}",
             python_call(call)
         ),
+        E::UnboundParameter { name } => format!(
+            "short_point: parameter `{name}` has no value: bind the parameters first, with \
+             Equation.with_params (eq = eq.with_params({{\"{name}\": ...}}))"
+        ),
         other => respell(other.to_string()),
     }
 }

@@ -114,6 +114,14 @@ def test_device_columns_under_another_backend():
     assert e.code is ddx.errc.no_device and "Backend.DEVICE" in str(e), str(e)
 
 
+def test_an_unbound_parameter_names_with_params():
+    eq = ddx.equation("b * x + a * y", params=["b"])
+    e = raised(lambda: eq.evaluate([1.0, 2.0, 3.0]))
+    assert e.code is ddx.errc.short_point
+    assert "parameter `b`" in str(e) and "Equation.with_params" in str(e), str(e)
+    assert "column" not in str(e), str(e)  # Python batches hold the symbols only
+
+
 def test_messages_the_rust_library_spells_alike_are_kept():
     """What Rust and Python spell the same is passed through unchanged."""
     f = ddx.equation("x * y")
