@@ -39,6 +39,23 @@ step() {
 }
 
 if [[ $what == all || $what == crates ]]; then
+    # cargo verifies each package against the others' through a registry of its own
+    # ($CARGO_TARGET_DIR/package/tmp-registry). A registry crate is taken never to change:
+    # unpacked under the cargo home once per name and version, and built once into the
+    # target dir, so a second run at the same version would check the first run's
+    # sources. Both go first (the unpacked copies: local registries have no host, so their
+    # directories start with `-`; the builds: those whose dep-info names such a copy). A
+    # fresh machine has neither.
+    target=$(readlink -f "${CARGO_TARGET_DIR:-target}")
+    for crate in ddx-ir ddx-macros ddx ddx-fit; do
+        rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$crate-$version"
+    done
+    for d in "$target"/debug/deps/ddx*.d; do
+        [[ -f $d ]] && grep -q "/registry/src/-[^/]*/ddx" "$d" || continue
+        hash=$(basename "$d" .d)
+        hash=${hash##*-}
+        rm -rf "$target"/debug/deps/*-"$hash"* "$target"/debug/.fingerprint/*-"$hash"
+    done
     step "cargo publish --dry-run" cargo publish --workspace --dry-run --locked "${dirty[@]}"
 fi
 
