@@ -822,22 +822,33 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
 }
 
 /// The scalar equation `text` describes, e.g. `"exp(x) * sin(y)"`; each name in `params`
-/// is a parameter.
+/// is a parameter, and a call may name one of the user `functions`.
 #[pyfunction]
-#[pyo3(signature = (text, params = Vec::new()))]
-fn equation_text(text: &str, params: Vec<String>) -> PyResult<Equation> {
-    let formula = ddx::Formula::parse(text).or_raise()?;
+#[pyo3(signature = (text, params = Vec::new(), functions = Vec::new()))]
+fn equation_text(
+    text: &str,
+    params: Vec<String>,
+    functions: Vec<Bound<'_, crate::function::Function>>,
+) -> PyResult<Equation> {
+    let registry = crate::function::registry(&functions);
+    let formula = ddx::Formula::parse_with(text, &registry).or_raise()?;
     let model = ddx::ir::text::model_with_params(&[formula], &params).or_raise()?;
     Ok(Equation::new(
         AnyEquation::from_model(model, false).or_raise()?,
     ))
 }
 
-/// The system whose function `i` is `texts[i]`; each name in `params` is a parameter.
+/// The system whose function `i` is `texts[i]`; each name in `params` is a parameter, and
+/// a call may name one of the user `functions`.
 #[pyfunction]
-#[pyo3(signature = (texts, params = Vec::new()))]
-fn system_text(texts: Vec<String>, params: Vec<String>) -> PyResult<Equation> {
-    let model = ddx::ir::text::parse_model_with_params(&texts, &params).or_raise()?;
+#[pyo3(signature = (texts, params = Vec::new(), functions = Vec::new()))]
+fn system_text(
+    texts: Vec<String>,
+    params: Vec<String>,
+    functions: Vec<Bound<'_, crate::function::Function>>,
+) -> PyResult<Equation> {
+    let registry = crate::function::registry(&functions);
+    let model = ddx::ir::text::parse_model_with_functions(&texts, &params, &registry).or_raise()?;
     Ok(Equation::new(
         AnyEquation::from_model(model, true).or_raise()?,
     ))
