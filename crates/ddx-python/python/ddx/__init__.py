@@ -127,8 +127,10 @@ def equation(
     written raises ``errc.archive_io``.
 
     With ``params=[...]`` (text only) those names are parameters: inputs never
-    differentiated, bound with :meth:`Equation.with_params` (a model callable names its
-    parameters with :func:`param` instead).
+    differentiated, bound with :meth:`Equation.with_params`, or given per point in a
+    batch as rows after the symbol rows (shape ``(n + q, points)``, or a dict of columns
+    by name; a row of length 1 is broadcast). A model callable names its parameters with
+    :func:`param` instead.
 
     With ``functions=[f, ...]`` (text only) a call in the text may name one of those user
     functions (:func:`function`) by its name, ``"f(x) * y"``; a built-in function's name is
