@@ -214,6 +214,18 @@ def test_a_python_exception_is_a_ddx_error(compiled: bool) -> None:
     assert "shapeless" in str(e.value) and "3 numbers where 2" in str(e.value)
 
 
+def test_an_exception_at_constant_arguments_fails_the_build() -> None:
+    # A call at constant arguments runs while the model is built (it is folded).
+    with pytest.raises(ddx.Error) as e:
+        ddx.equation(lambda: RAISES(2.0) + ddx.var("x"))
+    assert e.value.code == ddx.errc.user_function
+    assert "tabled" in str(e.value) and "ValueError" in str(e.value)
+    with pytest.raises(ddx.Error) as e:
+        ddx.equation("tabled(3) * x", functions=[RAISES])
+    assert e.value.code == ddx.errc.user_function
+    assert ddx.equation("tabled(0.5) * x", functions=[RAISES]).evaluate([2.0]) == 0.5
+
+
 def test_a_nan_flows_as_ieee_says() -> None:
     nan = ddx.function("nanny", 1, lambda t: math.nan, lambda t: 1.0)
     eq = ddx.equation(lambda: nan(ddx.var("x")) + 1.0)

@@ -280,6 +280,9 @@ pub fn model_with_params<P: AsRef<str>>(
     }
     let listed = names.len();
     let mut outputs = Vec::with_capacity(formulas.len());
+    // A user function called at constant arguments is folded (run) here: a failure of
+    // its code fails the model, as in the builder.
+    let _ = crate::user::take_failure();
     for f in formulas {
         let symbols = f
             .names
@@ -297,6 +300,9 @@ pub fn model_with_params<P: AsRef<str>>(
         };
         let out = f.run(&mut sink).ok_or(Error::NoGraph)?;
         outputs.push(out);
+    }
+    if let Some(e) = crate::user::take_failure() {
+        return Err(e);
     }
     if outputs.iter().all(|&o| graph.constant_of(o).is_some()) {
         return Err(Error::NoGraph);
