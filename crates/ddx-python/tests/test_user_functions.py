@@ -167,6 +167,25 @@ def test_a_large_batch_takes_the_gil_on_every_thread() -> None:
         assert np.array_equal(jac[:, i], g)
 
 
+def test_python_threads_calling_at_once_never_deadlock() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    eq = ddx.equation(model)
+    xs = np.random.default_rng(13).uniform(-1, 1, (2, 3000))
+    want = eq.jacobian(xs)
+
+    def work(k: int) -> bool:
+        if k % 2:  # single points keep the GIL; batches release it
+            return all(
+                np.array_equal(eq.jacobian(xs[:, i])[1], want[1][:, i]) for i in range(0, 3000, 301)
+            )
+        got = eq.jacobian(xs)
+        return np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(work, range(8), timeout=120))
+
+
 def test_hessian_without_second_partials_is_refused_naming_the_function() -> None:
     eq = ddx.equation(lambda: XEXP_FIRST_ONLY(ddx.var("x"), ddx.var("y")) * ddx.var("x"))
     value, grad = eq.jacobian([1.0, 0.5])
