@@ -18,6 +18,10 @@ use std::path::PathBuf;
 pub struct CompileArgs {
     /// The expression, e.g. `x*exp(-y)`.
     pub expr: String,
+    /// Names of the expression that are parameters, never differentiated: `--params T,P`
+    /// (saved with the equation; `load` takes their values with `--param`).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub params: Vec<String>,
     /// The file to write.
     #[arg(long, short, value_name = "FILE")]
     pub output: PathBuf,
@@ -53,7 +57,7 @@ const LANES: [LaneKind; 4] = [
 /// # Errors
 /// A parse error; a file that cannot be written.
 pub fn compile(a: &CompileArgs) -> Result<(), CliError> {
-    let mut eq = rt::equation_text(&a.expr)?;
+    let mut eq = rt::equation_text_with_params(&a.expr, &a.params)?;
     if a.jit {
         eq.set_options(Options::with_backend(Backend::Compile));
     }
@@ -87,8 +91,13 @@ pub fn load(a: &LoadArgs) -> Result<(), CliError> {
         return at_point(&eq, &a.point, &a.wants);
     }
     let status = eq.jit_status();
+    let params = if eq.param_count() == 0 {
+        String::new()
+    } else {
+        format!("parameters: {}\n", eq.parameters().join(", "))
+    };
     emit(&format!(
-        "{eq}\nsymbols: {}\nkernels loaded: {}\n",
+        "{eq}\nsymbols: {}\n{params}kernels loaded: {}\n",
         eq.symbols().join(", "),
         status.loaded
     ))

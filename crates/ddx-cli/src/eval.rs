@@ -3,7 +3,9 @@
 //! `jvp`), as text or JSON.
 //!
 //! A point is `name=value` arguments naming every symbol once; a direction (`--jvp`) is
-//! either the same pairs joined by commas or plain numbers in symbol order.
+//! either the same pairs joined by commas or plain numbers in symbol order. Names listed
+//! with `--params` are parameters (inputs never differentiated: no `df/dT`, no Hessian
+//! row); each is given a value with `--param T=300` (or among the point's pairs).
 
 use crate::error::{emit, CliError};
 use clap::Args;
@@ -19,6 +21,9 @@ pub struct EvalArgs {
     pub expr: String,
     /// The point: `name=value` for every symbol of the expression.
     pub point: Vec<String>,
+    /// Names of the expression that are parameters, never differentiated: `--params T,P`.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub params: Vec<String>,
     /// What to print besides the value.
     #[command(flatten)]
     pub wants: Wants,
@@ -39,6 +44,9 @@ pub struct Wants {
     /// Print one JSON object instead of text (a NaN or infinity is `null`).
     #[arg(long)]
     pub json: bool,
+    /// A parameter's value, `T=300` (repeatable, or several joined by commas).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub param: Vec<String>,
 }
 
 /// A number from a command-line argument.
@@ -88,11 +96,68 @@ fn num(v: f64) -> Value {
 /// Runs `ddx eval`.
 ///
 /// # Errors
-/// A parse error; a point that misses, repeats or invents a symbol; a value that is not
-/// a number; a direction of the wrong length.
+/// A parse error; a point that misses, repeats or invents a symbol; a parameter without a
+/// value, or given two; a value that is not a number; a direction of the wrong length.
 pub fn run(a: &EvalArgs) -> Result<(), CliError> {
-    let eq = rt::equation_text(&a.expr)?;
+    let eq = rt::equation_text_with_params(&a.expr, &a.params)?;
     at_point(&eq, &a.point, &a.wants)
+}
+
+/// The `--param` pairs of `given`, each naming a parameter of `eq` once.
+///
+/// # Errors
+/// A pair that is malformed, names no parameter, or names one twice.
+pub fn param_values(eq: &Equation, given: &[String]) -> Result<Vec<(String, f64)>, CliError> {
+    let values = pairs(given)?;
+    for (i, (name, _)) in values.iter().enumerate() {
+        let arg = format!("--param {name}");
+        if !eq.parameters().contains(name) {
+            let list = if eq.param_count() == 0 {
+                "the expression has none (mark them with --params)".to_string()
+            } else {
+                format!("the parameters are {}", eq.parameters().join(", "))
+            };
+            return Err(CliError::argument(
+                &arg,
+                format!("`{name}` is not a parameter: {list}"),
+            ));
+        }
+        if values[..i].iter().any(|(n, _)| n == name) {
+            return Err(CliError::argument(&arg, format!("`{name}` is given twice")));
+        }
+    }
+    Ok(values)
+}
+
+/// `eq` with its parameters bound to the pairs that name one (from the point's pairs and
+/// `--param`), and the other pairs (the point).
+///
+/// # Errors
+/// A parameter left without a value; a value given twice; a malformed pair.
+fn bind(
+    eq: &Equation,
+    point: &[String],
+    a: &Wants,
+) -> Result<(Equation, Vec<(String, f64)>), CliError> {
+    let mut given = pairs(point)?;
+    given.extend(param_values(eq, &a.param)?);
+    let (params, point): (Vec<_>, Vec<_>) = given
+        .into_iter()
+        .partition(|(name, _)| eq.parameters().contains(name));
+    if eq.param_count() == 0 {
+        return Ok((eq.clone(), point));
+    }
+    if let Some(name) = eq
+        .parameters()
+        .iter()
+        .find(|p| !params.iter().any(|(n, _)| n == *p))
+    {
+        return Err(CliError::argument(
+            &format!("--param {name}"),
+            format!("no value for the parameter `{name}`: give one with --param {name}=VALUE"),
+        ));
+    }
+    Ok((eq.with_params(&params[..])?, point))
 }
 
 /// Prints `eq`'s value at `point` (`name=value` arguments) and what `a` asks for.
@@ -100,7 +165,8 @@ pub fn run(a: &EvalArgs) -> Result<(), CliError> {
 /// # Errors
 /// As [`run`], less the parse error.
 pub fn at_point(eq: &Equation, point: &[String], a: &Wants) -> Result<(), CliError> {
-    let point = pairs(point)?;
+    let (eq, point) = bind(eq, point, a)?;
+    let eq = &eq;
     let point = eq.point(&point[..])?;
     let names = eq.symbols();
     let n = names.len();
@@ -132,6 +198,15 @@ pub fn at_point(eq: &Equation, point: &[String], a: &Wants) -> Result<(), CliErr
             .zip(point.iter().map(|&v| num(v)))
             .collect();
         o.insert("point".into(), Value::Object(at));
+        if let Some(bound) = eq.bound_params().filter(|b| !b.is_empty()) {
+            let at: Map<String, Value> = eq
+                .parameters()
+                .iter()
+                .cloned()
+                .zip(bound.iter().map(|&v| num(v)))
+                .collect();
+            o.insert("parameters".into(), Value::Object(at));
+        }
         o.insert("value".into(), num(f));
         if let Some(g) = &gradient {
             let g: Map<String, Value> = names

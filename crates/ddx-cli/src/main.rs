@@ -26,6 +26,8 @@ const EXAMPLES: &str = "\
 Examples:
   ddx eval 'x*exp(-y)' x=2 y=0.5 --gradient --hessian
   ddx batch 'x*exp(-y)' --input points.csv --output out.csv --want jacobian
+  ddx batch 'y - b1*(1-exp(-b2*x))' --params x,y --input obs.csv --want jacobian
+  ddx eval 'k*x**2' --params k --param k=3 x=2 --gradient
   ddx fit 'b1*(1-exp(-b2*x))' --data misra1a.csv --response y --start b1=500,b2=1e-4
   ddx fit --nist data/nist-strd/Misra1a.dat --start-set 1
   ddx check 'sin(x)*y + 3'

@@ -62,6 +62,9 @@ pub enum UserProblem {
     ArgumentCount(usize),
     /// Its code panicked, with this message.
     Panicked(String),
+    /// Its code reported a failure (a Python exception, say), with this message
+    /// ([`crate::user::report`]).
+    Raised(String),
     /// A lane needs its partials of this order (2 or more), which were not given.
     NotGiven(usize),
     /// What cannot hold one: saving, the device, emitted source, the kernel cache.
@@ -78,9 +81,10 @@ impl fmt::Display for UserProblem {
             ),
             UserProblem::ArgumentCount(k) => write!(f, "called with {k} arguments"),
             UserProblem::Panicked(m) => write!(f, "the function panicked: {m}"),
+            UserProblem::Raised(m) => write!(f, "the function failed: {m}"),
             UserProblem::NotGiven(2) => f.write_str(
                 "the call needs second partials, which the function was registered without \
-                 (register them with `with_second`)",
+                 (register them with `with_second`; from Python, `second=`)",
             ),
             UserProblem::NotGiven(k) => write!(
                 f,

@@ -303,6 +303,18 @@ pub fn take_failure() -> Option<Error> {
     FAILURE.with(|f| f.try_borrow_mut().ok().and_then(|mut f| f.take()))
 }
 
+/// Records that the user function `name`, called now on this thread, failed with
+/// `message` (a Python exception, say), for code that reports failures rather than
+/// panicking: the call boundary answers [`Error::UserFunction`] with
+/// [`UserProblem::Raised`]. The user code then returns NaN (or any value: the call's
+/// answer is the error). Only the first failure before the next [`take_failure`] is kept.
+pub fn report(name: &str, message: impl Into<String>) {
+    fail(Error::UserFunction {
+        name: name.to_string(),
+        problem: UserProblem::Raised(message.into()),
+    });
+}
+
 /// Whether a failure is recorded on this thread (left in place for [`take_failure`]).
 pub fn failed() -> bool {
     FAILURE.with(|f| f.try_borrow().is_ok_and(|f| f.is_some()))

@@ -17,7 +17,8 @@ use crate::shape::{on, AnyEquation};
 use ddx::{Equation, Error, LaneKind, Shape};
 use smallvec::SmallVec;
 
-type Rows<'a> = SmallVec<[&'a [f64]; 16]>;
+/// Rows of `p` values (or of 1, broadcast): the columns of the Rust batch calls.
+pub(crate) type Rows<'a> = SmallVec<[&'a [f64]; 16]>;
 type RowsMut<'a> = SmallVec<[&'a mut [f64]; 16]>;
 
 /// The `rows` rows of `p` values of `data` (`rows · p` long).
@@ -94,8 +95,10 @@ fn product_count(n: usize, m: usize, kind: LaneKind) -> usize {
     }
 }
 
-/// Runs lane `kind` over `p` points: `xs` is `(n, p)`, `seeds` the direction `(n, p)` or
-/// weights `(m, p)` the kind takes (empty otherwise). `scratch` holds the compressed
+/// Runs lane `kind` over `p` points: `xs` is the `n` symbol rows (then, optionally, the
+/// `q` parameter rows; with none, bound parameters are broadcast), `seeds` the `n`
+/// direction or `m` weight rows the kind takes (empty otherwise); each row is `p` long or
+/// of length 1 (broadcast, as the Rust batch calls do). `scratch` holds the compressed
 /// Hessian between the sweep and the scatter.
 ///
 /// # Errors
@@ -104,8 +107,8 @@ fn product_count(n: usize, m: usize, kind: LaneKind) -> usize {
 pub(crate) fn run(
     eq: &AnyEquation,
     kind: LaneKind,
-    xs: &[f64],
-    seeds: &[f64],
+    xs: &[&[f64]],
+    seeds: &[&[f64]],
     p: usize,
     out: Out<'_>,
     scratch: &mut Vec<f64>,
@@ -116,42 +119,40 @@ pub(crate) fn run(
 fn run_shape<S: Shape>(
     eq: &Equation<S>,
     kind: LaneKind,
-    xs: &[f64],
-    seeds: &[f64],
+    xs: &[&[f64]],
+    seeds: &[&[f64]],
     p: usize,
     out: Out<'_>,
     scratch: &mut Vec<f64>,
 ) -> Result<(), Error> {
     let (n, m) = (eq.arity(), eq.outputs());
-    if p == 1 && eq.remembers() && (kind != LaneKind::Hvp || m == 1) {
+    if p == 1 && xs.len() == n && eq.remembers() && (kind != LaneKind::Hvp || m == 1) {
         return remembered(eq, kind, xs, seeds, out, scratch);
     }
-    let xs = rows(xs, n, p);
     let mut values = out.values.map(|v| rows_mut(v, m, p)).unwrap_or_default();
     let mut partials = match out.jacobian {
         Some(j) => pattern_rows(eq, j, p, out.fresh),
         None => RowsMut::new(),
     };
-    let seed_rows = if kind == LaneKind::Vjp { m } else { n };
-    let vs = rows(seeds, seed_rows, p);
+    let vs = seeds;
     let mut products = match out.products {
         Some(v) => rows_mut(v, product_count(n, m, kind), p),
         None => RowsMut::new(),
     };
     match kind {
-        LaneKind::Value => eq.evaluate_batch(&xs, &mut values),
-        LaneKind::Jacobian => eq.jacobian_batch(&xs, &mut values, &mut partials),
-        LaneKind::Gradient => eq.gradient_batch(&xs, &mut partials),
-        LaneKind::Jvp => eq.jvp_batch(&xs, &vs, &mut values, &mut products),
-        LaneKind::Vjp => eq.vjp_batch(&xs, &vs, &mut values, &mut products),
-        LaneKind::Hvp => eq.hvp_batch(&xs, &vs, &mut values, &mut partials, &mut products),
+        LaneKind::Value => eq.evaluate_batch(xs, &mut values),
+        LaneKind::Jacobian => eq.jacobian_batch(xs, &mut values, &mut partials),
+        LaneKind::Gradient => eq.gradient_batch(xs, &mut partials),
+        LaneKind::Jvp => eq.jvp_batch(xs, vs, &mut values, &mut products),
+        LaneKind::Vjp => eq.vjp_batch(xs, vs, &mut values, &mut products),
+        LaneKind::Hvp => eq.hvp_batch(xs, vs, &mut values, &mut partials, &mut products),
         LaneKind::Hessian => {
             let columns = m * eq.hessian_columns();
             scratch.clear();
             scratch.resize(columns * p, 0.0);
             {
                 let mut compressed = rows_mut(scratch, columns, p);
-                eq.hessian_batch(&xs, &mut values, &mut partials, &mut compressed)?;
+                eq.hessian_batch(xs, &mut values, &mut partials, &mut compressed)?;
             }
             if let Some(h) = out.hessian {
                 if out.fresh {
@@ -174,8 +175,8 @@ fn run_shape<S: Shape>(
 fn remembered<S: Shape>(
     eq: &Equation<S>,
     kind: LaneKind,
-    xs: &[f64],
-    seeds: &[f64],
+    xs: &[&[f64]],
+    seeds: &[&[f64]],
     out: Out<'_>,
     scratch: &mut Vec<f64>,
 ) -> Result<(), Error> {
@@ -188,7 +189,12 @@ fn remembered<S: Shape>(
         }
         _ => 0,
     };
-    let inputs: SmallVec<[f64; 32]> = xs.iter().chain(seeds).copied().collect();
+    let inputs: SmallVec<[f64; 32]> = xs
+        .iter()
+        .chain(seeds)
+        .flat_map(|r| r.iter())
+        .copied()
+        .collect();
     scratch.clear();
     scratch.resize(outputs, 0.0);
     eq.lane_point_into(kind, &inputs, scratch)?;

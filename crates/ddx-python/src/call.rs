@@ -210,7 +210,15 @@ impl Call {
         let kind = self.kind;
         let run = || {
             let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-            blocks::run(&eq, kind, xs, &[], p, out, &mut scratch)
+            blocks::run(
+                &eq,
+                kind,
+                &blocks::rows(xs, n, p),
+                &[],
+                p,
+                out,
+                &mut scratch,
+            )
         };
         match self.points {
             None => run(),

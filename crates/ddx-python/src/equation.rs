@@ -1,6 +1,9 @@
 //! `Equation`: a built model and its calls, with the specification's return shapes.
 //!
-//! Shapes: `n` symbols, `m` outputs, `p` points. A single point answers a `float` value,
+//! Shapes: `n` symbols, `q` parameters, `m` outputs, `p` points. A batch's point block
+//! is `(n, p)` (bound parameters broadcast) or `(n + q, p)`, symbols then parameters, or
+//! the same rows given one by one (a dict of columns, a list of rows), each `p` long or of
+//! length 1 (broadcast); the answers have symbol axes only. A single point answers a `float` value,
 //! an `(n,)` gradient and an `(n, n)` Hessian; a batch appends the point axis (`(p,)`,
 //! `(n, p)`, `(n, n, p)`); a system (a model that returned a tuple, or a list of texts)
 //! prepends its output axis (`(m,)`, `(m, n)`, `(m, n, n)`, and `(m, p)`… for a batch).
@@ -160,10 +163,12 @@ unsafe fn data<'a>(a: &'a Bound<'_, PyArrayDyn<f64>>) -> &'a mut [f64] {
     unsafe { a.as_slice_mut() }.unwrap_or(&mut [])
 }
 
-/// One input block as read: a single vector, or the rows of a batch.
+/// One input block as read: a single vector, the rows of a batch as one array, or a batch
+/// given row by row (rows of the batch's length or of length 1).
 enum Block<'py> {
     One(Values),
     Batch(Bound<'py, PyArray2<f64>>),
+    Rows(Vec<Bound<'py, numpy::PyArray1<f64>>>),
 }
 
 impl Block<'_> {
@@ -171,6 +176,29 @@ impl Block<'_> {
         match self {
             Block::One(_) => None,
             Block::Batch(a) => Some(a.shape()[1]),
+            Block::Rows(r) => Some(r.iter().map(|a| a.len()).max().unwrap_or(0)),
+        }
+    }
+
+    /// The block's rows for a call over `p` points: a single vector's values each as a
+    /// row of length 1 (broadcast by the batch calls when the other block is a batch), or
+    /// empty rows for a batch of no points.
+    fn rows(&self, p: Option<usize>) -> blocks::Rows<'_> {
+        match self {
+            Block::One(v) if p == Some(0) => v.iter().map(|_| &[][..]).collect(),
+            Block::One(v) => v.chunks(1).collect(),
+            // SAFETY: a batch array is C-contiguous float64 (`points::read`), and it is
+            // only read while the call holds it.
+            Block::Batch(a) => blocks::rows(
+                unsafe { a.as_slice() }.unwrap_or(&[]),
+                a.shape()[0],
+                a.shape()[1],
+            ),
+            // SAFETY: as above (`points::read_points` makes each row C-contiguous).
+            Block::Rows(r) => r
+                .iter()
+                .map(|a| unsafe { a.as_slice() }.unwrap_or(&[]))
+                .collect(),
         }
     }
 }
@@ -184,21 +212,12 @@ impl<'py> From<Spelled<'py>> for Block<'py> {
     }
 }
 
-/// An input block's `(rows, p)` data: in place for a batch, a broadcast copy of a single
-/// vector when the other input is a batch of `p`.
-fn input_data<'a>(block: &'a Block<'_>, p: Option<usize>, store: &'a mut Vec<f64>) -> &'a [f64] {
-    match (block, p) {
-        (Block::One(v), None) => v,
-        (Block::One(v), Some(p)) => {
-            store.clear();
-            for &x in v.iter() {
-                store.extend(std::iter::repeat_n(x, p));
-            }
-            store
+impl<'py> From<points::PointBlock<'py>> for Block<'py> {
+    fn from(s: points::PointBlock<'py>) -> Self {
+        match s {
+            points::PointBlock::Spelled(s) => s.into(),
+            points::PointBlock::Rows(r) => Block::Rows(r),
         }
-        // SAFETY: a batch array is C-contiguous float64 (`points::read`), and it is only
-        // read while the call holds it.
-        (Block::Batch(a), _) => unsafe { a.as_slice() }.unwrap_or(&[]),
     }
 }
 
@@ -257,7 +276,8 @@ impl Equation {
         let eq = self.rust();
         let (n, m) = (eq.arity(), eq.outputs());
         let symbols = eq.symbols();
-        let xb: Block<'py> = points::read(x, symbols, n, Kind::Point)?.into();
+        let xb: Block<'py> =
+            points::read_points(x, symbols, eq.parameters(), eq.bound_params())?.into();
         let sb: Option<Block<'py>> = match seed {
             Some((s, k)) => {
                 let rows = if k == Kind::Weights { m } else { n };
@@ -283,12 +303,8 @@ impl Equation {
             (a, b) => a.or(b),
         };
         let pp = p.unwrap_or(1);
-        let (mut xstore, mut sstore) = (Vec::new(), Vec::new());
-        let xs = input_data(&xb, p, &mut xstore);
-        let seeds = match &sb {
-            Some(b) => input_data(b, p, &mut sstore),
-            None => &[][..],
-        };
+        let xs = xb.rows(p);
+        let seeds = sb.as_ref().map(|b| b.rows(p)).unwrap_or_default();
 
         let wants_values = kind != LaneKind::Gradient;
         let wants_jacobian = matches!(
@@ -358,7 +374,7 @@ impl Equation {
                 }
             };
             let mut scratch = Vec::new();
-            let run = || blocks::run(&eq, kind, xs, seeds, pp, out, &mut scratch);
+            let run = || blocks::run(&eq, kind, &xs, &seeds, pp, out, &mut scratch);
             match p {
                 None => run(),
                 Some(_) => py.detach(run),
@@ -466,7 +482,9 @@ impl Equation {
 
     /// This equation with its parameters bound to `values` (one per parameter: a
     /// sequence in the order of `parameters`, or a dict by name). Every call of the
-    /// answer reads them, and a batch broadcasts them to every point; the answer shares
+    /// answer reads them, and a batch of `(n, points)` broadcasts them to every point (a
+    /// batch of `(n + q, points)`, or a dict of columns naming a parameter, gives it per
+    /// point instead); the answer shares
     /// every lane and kernel with this one, so binding compiles nothing.
     fn with_params(&self, values: &Bound<'_, PyAny>) -> PyResult<Equation> {
         let eq = self.rust();
@@ -559,7 +577,8 @@ impl Equation {
         self.evaluate(py, x)
     }
 
-    /// `(f, J)`.
+    /// `(f, J)`: `f` a float (`(m,)` for a system), `J` `(n,)` (`(m, n)`); a batch appends
+    /// the point axis. The point block of a batch may hold parameter rows (module doc).
     fn jacobian(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let a = self.answer(py, LaneKind::Jacobian, x, None)?;
         tuple(py, a)
@@ -896,22 +915,33 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
 }
 
 /// The scalar equation `text` describes, e.g. `"exp(x) * sin(y)"`; each name in `params`
-/// is a parameter.
+/// is a parameter, and a call may name one of the user `functions`.
 #[pyfunction]
-#[pyo3(signature = (text, params = Vec::new()))]
-fn equation_text(text: &str, params: Vec<String>) -> PyResult<Equation> {
-    let formula = ddx::Formula::parse(text).or_raise()?;
+#[pyo3(signature = (text, params = Vec::new(), functions = Vec::new()))]
+fn equation_text(
+    text: &str,
+    params: Vec<String>,
+    functions: Vec<Bound<'_, crate::function::Function>>,
+) -> PyResult<Equation> {
+    let registry = crate::function::registry(&functions);
+    let formula = ddx::Formula::parse_with(text, &registry).or_raise()?;
     let model = ddx::ir::text::model_with_params(&[formula], &params).or_raise()?;
     Ok(Equation::new(
         AnyEquation::from_model(model, false).or_raise()?,
     ))
 }
 
-/// The system whose function `i` is `texts[i]`; each name in `params` is a parameter.
+/// The system whose function `i` is `texts[i]`; each name in `params` is a parameter, and
+/// a call may name one of the user `functions`.
 #[pyfunction]
-#[pyo3(signature = (texts, params = Vec::new()))]
-fn system_text(texts: Vec<String>, params: Vec<String>) -> PyResult<Equation> {
-    let model = ddx::ir::text::parse_model_with_params(&texts, &params).or_raise()?;
+#[pyo3(signature = (texts, params = Vec::new(), functions = Vec::new()))]
+fn system_text(
+    texts: Vec<String>,
+    params: Vec<String>,
+    functions: Vec<Bound<'_, crate::function::Function>>,
+) -> PyResult<Equation> {
+    let registry = crate::function::registry(&functions);
+    let model = ddx::ir::text::parse_model_with_functions(&texts, &params, &registry).or_raise()?;
     Ok(Equation::new(
         AnyEquation::from_model(model, true).or_raise()?,
     ))

@@ -39,7 +39,7 @@ pub(crate) fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Option<Expr>> {
 }
 
 /// An operand of a free function, or a `TypeError` naming what was passed.
-fn argument(obj: &Bound<'_, PyAny>) -> PyResult<Expr> {
+pub(crate) fn argument(obj: &Bound<'_, PyAny>) -> PyResult<Expr> {
     operand(obj)?.ok_or_else(|| {
         let ty = obj
             .get_type()

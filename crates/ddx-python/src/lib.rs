@@ -10,6 +10,7 @@
 //! - [`args`]: integer arguments (orders, indices, counts, lanes) read as any `int` and
 //!   range-checked into `ddx.Error`;
 //! - [`expression`]: `Expression`, `var`, the free functions and `select`;
+//! - [`function`]: `Function`, user functions written in Python with their partials;
 //! - [`points`]: reading a point, a direction or a batch from any Python spelling;
 //! - [`blocks`]: running one lane over columns into dense NumPy answers;
 //! - [`equation`]: `Equation` and its calls;
@@ -34,6 +35,7 @@ mod device;
 mod equation;
 mod errors;
 mod expression;
+mod function;
 mod options;
 mod points;
 mod shape;
@@ -58,6 +60,7 @@ fn _ddx(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_ORDER", ddx::MAX_ORDER)?;
     m.add_function(wrap_pyfunction!(default_options, m)?)?;
     expression::register(m)?;
+    function::register(m)?;
     equation::register(m)?;
     m.add_class::<call::Call>()?;
     m.add_class::<device::DeviceColumns>()?;

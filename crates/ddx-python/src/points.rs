@@ -10,6 +10,12 @@
 //!   `float32`) is copied once into a C-contiguous float64 array. Any other dtype, or more
 //!   than two dimensions, is a `ddx.Error` naming the shape expected.
 //!
+//! - for the point block of a call that takes batches ([`read_points`]), on an equation
+//!   with `q` parameters: a 2-D array of `n + q` rows (symbols, then parameters); a dict
+//!   of columns by name holding at least one sequence or array (a parameter left out is
+//!   its bound value); a list of `n` or `n + q` rows. Any row of length 1 (or a number) is
+//!   broadcast to the batch's length, the longest row's.
+//!
 //! Invariant: a [`Spelled::Batch`] has exactly the rows its role needs and is C-contiguous
 //! float64, so its rows are the columns the Rust batch calls take.
 
@@ -294,4 +300,169 @@ fn as_float64<'py>(arr: &Bound<'py, PyUntypedArray>) -> PyResult<Bound<'py, PyAn
     } else {
         arr.call_method1("astype", ("float64",))
     }
+}
+
+/// A point block as a batch call reads it ([`read_points`]).
+pub(crate) enum PointBlock<'py> {
+    /// A spelling [`read`] takes: one point of `n` symbol values, or a `(rows, points)`
+    /// batch of `n` rows, or of `n + q` rows (symbols, then parameters).
+    Spelled(Spelled<'py>),
+    /// A batch given row by row (a dict of columns by name, a list of rows): `n + q` or
+    /// `n` C-contiguous float64 rows, each `points` long or of length 1 (broadcast).
+    Rows(Vec<Bound<'py, PyArray1<f64>>>),
+}
+
+/// Whether `obj` is one plain number (not a container, not an array of one or more axes).
+fn plain_number(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
+        return Ok(true);
+    }
+    if let Ok(a) = obj.cast::<PyUntypedArray>() {
+        return Ok(a.ndim() == 0);
+    }
+    Ok(obj.hasattr("__float__")? && !obj.hasattr("__len__")?)
+}
+
+/// One row of a batch given row by row: a 1-D float64 C-contiguous array (a number is a
+/// row of length 1), or `None` when `obj` is not one.
+fn row<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyArray1<f64>>>> {
+    let py = obj.py();
+    let Ok(any) = asarray(py, obj) else {
+        return Ok(None);
+    };
+    let Ok(arr) = any.cast::<PyUntypedArray>() else {
+        return Ok(None);
+    };
+    if !matches!(arr.dtype().kind(), b'f' | b'i' | b'u' | b'b') || arr.ndim() > 1 {
+        return Ok(None);
+    }
+    let flat = as_float64(arr)?.call_method0("ravel")?;
+    let mut a = flat.cast_into::<PyArray1<f64>>()?;
+    if !a.is_c_contiguous() || !a.is_aligned() {
+        a = a.call_method0("copy")?.cast_into::<PyArray1<f64>>()?;
+    }
+    Ok(Some(a))
+}
+
+/// Reads the point block of a batch-capable call on an equation over `symbols` (`n`) and
+/// `params` (`q`, bound to `bound` when bound). Beyond [`read`]'s spellings (with `n`
+/// rows) it takes:
+/// - a 2-D array of shape `(n + q, points)`: the symbol rows, then one row per parameter;
+/// - a dict of columns by name (`{"x": xs, "k": 2.0}`) holding at least one sequence or
+///   array: every symbol, and any of the parameters (one not given is its bound value);
+///   each column is `points` long or one value (a number, or length 1), broadcast;
+/// - a list or tuple of `n` or `n + q` rows (sequences, arrays or numbers) of such lengths.
+///
+/// # Errors
+/// As [`read`]; `missing_symbol`'s `short_point` for a symbol the dict lacks,
+/// `short_point` (unbound parameter) for a parameter neither given nor bound,
+/// `unknown_symbol` for a name that is neither; `wrong_arity` for a row that is not a
+/// 1-D real array.
+pub(crate) fn read_points<'py>(
+    obj: &Bound<'py, PyAny>,
+    symbols: &[String],
+    params: &[String],
+    bound: Option<&[f64]>,
+) -> PyResult<PointBlock<'py>> {
+    let py = obj.py();
+    let (n, q) = (symbols.len(), params.len());
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut columnar = false;
+        for (_, v) in d.iter() {
+            columnar |= !plain_number(&v)?;
+        }
+        if columnar {
+            return columns(d, symbols, params, bound).map(PointBlock::Rows);
+        }
+    } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        if flat_sequence(obj)?.is_none() {
+            let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
+            if items.len() == n || items.len() == n + q {
+                let mut rows = Vec::with_capacity(items.len());
+                for item in &items {
+                    match row(item)? {
+                        Some(r) => rows.push(r),
+                        None => return Err(row_error(py, n, q, item)),
+                    }
+                }
+                return Ok(PointBlock::Rows(rows));
+            }
+        }
+    } else if q > 0 {
+        if let Ok(a) = obj.cast::<PyUntypedArray>() {
+            if a.ndim() == 2 && a.shape()[0] == n + q {
+                let mut names = symbols.to_vec();
+                names.extend_from_slice(params);
+                return read(obj, &names, n + q, Kind::Point).map(PointBlock::Spelled);
+            }
+        }
+    }
+    read(obj, symbols, n, Kind::Point).map(PointBlock::Spelled)
+}
+
+fn row_error(py: Python<'_>, n: usize, q: usize, item: &Bound<'_, PyAny>) -> PyErr {
+    raise(
+        py,
+        Errc::WrongArity,
+        format!(
+            "wrong_arity: a batch given row by row has {n} symbol rows (then {q} parameter \
+             rows, optionally), each a 1-D real sequence or a number; got {}",
+            item.get_type()
+                .name()
+                .map_or_else(|_| "?".to_string(), |n| n.to_string())
+        ),
+    )
+}
+
+/// A dict of columns by name into the `n + q` rows, symbols then parameters.
+fn columns<'py>(
+    d: &Bound<'py, PyDict>,
+    symbols: &[String],
+    params: &[String],
+    bound: Option<&[f64]>,
+) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
+    let py = d.py();
+    let (n, q) = (symbols.len(), params.len());
+    let mut rows: Vec<Option<Bound<'py, PyArray1<f64>>>> = (0..n + q).map(|_| None).collect();
+    for (k, v) in d.iter() {
+        let key = k.cast::<PyString>().map_err(|_| {
+            PyTypeError::new_err(format!("columns are keyed by symbol names; got key {k}"))
+        })?;
+        let name = key.to_str()?;
+        let at = symbols
+            .iter()
+            .position(|s| s == name)
+            .or_else(|| params.iter().position(|s| s == name).map(|j| n + j));
+        let Some(at) = at else {
+            let names = symbols.iter().chain(params).map(String::as_str);
+            return Err(Error::UnknownSymbol {
+                name: name.to_string(),
+                nearest: ddx::ir::error::nearest_name(name, names),
+            })
+            .or_raise();
+        };
+        rows[at] = Some(row(&v)?.ok_or_else(|| row_error(py, n, q, &v))?);
+    }
+    let mut out = Vec::with_capacity(n + q);
+    for (i, r) in rows.into_iter().enumerate() {
+        match r {
+            Some(r) => out.push(r),
+            None if i < n => {
+                return Err(Error::MissingSymbol {
+                    name: symbols[i].clone(),
+                })
+                .or_raise()
+            }
+            None => match bound {
+                Some(b) if b.len() == q => out.push(PyArray1::from_slice(py, &b[i - n..=i - n])),
+                _ => {
+                    return Err(Error::UnboundParameter {
+                        name: params[i - n].clone(),
+                    })
+                    .or_raise()
+                }
+            },
+        }
+    }
+    Ok(out)
 }

@@ -78,6 +78,10 @@ impl AnyEquation {
     pub(crate) fn parameters(&self) -> &[String] {
         on!(self, e => e.parameters())
     }
+    /// The bound parameter values (canonical order), or `None` while unbound.
+    pub(crate) fn bound_params(&self) -> Option<&[f64]> {
+        on!(self, e => e.bound_params())
+    }
     /// The same equation with its parameters bound to `values` (canonical order).
     pub(crate) fn with_params(&self, values: &[f64]) -> Result<Self, Error> {
         Ok(match self {

@@ -1,5 +1,6 @@
 """Parameters (``ddx.param``, ``params=`` for text): inputs never differentiated, bound
-with ``Equation.with_params``; a batch broadcasts the bound values to every point.
+with ``Equation.with_params``; a batch broadcasts the bound values to every point, or takes
+parameter columns after the symbol rows, any row of length 1 broadcast.
 
 Truths: closed forms; the model with the parameter's value written as a literal (the same
 bits); per-point calls against the batch (the same bits)."""
@@ -70,3 +71,90 @@ def test_unbound_and_text_parameters() -> None:
     assert sys.parameters == ["k"]
     with pytest.raises(TypeError):
         ddx.equation(model, params=["k"])
+
+
+def residual() -> ddx.Expression:
+    """NIST Misra1a's residual: symbols b1, b2; the observation (x, y) as parameters."""
+    b1, b2 = ddx.var("b1"), ddx.var("b2")
+    x, y = ddx.param("x"), ddx.param("y")
+    return y - b1 * (1.0 - ddx.exp(-b2 * x))
+
+
+def observations(count: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    x = rng.uniform(70, 800, count)
+    return x, 240 * (1 - np.exp(-5.5e-4 * x)) + rng.normal(0, 0.1, count)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_parameter_columns_equal_the_per_point_calls(compiled: bool) -> None:
+    if compiled and not ddx.has_jit:
+        pytest.skip("built without the JIT")
+    eq = ddx.equation(residual)
+    if compiled:
+        eq = eq.compile()
+    assert eq.symbols == ["b1", "b2"] and eq.parameters == ["x", "y"]
+    x, y = observations(400)
+    b = [238.0, 5.6e-4]
+    spellings = [
+        {"b1": b[0], "b2": b[1], "x": x, "y": y},  # by name, the symbols broadcast
+        [b[0], [b[1]], x, y],  # row by row: a number and a length-1 row broadcast
+        np.vstack([np.full(400, b[0]), np.full(400, b[1]), x, y]),  # (n + q, points)
+    ]
+    for want, call in ((ddx.Want.JACOBIAN, "jacobian"), (ddx.Want.HESSIAN, "hessian")):
+        if compiled:
+            getattr(eq, call)(spellings[0])
+            assert eq.wait_for_kernel(want=want)
+        answers = [getattr(eq, call)(s) for s in spellings]
+        for other in answers[1:]:
+            for u, v in zip(answers[0], other):
+                assert np.array_equal(u, v)
+        value, jac = answers[0][0], answers[0][1]
+        assert value.shape == (400,) and jac.shape == (2, 400)
+        for i in range(0, 400, 23):
+            one = getattr(eq.with_params([x[i], y[i]]), call)(b)
+            for u, v in zip(answers[0], one):
+                assert np.array_equal(u[..., i], v)
+    # The residual's Jacobian in closed form: -(1 - e^{-b2 x}), -b1 x e^{-b2 x}.
+    _, jac = eq.jacobian(spellings[0])
+    e = np.exp(-b[1] * x)
+    assert np.allclose(jac[0], -(1 - e), rtol=1e-14, atol=0)
+    assert np.allclose(jac[1], -b[0] * x * e, rtol=1e-13, atol=0)
+
+
+def test_columns_fill_from_bound_values_and_say_what_is_wrong() -> None:
+    eq = ddx.equation(residual)
+    x, y = observations(50)
+    bound = eq.with_params([0.0, 7.0])
+    # y not given: its bound value is broadcast.
+    a = bound.jacobian({"b1": np.full(50, 2.0), "b2": 0.01, "x": x})
+    b = eq.jacobian({"b1": np.full(50, 2.0), "b2": 0.01, "x": x, "y": 7.0})
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    # The symbol rows alone broadcast the bound parameters, as before.
+    c = bound.jacobian(np.vstack([np.full(50, 2.0), np.full(50, 0.01)]))
+    d = eq.jacobian(np.vstack([np.full(50, 2.0), np.full(50, 0.01), np.zeros(50), np.full(50, 7.0)]))
+    assert np.array_equal(c[1], d[1])
+    cases = [
+        ({"b1": 1.0, "b2": [0.1, 0.2], "x": x}, ddx.errc.short_point),  # y unbound
+        ({"b1": 1.0, "x": x, "y": y}, ddx.errc.short_point),  # a symbol missing
+        ({"b1": 1.0, "b2": 1.0, "xx": x, "y": y}, ddx.errc.unknown_symbol),
+        ({"b1": [1.0, 2.0], "b2": 1.0, "x": x, "y": y}, ddx.errc.column_length),
+        ([1.0, 2.0, x], ddx.errc.wrong_arity),  # three rows: neither n nor n + q
+        (np.ones((3, 50)), ddx.errc.wrong_arity),
+    ]
+    for given, code in cases:
+        with pytest.raises(ddx.Error) as err:
+            eq.jacobian(given)
+        assert err.value.code == code, given
+    with pytest.raises(ddx.Error) as err:
+        eq.jacobian({"b1": 1.0, "b2": 1.0, "x": np.ones((2, 2)), "y": y})
+    assert err.value.code == ddx.errc.wrong_arity
+
+
+def test_symbol_rows_of_length_one_broadcast_too() -> None:
+    eq = ddx.equation("a * exp(b * t)")
+    t = np.linspace(0, 1, 30)
+    values, jac = eq.jacobian([2.0, 0.5, t])
+    for i in (0, 7, 29):
+        v, g = eq.jacobian([2.0, 0.5, t[i]])
+        assert values[i] == v and np.array_equal(jac[:, i], g)

@@ -262,6 +262,37 @@ fn a_panicking_function_is_an_error_and_the_process_survives() {
 }
 
 #[test]
+fn a_failure_at_constant_arguments_fails_the_build() {
+    // A call at constant arguments is folded, so the user code runs while the model is
+    // built: its failure is the build's error, not a silent NaN constant.
+    let bad = UserFunction::new(
+        "fragile_constant",
+        1,
+        |x| {
+            if x[0] > 1.0 {
+                panic!("x is too large");
+            }
+            x[0] * 2.0
+        },
+        |_, g| g[0] = 2.0,
+    )
+    .unwrap();
+    let e = rt::equation(|| bad.call(&[ddx::Expr::from(2.0)]) + rt::var("x")).unwrap_err();
+    assert_eq!(e.code(), Errc::UserFunction);
+    assert!(e.to_string().contains("fragile_constant"), "{e}");
+    let mut functions = Functions::new();
+    functions.add(&bad);
+    let e = rt::equation_text_with_functions("fragile_constant(3) * x", &functions).unwrap_err();
+    assert_eq!(e.code(), Errc::UserFunction);
+    assert!(e.to_string().contains("x is too large"), "{e}");
+    // At a constant it answers, the call folds to its value.
+    let eq = rt::equation(|| bad.call(&[ddx::Expr::from(0.5)]) + rt::var("x")).unwrap();
+    assert_eq!(eq.evaluate([1.0]).unwrap(), 2.0);
+    let eq = rt::equation_text_with_functions("fragile_constant(0.25) * x", &functions).unwrap();
+    assert_eq!(eq.evaluate([2.0]).unwrap(), 1.0);
+}
+
+#[test]
 fn text_calls_user_functions_through_a_registry() {
     let g = xexp(true);
     let mut functions = Functions::new();

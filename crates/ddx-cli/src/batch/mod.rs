@@ -3,7 +3,10 @@
 //!
 //! Input columns are matched to the expression's symbols by header name (a Parquet file's
 //! top-level column names); the other columns are ignored, or copied to the output with
-//! `--pass-through`. Either file may be CSV or Parquet ([`parquet`]), chosen by
+//! `--pass-through`. Names listed with `--params T,P` are parameters (never
+//! differentiated: no `df/dT` column): each is a column of the input named like it, or
+//! one value for every row given with `--param T=300` (broadcast, as the library's batch
+//! calls broadcast a column of length 1). Either file may be CSV or Parquet ([`parquet`]), chosen by
 //! `--input-format`/`--output-format` or else by the extension (`.parquet`, `.pq`). The output has one
 //! column per result: `f`, then `df/dx` for every symbol (`--want jacobian`), then
 //! `d2f/dxdy` for every pair `x ≤ y` in symbol order (`--want hessian`); a structurally
@@ -42,6 +45,14 @@ use std::sync::mpsc;
 pub struct BatchArgs {
     /// The expression; its symbols name columns of the input.
     pub expr: String,
+    /// Names of the expression that are parameters, never differentiated: `--params T,P`.
+    /// Each is read from its column, or is the value `--param` gives.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub params: Vec<String>,
+    /// A parameter's value for every row, `T=300` (repeatable, or several joined by
+    /// commas); the input then needs no column for it.
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    pub param: Vec<String>,
     /// The input file: CSV with a header row (`-` reads stdin), or Parquet.
     #[arg(long, short, value_name = "FILE")]
     pub input: PathBuf,
@@ -290,25 +301,32 @@ pub(crate) fn cell(bytes: &[u8]) -> Option<f64> {
     std::str::from_utf8(bytes).ok()?.trim().parse::<f64>().ok()
 }
 
-/// The input's column for every symbol, and the pass-through columns (every other one
-/// when `pass_through`).
+/// The input's column for every name in `names` (the symbols, then the parameters read
+/// from columns: those past the first `symbols`), and the pass-through columns (every
+/// other one when `pass_through`).
 ///
 /// # Errors
-/// A symbol with no column, or with two.
+/// A symbol or parameter with no column, or with two.
 fn match_columns(
     path: &Path,
     header: &[String],
-    symbols: &[String],
+    names: &[String],
+    symbols: usize,
     pass_through: bool,
 ) -> Result<(Vec<usize>, Vec<usize>), CliError> {
-    let mut symbol_columns = Vec::with_capacity(symbols.len());
-    for name in symbols {
+    let mut symbol_columns = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
         let mut found = header.iter().enumerate().filter(|(_, h)| *h == name);
         let Some((k, _)) = found.next() else {
+            let what = if i < symbols {
+                format!("the symbol `{name}`")
+            } else {
+                format!("the parameter `{name}` (or give one value: --param {name}=VALUE)")
+            };
             return Err(CliError::File {
                 path: path.to_path_buf(),
                 what: format!(
-                    "no column `{name}` for the symbol `{name}` (the header has {})",
+                    "no column `{name}` for {what} (the header has {})",
                     header.join(", ")
                 ),
             });
@@ -389,16 +407,17 @@ enum Sink {
 /// number (in Parquet: a null, or a column that is not numeric). Rows before a bad row
 /// may already have been written.
 pub fn run(a: &BatchArgs) -> Result<(), CliError> {
-    let mut eq = rt::equation_text(&a.expr)?;
+    let mut eq = rt::equation_text_with_params(&a.expr, &a.params)?;
     if a.compile {
         eq.set_options(Options::with_backend(Backend::Compile));
     }
+    let (read, sources) = inputs(&eq, &a.param)?;
     let path = a.input.as_path();
     let out_path = a.output.clone().unwrap_or_else(|| PathBuf::from("stdout"));
     let out_format = Format::of(a.output_format, a.output.as_deref());
     let (input, header_names) = open(path, Format::of(a.input_format, Some(path)))?;
     let (symbol_columns, passed) =
-        match_columns(path, &header_names, eq.symbols(), a.pass_through)?;
+        match_columns(path, &header_names, &read, eq.arity(), a.pass_through)?;
     #[cfg(feature = "parquet")]
     if let Input::Parquet(i) = &input {
         i.check_numeric(path, &symbol_columns)?;
@@ -471,7 +490,7 @@ pub fn run(a: &BatchArgs) -> Result<(), CliError> {
     };
     let result = std::thread::scope(|s| {
         s.spawn(reader);
-        let mut state = Compute::new(&eq, &layout, chunk, symbol_columns.len());
+        let mut state = Compute::new(&eq, &layout, chunk, symbol_columns.len(), sources);
         for c in chunks {
             let c = c?;
             state.chunk(
@@ -503,6 +522,37 @@ pub fn run(a: &BatchArgs) -> Result<(), CliError> {
         #[cfg(feature = "parquet")]
         Sink::Parquet(p) => p.finish(),
     }
+}
+
+/// Where one input of the batch call (a symbol, then a parameter, in canonical order)
+/// comes from.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    /// The `k`-th column read from the input.
+    Column(usize),
+    /// One value for every row (`--param`), passed as a column of length 1.
+    Value(f64),
+}
+
+/// The names read from the input's columns (the symbols, then the parameters without a
+/// `--param` value) and the source of each batch input.
+///
+/// # Errors
+/// A `--param` pair that is malformed, names no parameter, or names one twice.
+fn inputs(eq: &Equation, given: &[String]) -> Result<(Vec<String>, Vec<Source>), CliError> {
+    let values = crate::eval::param_values(eq, given)?;
+    let mut read: Vec<String> = eq.symbols().to_vec();
+    let mut sources: Vec<Source> = (0..read.len()).map(Source::Column).collect();
+    for name in eq.parameters() {
+        match values.iter().find(|(n, _)| n == name) {
+            Some(&(_, v)) => sources.push(Source::Value(v)),
+            None => {
+                sources.push(Source::Column(read.len()));
+                read.push(name.clone());
+            }
+        }
+    }
+    Ok((read, sources))
 }
 
 /// Writes a CSV output's header row.
@@ -589,16 +639,26 @@ const BLOCK: usize = 4096;
 struct Compute<'a> {
     eq: &'a Equation,
     layout: &'a Layout,
+    /// The columns read from the input, chunk by chunk.
     inputs: Vec<Vec<f64>>,
+    /// Where each batch input comes from (symbols, then parameters).
+    sources: Vec<Source>,
     results: Vec<Vec<f64>>,
 }
 
 impl<'a> Compute<'a> {
-    fn new(eq: &'a Equation, layout: &'a Layout, chunk: usize, symbols: usize) -> Self {
+    fn new(
+        eq: &'a Equation,
+        layout: &'a Layout,
+        chunk: usize,
+        columns: usize,
+        sources: Vec<Source>,
+    ) -> Self {
         Compute {
             eq,
             layout,
-            inputs: vec![vec![0.0; chunk]; symbols],
+            inputs: vec![vec![0.0; chunk]; columns],
+            sources,
             results: vec![vec![0.0; chunk]; layout.computed()],
         }
     }
@@ -621,7 +681,14 @@ impl<'a> Compute<'a> {
             #[cfg(feature = "parquet")]
             Chunk::Arrow(c) => parquet::fill_inputs(c, &mut self.inputs),
         }
-        let xs: Vec<&[f64]> = self.inputs.iter().map(|v| &v[..len]).collect();
+        let xs: Vec<&[f64]> = self
+            .sources
+            .iter()
+            .map(|s| match s {
+                Source::Column(k) => &self.inputs[*k][..len],
+                Source::Value(v) => std::slice::from_ref(v),
+            })
+            .collect();
         let mut results: Vec<&mut [f64]> = self.results.iter_mut().map(|v| &mut v[..len]).collect();
         let (values, rest) = results.split_at_mut(1);
         let (partials, hessians) = rest.split_at_mut(self.layout.partials);

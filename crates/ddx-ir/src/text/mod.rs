@@ -280,6 +280,9 @@ pub fn model_with_params<P: AsRef<str>>(
     }
     let listed = names.len();
     let mut outputs = Vec::with_capacity(formulas.len());
+    // A user function called at constant arguments is folded (run) here: a failure of
+    // its code fails the model, as in the builder.
+    let _ = crate::user::take_failure();
     for f in formulas {
         let symbols = f
             .names
@@ -297,6 +300,9 @@ pub fn model_with_params<P: AsRef<str>>(
         };
         let out = f.run(&mut sink).ok_or(Error::NoGraph)?;
         outputs.push(out);
+    }
+    if let Some(e) = crate::user::take_failure() {
+        return Err(e);
     }
     if outputs.iter().all(|&o| graph.constant_of(o).is_some()) {
         return Err(Error::NoGraph);
@@ -322,10 +328,24 @@ pub fn parse_model_with_params<S: AsRef<str>, P: AsRef<str>>(
     texts: &[S],
     params: &[P],
 ) -> Result<Model, Error> {
+    parse_model_with_functions(texts, params, &crate::Functions::new())
+}
+
+/// [`parse_model_with_params`] where a call may also name one of the user functions in
+/// `functions` ([`Formula::parse_with`]).
+///
+/// # Errors
+/// As [`parse_model`]; a user function called with the wrong number of arguments is
+/// [`Error::UserFunction`].
+pub fn parse_model_with_functions<S: AsRef<str>, P: AsRef<str>>(
+    texts: &[S],
+    params: &[P],
+    functions: &crate::Functions,
+) -> Result<Model, Error> {
     let formulas = texts
         .iter()
         .enumerate()
-        .map(|(i, t)| Formula::parse(t.as_ref()).map_err(|e| in_output(e, i)))
+        .map(|(i, t)| Formula::parse_with(t.as_ref(), functions).map_err(|e| in_output(e, i)))
         .collect::<Result<Vec<_>, _>>()?;
     model_with_params(&formulas, params)
 }

@@ -24,6 +24,7 @@ from ddx._ddx import (
     DeviceColumns,
     Equation,
     Expression,
+    Function,
     abs,
     acos,
     acosh,
@@ -37,6 +38,7 @@ from ddx._ddx import (
     cosh,
     erf,
     exp,
+    function,
     expm1,
     hypot,
     ln,
@@ -83,6 +85,7 @@ def equation(
     *,
     cache: str | os.PathLike[str] | None = None,
     params: Sequence[str] = (),
+    functions: Sequence[Function] = (),
     remember: bool = False,
 ) -> Equation: ...
 @overload
@@ -92,6 +95,7 @@ def equation(
     *,
     cache: str | os.PathLike[str] | None = None,
     params: Sequence[str] = (),
+    functions: Sequence[Function] = (),
     remember: bool = False,
 ) -> Callable[[Model], Equation]: ...
 
@@ -102,6 +106,7 @@ def equation(
     *,
     cache: str | os.PathLike[str] | None = None,
     params: Sequence[str] = (),
+    functions: Sequence[Function] = (),
     remember: bool = False,
 ) -> Equation | Callable[[Model], Equation]:
     """The equation of ``model``: a callable of no arguments that names symbols with
@@ -122,8 +127,14 @@ def equation(
     written raises ``errc.archive_io``.
 
     With ``params=[...]`` (text only) those names are parameters: inputs never
-    differentiated, bound with :meth:`Equation.with_params` (a model callable names its
-    parameters with :func:`param` instead).
+    differentiated, bound with :meth:`Equation.with_params`, or given per point in a
+    batch as rows after the symbol rows (shape ``(n + q, points)``, or a dict of columns
+    by name; a row of length 1 is broadcast). A model callable names its parameters with
+    :func:`param` instead.
+
+    With ``functions=[f, ...]`` (text only) a call in the text may name one of those user
+    functions (:func:`function`) by its name, ``"f(x) * y"``; a built-in function's name is
+    always the built-in's. A model callable calls its functions directly, ``f(x, y)``.
 
     With ``remember=True`` the equation keeps its last call of each kind (the last-call
     cache): asked again at the same point (the same bits) it answers with no sweep, and
@@ -133,23 +144,29 @@ def equation(
     says what it did.
     """
     if model is None:
-        return lambda m: equation(m, cache=cache, params=params, remember=remember)
+        return lambda m: equation(
+            m, cache=cache, params=params, functions=functions, remember=remember
+        )
     if remember:
-        built = equation(model, cache=cache, params=params)
+        built = equation(model, cache=cache, params=params, functions=functions)
         built._set_remember(True)
         return built
     if cache is not None:
-        return _cached(equation(model, params=params), os.fspath(cache))
+        return _cached(equation(model, params=params, functions=functions), os.fspath(cache))
     if isinstance(params, str) or not all(isinstance(p, str) for p in params):
         raise TypeError("params is a list of parameter names")
+    if not all(isinstance(f, Function) for f in functions):
+        raise TypeError("functions is a list of ddx.Function (made by ddx.function)")
     if isinstance(model, str):
-        return _ddx.equation_text(model, list(params))
+        return _ddx.equation_text(model, list(params), list(functions))
     if isinstance(model, (list, tuple)):
         if not all(isinstance(t, str) for t in model):
             raise TypeError("a system written down is a list of strings")
-        return _ddx.system_text(list(model), list(params))
+        return _ddx.system_text(list(model), list(params), list(functions))
     if params:
         raise TypeError("a model callable names its parameters with ddx.param")
+    if functions:
+        raise TypeError("a model callable calls its user functions directly: f(x, y)")
     if callable(model):
         return _ddx.equation_model(model)
     raise TypeError(
@@ -192,6 +209,7 @@ __all__ = [
     "Equation",
     "Error",
     "Expression",
+    "Function",
     "MAX_ORDER",
     "OptLevel",
     "Options",
@@ -212,6 +230,7 @@ __all__ = [
     "erf",
     "errc",
     "exp",
+    "function",
     "expm1",
     "has_jit",
     "has_opencl",

@@ -16,9 +16,9 @@
 //! column gets that column spelled out at the batch's length, since the device reads whole
 //! columns); saving keeps the parameter names with the equation (archive format 2), and a
 //! loaded equation has them unbound; the Python package has `ddx.param`, `params=` for
-//! text, `Equation.parameters` and `Equation.with_params` (its batches broadcast the bound
-//! values; parameter columns are Rust-only); emitted source takes the parameters after the
-//! symbols in `x`. The CLI does not yet name parameters.
+//! text, `Equation.parameters` and `Equation.with_params`, and its batches take parameter
+//! rows after the symbol rows (or broadcast the bound values), any row of length 1
+//! broadcast; emitted source takes the parameters after the symbols in `x`.
 //!
 //! A parameter bound to `v` answers the bits of the model built with the literal `v`, with
 //! one exception by design: a literal `0` makes the partials it multiplies *structural*
