@@ -252,11 +252,13 @@ impl<S: Shape> Equation<S> {
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
         if self.twin(kind).is_some() {
-            // The answer may be mended after the run, so it is gathered first.
+            // The answer may be mended after the run, so it is gathered first (on the
+            // stack for an `hvp` of up to 62 symbols, whose `2n + 1` outputs the smaller
+            // buffer would not hold).
             let n = self.prepared(kind).lane.outputs.len();
-            let mut stack = [0.0; STACK_OUTPUTS];
+            let mut stack = [0.0; 2 * STACK_OUTPUTS];
             let mut heap = Vec::new();
-            let out = if n <= STACK_OUTPUTS {
+            let out = if n <= stack.len() {
                 &mut stack[..n]
             } else {
                 heap.resize(n, 0.0);
@@ -306,7 +308,8 @@ impl<S: Shape> Equation<S> {
     /// interpreter: every engine gives a lane's bits, and such points are rare).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
         self.eval_plain_into(kind, inputs, out);
-        if out.iter().any(|v| v.is_nan()) {
+        // Without a branch per output (the common case has no NaN to find).
+        if out.iter().fold(false, |nan, v| nan | v.is_nan()) {
             if let Some(twin) = self.twin(kind) {
                 // The twin has the plain lane's inputs and outputs.
                 let ran = twin.program().run(inputs, out);
@@ -393,6 +396,13 @@ impl<S: Shape> Equation<S> {
     fn value_and_tail(&self, kind: LaneKind, inputs: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let p = self.prepared(kind);
         let values = p.lane.values;
+        if self.twin(kind).is_some() {
+            // Into the answer itself: the twin may mend it after the run.
+            let mut head = zeros(p.lane.outputs.len());
+            self.eval_into(kind, inputs, &mut head);
+            let out = head.split_off(values);
+            return (head, out);
+        }
         let mut head = Vec::with_capacity(values);
         let mut out = Vec::with_capacity(p.lane.outputs.len() - values);
         self.eval(kind, inputs, |k, v| {
