@@ -219,7 +219,25 @@ impl Lane {
 }
 
 /// Builds the lane `kind` of `model`.
+///
+/// The `jvp` and `hvp` lanes multiply a tangent into its partials plainly (`0·∞ = NaN`);
+/// their [`build_twin`] skips exact zeros. A call answers the plain lane's outputs at a
+/// point unless one of them is NaN, and the twin's there (`ad::forward`, "Exact zeros of
+/// a direction": the twin gives the plain lane's bits wherever those are not NaN, so the
+/// call answers the twin's bits at every point).
 pub fn build(model: &Model, kind: LaneKind) -> Lane {
+    build_with(model, kind, Zeros::Ieee)
+}
+
+/// The zero-skipping twin of the `jvp` or `hvp` lane ([`Zeros::Skip`]): the same inputs,
+/// outputs and layout as [`build`]'s lane of `kind`, answering where a plain output is NaN.
+/// `None` for the other kinds, whose seeds (if any) never meet an infinite partial alone.
+pub fn build_twin(model: &Model, kind: LaneKind) -> Option<Lane> {
+    matches!(kind, LaneKind::Jvp | LaneKind::Hvp).then(|| build_with(model, kind, Zeros::Skip))
+}
+
+/// [`build`], the run-time direction's zeros treated as `zeros` says.
+fn build_with(model: &Model, kind: LaneKind, zeros: Zeros) -> Lane {
     let n = model.arity();
     let m = model.outputs().len();
     let mut g = model.graph().clone();
@@ -241,7 +259,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
             let tangents: Vec<Deriv> = (0..n)
                 .map(|j| Some(g.seed(SeedId::from_index(j))))
                 .collect();
-            let jv = forward_with(&mut g, &tangents, &values, Zeros::Skip);
+            let jv = forward_with(&mut g, &tangents, &values, zeros);
             let mut outs = values;
             outs.extend(jv.into_iter().map(|t| or_zero(&mut g, t)));
             (outs, n, m, None)
@@ -267,7 +285,7 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
                 let tangents: Vec<Deriv> = (0..n)
                     .map(|j| Some(g.seed(SeedId::from_index(j))))
                     .collect();
-                for row in hessian::products_with(&mut g, &grads, &tangents, Zeros::Skip) {
+                for row in hessian::products_with(&mut g, &grads, &tangents, zeros) {
                     outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
                 }
                 (outs, n, m, Some(pattern))

@@ -242,7 +242,15 @@ impl<S: Shape> Equation<S> {
     /// not given); the outputs are written all the same, NaN where it failed.
     fn batch(&self, kind: LaneKind, table: &Table) -> Result<(), Error> {
         let _ = ddx_ir::user::take_failure();
-        self.batch_run(kind, table).map_or(Ok(()), Err)
+        let failed = self.batch_run(kind, table);
+        if let Some(twin) = self.twin(kind) {
+            // SAFETY: the columns were checked for `table.len` points, and the run that
+            // wrote them is over.
+            unsafe { mend(twin.program(), table) };
+        }
+        failed
+            .or_else(ddx_ir::user::take_failure)
+            .map_or(Ok(()), Err)
     }
 
     /// [`Equation::batch`], answering the first failure of user code.
@@ -702,6 +710,40 @@ const KERNEL_CHUNK: usize = 64;
 
 /// Runs `program` over the points of `table`, split across threads when large; answers
 /// the first failure of user code.
+/// Runs the zero-skipping twin `program` (`ddx_ir::lane::build_twin`) at each point of
+/// `table` whose outputs hold a NaN, writing its outputs there: a `jvp` or `hvp` batch then
+/// answers each point as the per-point call does.
+///
+/// # Safety
+/// Every column of `table` holds `table.len` values (one, broadcast, where `broadcast`
+/// says), and nothing else reads or writes the outputs meanwhile.
+unsafe fn mend(program: &Program, table: &Table) {
+    let mut inputs = vec![0.0; table.inputs.len()];
+    let mut out = vec![0.0; table.outputs.len()];
+    for k in 0..table.len {
+        // SAFETY: `k < table.len`, inside every output column.
+        if !table.outputs.iter().any(|&o| unsafe { *o.add(k) }.is_nan()) {
+            continue;
+        }
+        for ((x, &p), &broadcast) in inputs.iter_mut().zip(&table.inputs).zip(&table.broadcast) {
+            // SAFETY: a broadcast input holds one value, any other `table.len`.
+            *x = unsafe {
+                if broadcast {
+                    *p
+                } else {
+                    *p.add(k)
+                }
+            };
+        }
+        if program.run(&inputs, &mut out).is_ok() {
+            for (&o, &v) in table.outputs.iter().zip(&out) {
+                // SAFETY: as above.
+                unsafe { *o.add(k) = v };
+            }
+        }
+    }
+}
+
 fn run(program: &Program, table: &Table) -> Option<Error> {
     let work = table.len.saturating_mul(program.len().max(1));
     split(table.len, work, program.block_size(), |start, len| {

@@ -251,6 +251,25 @@ impl<S: Shape> Equation<S> {
     /// order: from the kernel when one answers the lane, else from the interpreter (the
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
+        if self.twin(kind).is_some() {
+            // The answer may be mended after the run, so it is gathered first (on the
+            // stack for an `hvp` of up to 62 symbols, whose `2n + 1` outputs the smaller
+            // buffer would not hold).
+            let n = self.prepared(kind).lane.outputs.len();
+            let mut stack = [0.0; 2 * STACK_OUTPUTS];
+            let mut heap = Vec::new();
+            let out = if n <= stack.len() {
+                &mut stack[..n]
+            } else {
+                heap.resize(n, 0.0);
+                &mut heap[..]
+            };
+            self.eval_into(kind, inputs, out);
+            for (i, &v) in out.iter().enumerate() {
+                sink(i, v);
+            }
+            return;
+        }
         if let Some(cache) = self.cache.as_deref() {
             if cache.active() && self.remembered(cache, kind, inputs, &mut sink) {
                 return;
@@ -278,8 +297,29 @@ impl<S: Shape> Equation<S> {
         }
     }
 
-    /// Runs lane `kind` at one point into `out` (one value per output).
+    /// The zero-skipping twin of lane `kind` under the equation's options, for `jvp` and
+    /// `hvp` ([`ddx_ir::lane::build_twin`]).
+    pub(crate) fn twin(&self, kind: LaneKind) -> Option<&Prepared> {
+        self.lanes.twin(kind, self.options.codegen.contract)
+    }
+
+    /// Runs lane `kind` at one point into `out` (one value per output); where a `jvp` or
+    /// `hvp` answer holds a NaN, the lane's twin answers the point instead (on the
+    /// interpreter: every engine gives a lane's bits, and such points are rare).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
+        self.eval_plain_into(kind, inputs, out);
+        // Without a branch per output (the common case has no NaN to find).
+        if out.iter().fold(false, |nan, v| nan | v.is_nan()) {
+            if let Some(twin) = self.twin(kind) {
+                // The twin has the plain lane's inputs and outputs.
+                let ran = twin.program().run(inputs, out);
+                debug_assert!(ran.is_ok(), "{ran:?}");
+            }
+        }
+    }
+
+    /// [`Equation::eval_into`] without the twin.
+    fn eval_plain_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
         if let Some(cache) = self.cache.as_deref() {
             if cache.active() && self.remembered(cache, kind, inputs, &mut |k, v| out[k] = v) {
                 return;
@@ -356,6 +396,13 @@ impl<S: Shape> Equation<S> {
     fn value_and_tail(&self, kind: LaneKind, inputs: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let p = self.prepared(kind);
         let values = p.lane.values;
+        if self.twin(kind).is_some() {
+            // Into the answer itself: the twin may mend it after the run.
+            let mut head = zeros(p.lane.outputs.len());
+            self.eval_into(kind, inputs, &mut head);
+            let out = head.split_off(values);
+            return (head, out);
+        }
         let mut head = Vec::with_capacity(values);
         let mut out = Vec::with_capacity(p.lane.outputs.len() - values);
         self.eval(kind, inputs, |k, v| {

@@ -94,6 +94,10 @@ pub(crate) struct PreparedLanes {
     pub(crate) user_calls: bool,
     /// The lanes as the passes build them, and contracted (`Codegen::contract`).
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
+    /// The zero-skipping twins of the `jvp` and `hvp` lanes ([`ddx_ir::lane::build_twin`]),
+    /// by variant, then `jvp`, `hvp`: run at the points where the plain lane answers a
+    /// NaN; never saved (a loaded equation builds them from its model).
+    twins: [[OnceLock<Prepared>; 2]; 2],
     /// The derivative-tensor lanes, by order (`equation::tensor`); never saved.
     pub(crate) tensors: Box<[OnceLock<crate::equation::tensor::TensorLane>]>,
     /// The Hessian layout computed alone ([`ddx_ir::lane::hessian_layout`]), for the
@@ -108,6 +112,7 @@ impl PreparedLanes {
             model,
             id: next_id(),
             lanes: Default::default(),
+            twins: Default::default(),
             tensors: (0..=crate::equation::tensor::MAX_TENSOR_ORDER)
                 .map(|_| OnceLock::new())
                 .collect(),
@@ -195,6 +200,27 @@ impl PreparedLanes {
                 .hessian_structure
                 .get_or_init(|| ddx_ir::lane::hessian_layout(&self.model)),
         }
+    }
+
+    /// The zero-skipping twin of lane `kind` (only `jvp` and `hvp` have one), built on
+    /// first use, of the variant `contract` selects; the contracted twin is built from
+    /// the plain twin.
+    pub(crate) fn twin(&self, kind: LaneKind, contract: bool) -> Option<&Prepared> {
+        let slot = match kind {
+            LaneKind::Jvp => 0,
+            LaneKind::Hvp => 1,
+            _ => return None,
+        };
+        let cell = &self.twins[usize::from(contract)][slot];
+        if let Some(p) = cell.get() {
+            return Some(p);
+        }
+        let lane = if contract {
+            ddx_ir::contract::contract(&self.twin(kind, false)?.lane)
+        } else {
+            ddx_ir::lane::build_twin(&self.model, kind)?
+        };
+        Some(cell.get_or_init(|| Prepared::new(lane)))
     }
 
     /// The lane `kind`, built on first use; contracted (see

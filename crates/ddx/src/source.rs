@@ -15,8 +15,10 @@ impl<S: Shape> Equation<S> {
     /// `x` in canonical symbol order, `seeds` the lane's direction or weights when it has
     /// any, the result in the lane's output layout (`ddx::ir::lane` describes each). It is
     /// a `const fn` when every operation can be evaluated in a constant
-    /// ([`ddx_ir::emit::const_evaluable`]). The function answers the interpreter's bits
-    /// for the lane as prepared under the equation's options (with fused multiply-adds
+    /// ([`ddx_ir::emit::const_evaluable`]). The function answers the calls' bits
+    /// for the lane as prepared under the equation's options (for `jvp` and `hvp`, with
+    /// the zero-skipping twin the calls answer with where the plain lane gives a NaN,
+    /// [`ddx_ir::emit::rust_mended`]) (with fused multiply-adds
     /// where `codegen.contract` is on), except where `erf` is used: the C library's `erf`
     /// differs from ddx's in the last bit for about 1% of arguments
     /// (`ddx_ir::emit` lists what depends on the platform).
@@ -33,12 +35,17 @@ impl<S: Shape> Equation<S> {
     /// ([`ddx_ir::emit::check_name`]).
     pub fn to_rust_source(&self, name: &str, lane: LaneKind) -> Result<String, Error> {
         emit::check_name(name)?;
-        emit::rust(
-            self.lane(lane),
-            self.model().inputs(),
-            name,
-            &emit::RustStyle::default(),
-        )
+        let style = emit::RustStyle::default();
+        match self.twin(lane) {
+            Some(twin) => emit::rust_mended(
+                self.lane(lane),
+                &twin.lane,
+                self.model().inputs(),
+                name,
+                &style,
+            ),
+            None => emit::rust(self.lane(lane), self.model().inputs(), name, &style),
+        }
     }
 
     /// The lane `lane` as a standalone C function `name`, preceded by
@@ -59,6 +66,9 @@ impl<S: Shape> Equation<S> {
     /// [`Error::BadName`] when `name` is not an identifier both Rust and C accept.
     pub fn to_c_source(&self, name: &str, lane: LaneKind) -> Result<String, Error> {
         emit::check_name(name)?;
-        emit::c(self.lane(lane), self.model().inputs(), name)
+        match self.twin(lane) {
+            Some(twin) => emit::c_mended(self.lane(lane), &twin.lane, self.model().inputs(), name),
+            None => emit::c(self.lane(lane), self.model().inputs(), name),
+        }
     }
 }

@@ -229,3 +229,94 @@ fn zero_times_an_infinite_second_partial_is_plain_ieee_in_every_route() {
     assert_eq!(eq.univariate_derivative::<2>(0.0), Ok(0.0));
     assert_eq!(eq.hvp([1.0], 0.0).unwrap(), [0.0]);
 }
+
+/// Batches answer each point as the per-point call does, in every engine: the plain lane
+/// everywhere, and its zero-skipping twin at the points where the plain lane gives a NaN
+/// (`ddx_ir::lane::build_twin`) — points that need the twin mixed with points that do
+/// not, and a broadcast direction (one value per symbol for every point).
+#[test]
+fn batches_mend_exactly_the_points_the_per_point_calls_mend() {
+    let cases: [(&str, Vec<[f64; 2]>); 3] = [
+        // (c, d): e^800 = ∞ at d = −800, finite elsewhere.
+        (
+            "c*exp(-d) + c*d",
+            vec![
+                [1.0, -800.0],
+                [2.0, 1.5],
+                [-1.0, -800.0],
+                [0.5, -0.25],
+                [3.0, 2.0],
+            ],
+        ),
+        // (x, y): sqrt'(0) = ∞ where x = 0, and a negative zero at y = −0.
+        (
+            "sqrt(x)*y - x*y",
+            vec![[0.0, 2.0], [4.0, -0.0], [0.0, -3.0], [1.0, 1.0], [9.0, 0.5]],
+        ),
+        (
+            "log(0*x + y) + x*x",
+            vec![[1.0, 0.0], [2.0, 1.0], [-1.0, 0.0], [0.5, 3.0], [1.0, 2.0]],
+        ),
+    ];
+    let directions: [[f64; 2]; 4] = [[1.0, 0.0], [0.0, 1.0], [-0.0, 0.5], [2.0, -1.0]];
+    for (text, points) in cases {
+        let base = rt::equation_text(text).unwrap();
+        for (engine, eq) in engines(&base) {
+            let p = points.len();
+            let xs: Vec<Vec<f64>> = (0..2)
+                .map(|j| points.iter().map(|x| x[j]).collect())
+                .collect();
+            // Each point along each direction, and every point along one broadcast one.
+            for (d, v) in directions.iter().enumerate() {
+                let vs: Vec<Vec<f64>> = (0..2)
+                    .map(|j| (0..p).map(|k| directions[(d + k) % 4][j]).collect())
+                    .collect();
+                let broadcast: Vec<Vec<f64>> = (0..2).map(|j| vec![v[j]]).collect();
+                for (shape, vs) in [("per point", &vs), ("broadcast", &broadcast)] {
+                    let x: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+                    let v_cols: Vec<&[f64]> = vs.iter().map(Vec::as_slice).collect();
+                    let along = |k: usize| -> Vec<f64> {
+                        (0..2)
+                            .map(|j| vs[j][if vs[j].len() == 1 { 0 } else { k }])
+                            .collect()
+                    };
+                    let (mut f, mut jv) = (vec![0.0; p], vec![0.0; p]);
+                    eq.jvp_batch(&x, &v_cols, &mut [&mut f], &mut [&mut jv])
+                        .unwrap();
+                    let (mut hf, mut g0, mut g1, mut h0, mut h1) = (
+                        vec![0.0; p],
+                        vec![0.0; p],
+                        vec![0.0; p],
+                        vec![0.0; p],
+                        vec![0.0; p],
+                    );
+                    let cells = eq.jacobian_columns();
+                    assert_eq!(cells, 2, "{text}");
+                    eq.hvp_batch(
+                        &x,
+                        &v_cols,
+                        &mut [&mut hf],
+                        &mut [&mut g0, &mut g1],
+                        &mut [&mut h0, &mut h1],
+                    )
+                    .unwrap();
+                    for (k, point) in points.iter().enumerate() {
+                        let v = along(k);
+                        let one = eq.jvp(&v[..], &point[..]).unwrap();
+                        assert!(
+                            bits_equal(&[jv[k]], &one),
+                            "{text} {engine} {shape}: jvp batch {} vs call {one:?} at {point:?} along {v:?}",
+                            jv[k]
+                        );
+                        let hv = eq.hvp(&v[..], &point[..]).unwrap();
+                        assert!(
+                            bits_equal(&[h0[k], h1[k]], &hv),
+                            "{text} {engine} {shape}: hvp batch {:?} vs call {hv:?} at {point:?} along {v:?}",
+                            [h0[k], h1[k]]
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

@@ -11,15 +11,22 @@
 //!
 //! A tangent that folds to a constant zero is a structural zero: no node carries it on.
 //!
-//! **Exact zeros of a direction** ([`Zeros::Skip`], the `jvp` and `hvp` lanes, whose
-//! direction is a run-time input): a tangent that is exactly `±0` at run time contributes
-//! exactly `0` through every edge, whatever the local partial (`∞`, NaN) — ForwardDiff.jl's
+//! **Exact zeros of a direction** ([`Zeros::Skip`], the twins of the `jvp` and `hvp`
+//! lanes, whose direction is a run-time input): a tangent that is exactly `±0` at run time
+//! contributes nothing through an edge whose partial is `∞` or NaN — ForwardDiff.jl's
 //! NaN-safe mode, and JAX's symbolic zeros decided at run time. Each edge whose contribution
-//! is not the tangent itself, its negation or a finite constant multiple of it is written
-//! `select(ṡ, contribution, 0)`. So a node that does not move along the direction has the
-//! tangent `0` exactly, and a forward sweep along a basis vector sums the same path products
-//! as the reverse sweep that reaches that symbol. [`Zeros::Ieee`] (the Hessian's colour
-//! groups, whose seeds are structural, and derivative tensors) multiplies plainly.
+//! `c` is not the tangent `ṡ` itself, its negation or a finite constant multiple of it is
+//! written `select(c == c, c, select(ṡ, c, 0))`: the plain product wherever it is a number
+//! (so a finite partial keeps its signed zero), `0` where it is NaN and `ṡ` is zero. So
+//! the twin answers the plain sweep's bits wherever the plain sweep answers no NaN (a NaN
+//! contribution that does not reach an output was masked by a `select`, which masks the
+//! twin's `0` alike, and tangents meet no other operation that swallows a NaN), and
+//! engines run the twin only at points where the plain lane answers a NaN
+//! (`ddx_ir::lane::build_twin`). A node that does not move along the direction has a zero
+//! tangent, and a forward sweep along a basis vector sums the same path products as the
+//! reverse sweep that reaches that symbol. [`Zeros::Ieee`] (the plain `jvp` and `hvp`
+//! lanes, the Hessian's colour groups, whose seeds are structural, and derivative tensors)
+//! multiplies plainly.
 
 use super::guard::{combine, mask, Term, Terms};
 use super::rules::{flow, Flow};
@@ -103,16 +110,18 @@ pub fn forward_with(
         .collect()
 }
 
-/// `edge` (what tangent `s` contributes along one argument) made exactly `0` where `s` is
-/// exactly zero, unless it is that already whatever the partial: `s`, `−s`, or `s` times
-/// (or divided by) a finite (nonzero) constant.
+/// `edge` (what tangent `s` contributes along one argument) made `0` where it is NaN and
+/// `s` is exactly zero (module doc), unless it is `±0` wherever `s` is, whatever the
+/// partial: `s`, `−s`, or `s` times (or divided by) a finite (nonzero) constant.
 fn skip_zero(g: &mut Graph, s: NodeId, edge: Flow) -> Flow {
     let mut guard = |v: NodeId| {
         if g.constant_of(s).is_some() || zero_through(g, s, v) {
             return v;
         }
         let zero = g.constant(0.0);
-        g.select(s, v, zero)
+        let skipped = g.select(s, v, zero);
+        let number = g.binary(Op::Eq, v, v);
+        g.select(number, v, skipped)
     };
     match edge {
         Flow::Zero => Flow::Zero,

@@ -63,7 +63,6 @@ pub fn c(lane: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
     }
-    let g = &lane.graph;
     let mut out = String::from(HELPERS);
     out.push_str("/*\n");
     for line in describe(lane, symbols) {
@@ -74,8 +73,59 @@ pub fn c(lane: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
     );
     let _ = writeln!(
         out,
-        "void {name}(const double *x, const double *seeds, double *out) {{\n  (void)x;\n  (void)seeds;"
+        "void {name}(const double *x, const double *seeds, double *out) {{"
     );
+    statements(lane, &mut out);
+    out.push_str("}\n");
+    Ok(out)
+}
+
+/// A C function `name` answering what a call of a `jvp` or `hvp` lane answers: the plain
+/// `lane`'s outputs, unless one of them is NaN, and then those of its zero-skipping `twin`
+/// ([`crate::lane::build_twin`]), each a `static` function (`name_plain`, `name_twin`)
+/// before it.
+///
+/// # Errors
+/// As [`c`].
+pub fn c_mended(lane: &Lane, twin: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
+    check_name(name)?;
+    if let Some(tag) = crate::user::first_call(&lane.graph) {
+        return Err(crate::user::unsupported(tag, "emitted source"));
+    }
+    let mut out = String::from(HELPERS);
+    for (inner, l) in [("plain", lane), ("twin", twin)] {
+        let _ = writeln!(
+            out,
+            "static void {name}_{inner}(const double *x, const double *seeds, double *out) {{"
+        );
+        statements(l, &mut out);
+        out.push_str("}\n");
+    }
+    out.push_str("/*\n");
+    for line in describe(lane, symbols) {
+        let _ = writeln!(out, " * {line}");
+    }
+    out.push_str(
+        " * Where the plain sweep answers a NaN, the sweep that skips a direction's exact\n \
+         * zeros answers the point (ddx's jvp/hvp calls do the same).\n \
+         * Compile with -ffp-contract=off and without -ffast-math; link with -lm.\n */\n",
+    );
+    let m = lane.outputs.len();
+    let _ = writeln!(
+        out,
+        "void {name}(const double *x, const double *seeds, double *out) {{\n  \
+         {name}_plain(x, seeds, out);\n  \
+         for (int k = 0; k < {m}; k++) {{\n    \
+         if (isnan(out[k])) {{\n      {name}_twin(x, seeds, out);\n      return;\n    }}\n  }}\n}}"
+    );
+    Ok(out)
+}
+
+/// The statements of `lane`'s C function body: one `const double` per node, then the
+/// outputs.
+fn statements(lane: &Lane, out: &mut String) {
+    let g = &lane.graph;
+    out.push_str("  (void)x;\n  (void)seeds;\n");
     for (i, node) in g.nodes().iter().enumerate() {
         if let Node::Apply(op, args) = *node {
             let a = |k: usize| operand(lane, args[k]);
@@ -91,8 +141,6 @@ pub fn c(lane: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
     for (k, &o) in lane.outputs.iter().enumerate() {
         let _ = writeln!(out, "  out[{k}] = {};", operand(lane, o));
     }
-    out.push_str("}\n");
-    Ok(out)
 }
 
 /// How node `id` is read: a literal, `x[i]`, `seeds[i]` or `vK`.

@@ -14,7 +14,9 @@
 //! `void name(const double *x, const double *seeds, double *out)`, `x` holding `n`
 //! values, `seeds` `s` (may be `NULL` when `s = 0`), `out` receiving `m`. Symbols are in
 //! canonical order (byte order of their names); outputs are in the lane's layout
-//! ([`crate::lane`]).
+//! ([`crate::lane`]). A `jvp` or `hvp` lane is emitted with its zero-skipping twin
+//! ([`rust_mended`], [`c_mended`]): the function answers the plain lane's outputs unless
+//! one is NaN, and the twin's then, as ddx's calls do.
 //!
 //! **Where the platform's math differs from ddx's** (bit-identical everywhere else,
 //! tested on random graphs against the interpreter):
@@ -45,8 +47,8 @@
 mod c;
 mod rust;
 
-pub use c::c;
-pub use rust::{rust, RustStyle};
+pub use c::{c, c_mended};
+pub use rust::{rust, rust_mended, RustStyle};
 
 use crate::{Error, Lane, Node, Op};
 

@@ -32,30 +32,109 @@ pub fn rust(
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
     }
-    let g = &lane.graph;
-    let (n, s, m) = (lane.seed_base(), lane.seeds, lane.outputs.len());
     let mut out = String::new();
     for line in describe(lane, symbols) {
         let _ = writeln!(out, "/// {line}");
     }
     let constness = if const_evaluable(lane) { "const " } else { "" };
-    let vis = if style.crate_visible {
+    let _ = writeln!(
+        out,
+        "#[allow(unused_variables, unused_parens, invalid_nan_comparisons, clippy::all, clippy::pedantic, clippy::nursery)]\n\
+         {} {constness}fn {name}{} {{",
+        visibility(style),
+        signature(lane)
+    );
+    body(lane, style, "    ", &mut out);
+    out.push_str("}\n");
+    Ok(out)
+}
+
+/// A Rust function `name` answering what a call of a `jvp` or `hvp` lane answers: the
+/// plain `lane`'s outputs, unless one of them is NaN, and then those of its zero-skipping
+/// `twin` ([`crate::lane::build_twin`]; the two have one signature). Both are nested
+/// functions of `name`, which is a `const fn` when both can be.
+///
+/// # Errors
+/// As [`rust`].
+pub fn rust_mended(
+    lane: &Lane,
+    twin: &Lane,
+    symbols: &[String],
+    name: &str,
+    style: &RustStyle,
+) -> Result<String, Error> {
+    check_name(name)?;
+    if let Some(tag) = crate::user::first_call(&lane.graph) {
+        return Err(crate::user::unsupported(tag, "emitted source"));
+    }
+    let (s, m) = (lane.seeds, lane.outputs.len());
+    let mut out = String::new();
+    for line in describe(lane, symbols) {
+        let _ = writeln!(out, "/// {line}");
+    }
+    out.push_str(
+        "///\n/// Where the plain sweep answers a NaN, the sweep that skips a direction's exact zeros\n\
+         /// answers the point (ddx's `jvp`/`hvp` calls do the same).\n",
+    );
+    let constness = if const_evaluable(lane) && const_evaluable(twin) {
+        "const "
+    } else {
+        ""
+    };
+    let allow = "#[allow(unused_variables, unused_parens, invalid_nan_comparisons, clippy::all, clippy::pedantic, clippy::nursery)]";
+    let _ = writeln!(
+        out,
+        "{allow}\n{} {constness}fn {name}{} {{",
+        visibility(style),
+        signature(lane)
+    );
+    for (inner, l) in [("plain", lane), ("twin", twin)] {
+        let _ = writeln!(
+            out,
+            "    {allow}\n    {constness}fn {inner}{} {{",
+            signature(l)
+        );
+        body(l, style, "        ", &mut out);
+        out.push_str("    }\n");
+    }
+    let args = if s > 0 { "x, seeds" } else { "x" };
+    let _ = writeln!(
+        out,
+        "    let out = plain({args});\n    let mut k = 0;\n    while k < {m} {{\n        \
+         if out[k] != out[k] {{\n            return twin({args});\n        }}\n        \
+         k += 1;\n    }}\n    out\n}}"
+    );
+    Ok(out)
+}
+
+fn visibility(style: &RustStyle) -> &'static str {
+    if style.crate_visible {
         "pub(crate)"
     } else {
         "pub"
-    };
+    }
+}
+
+/// `(x: &[f64; n][, seeds: &[f64; s]]) -> [f64; m]`.
+fn signature(lane: &Lane) -> String {
+    let (n, s, m) = (lane.seed_base(), lane.seeds, lane.outputs.len());
     let seeds = if s > 0 {
         format!(", seeds: &[f64; {s}]")
     } else {
         String::new()
     };
-    let _ = writeln!(
-        out,
-        "#[allow(unused_variables, unused_parens, invalid_nan_comparisons, clippy::all, clippy::pedantic, clippy::nursery)]\n\
-         {vis} {constness}fn {name}(x: &[f64; {n}]{seeds}) -> [f64; {m}] {{"
-    );
+    format!("(x: &[f64; {n}]{seeds}) -> [f64; {m}]")
+}
+
+/// The statements of `lane`'s function body, each line after `indent`: one `let` per
+/// node, then the output array.
+fn body(lane: &Lane, style: &RustStyle, indent: &str, out: &mut String) {
+    let g = &lane.graph;
     if style.erf.is_none() && g.nodes().iter().any(|n| n.op() == Some(Op::Erf)) {
-        out.push_str("    unsafe extern \"C\" {\n        safe fn erf(x: f64) -> f64;\n    }\n");
+        let _ = writeln!(
+            out,
+            "{indent}unsafe extern \"C\" {{\n{indent}    safe fn erf(x: f64) -> f64;\n{indent}}}"
+        );
     }
     for (i, node) in g.nodes().iter().enumerate() {
         if let Node::Apply(op, args) = *node {
@@ -66,12 +145,11 @@ pub fn rust(
                 None
             };
             let e = expression(op, &a, exponent, style);
-            let _ = writeln!(out, "    let v{i}: f64 = {e};");
+            let _ = writeln!(out, "{indent}let v{i}: f64 = {e};");
         }
     }
     let outs: Vec<String> = lane.outputs.iter().map(|&o| operand(lane, o)).collect();
-    let _ = writeln!(out, "    [{}]\n}}", outs.join(", "));
-    Ok(out)
+    let _ = writeln!(out, "{indent}[{}]", outs.join(", "));
 }
 
 /// How node `id` is read: a literal, `x[i]`, `seeds[i]` or `vK`.
