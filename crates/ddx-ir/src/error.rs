@@ -244,6 +244,18 @@ pub enum Error {
         /// What went wrong.
         problem: UserProblem,
     },
+    /// [`LaneKind::Tensor`](crate::LaneKind::Tensor) was given where one of an equation's
+    /// fixed lanes ([`LaneKind::ALL`](crate::LaneKind::ALL)) is meant: the tensor lanes are
+    /// one per order, built on request by `derivative_tensor(k, …)`.
+    #[error(
+        "tensor_lane: `{call}` takes one of the fixed lane kinds (Value, Jacobian, Gradient, \
+         Jvp, Vjp, Hessian, Hvp); the tensor lanes are one per order: ask \
+         `derivative_tensor(k, point)`"
+    )]
+    TensorLane {
+        /// The call that was given `LaneKind::Tensor`.
+        call: &'static str,
+    },
     /// An index does not name a symbol of the equation.
     #[error(
         "index_out_of_range: index {index} names no symbol; the equation has {}",
@@ -623,6 +635,8 @@ pub enum Errc {
     TooLarge,
     /// See [`Error::UserFunction`].
     UserFunction,
+    /// See [`Error::TensorLane`].
+    TensorLane,
 }
 
 impl Errc {
@@ -664,6 +678,7 @@ impl Errc {
         Errc::BadName,
         Errc::TooLarge,
         Errc::UserFunction,
+        Errc::TensorLane,
     ];
 
     /// The code's spelling, e.g. `"wrong_arity"`.
@@ -704,6 +719,7 @@ impl Errc {
             Errc::BadName => "bad_name",
             Errc::TooLarge => "too_large",
             Errc::UserFunction => "user_function",
+            Errc::TensorLane => "tensor_lane",
         }
     }
 }
@@ -757,6 +773,7 @@ impl Error {
             Error::BadName { .. } => Errc::BadName,
             Error::TooLarge { .. } => Errc::TooLarge,
             Error::UserFunction { .. } => Errc::UserFunction,
+            Error::TensorLane { .. } => Errc::TensorLane,
         }
     }
 }
@@ -879,7 +896,8 @@ mod errc_tests {
                 | Errc::ArchiveMismatch
                 | Errc::BadName
                 | Errc::TooLarge
-                | Errc::UserFunction => Errc::ALL.contains(&c),
+                | Errc::UserFunction
+                | Errc::TensorLane => Errc::ALL.contains(&c),
             }
         }
         for &c in Errc::ALL {
@@ -889,6 +907,6 @@ mod errc_tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Errc::ALL.len(), "a code listed twice");
-        assert_eq!(Errc::ALL.len(), 35);
+        assert_eq!(Errc::ALL.len(), 36);
     }
 }

@@ -601,7 +601,7 @@ impl Equation {
     /// How many nodes a call for `want` evaluates.
     #[pyo3(signature = (*, want = 1))]
     fn nodes(&self, want: u8) -> PyResult<usize> {
-        Ok(self.rust().nodes(lane_kind(want)?))
+        self.rust().nodes(lane_kind(want)?).or_raise()
     }
 
     /// Whether calls of the Jacobian lane are answered by compiled code now.

@@ -30,11 +30,11 @@ impl<S: Shape> Equation<S> {
     ///
     /// # Errors
     /// [`Error::BadName`] when `name` is not an identifier both Rust and C accept
-    /// ([`ddx_ir::emit::check_name`]).
+    /// ([`ddx_ir::emit::check_name`]); [`Error::TensorLane`] for [`LaneKind::Tensor`].
     pub fn to_rust_source(&self, name: &str, lane: LaneKind) -> Result<String, Error> {
         emit::check_name(name)?;
         emit::rust(
-            self.lane(lane),
+            self.lane(lane)?,
             self.model().inputs(),
             name,
             &emit::RustStyle::default(),
@@ -56,9 +56,10 @@ impl<S: Shape> Equation<S> {
     /// from ddx's (Rust's correctly rounded `cbrt`) in the last bit (`ddx_ir::emit`).
     ///
     /// # Errors
-    /// [`Error::BadName`] when `name` is not an identifier both Rust and C accept.
+    /// [`Error::BadName`] when `name` is not an identifier both Rust and C accept;
+    /// [`Error::TensorLane`] for [`LaneKind::Tensor`].
     pub fn to_c_source(&self, name: &str, lane: LaneKind) -> Result<String, Error> {
         emit::check_name(name)?;
-        emit::c(self.lane(lane), self.model().inputs(), name)
+        emit::c(self.lane(lane)?, self.model().inputs(), name)
     }
 }
