@@ -161,7 +161,11 @@ fn build_times(name: &str, eq: &Equation) {
         let built = dev.device_build_time(kind).map(|d| d.as_secs_f64());
         row += &match (ok, built) {
             (true, Some(b)) => {
-                format!(" {:.0} ms ({} nodes) |", b * 1e3, eq.lane(kind).graph.len())
+                format!(
+                    " {:.0} ms ({} nodes) |",
+                    b * 1e3,
+                    eq.lane(kind).unwrap().graph.len()
+                )
             }
             _ => format!(" failed after {wall:.1} s: {:?} |", dev.device_status()),
         };

@@ -67,7 +67,7 @@ fn main() {
         builds.push(String::new());
     }
     let eq = model(name);
-    let lane_graph = eq.lane(kind);
+    let lane_graph = eq.lane(kind).unwrap();
     let source = ddx::cl::source_of(lane_graph);
     if args.iter().any(|a| a == "--dump") {
         println!("{source}");

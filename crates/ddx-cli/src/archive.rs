@@ -63,7 +63,7 @@ pub fn compile(a: &CompileArgs) -> Result<(), CliError> {
     }
     let mut text = String::new();
     for kind in LANES {
-        let nodes = eq.nodes(kind);
+        let nodes = eq.nodes(kind)?;
         let kernel = a.jit && eq.wait_for_kernel_of(kind);
         text += &format!(
             "  {} lane: {nodes} nodes{}\n",

@@ -82,7 +82,7 @@ impl Lane {
 /// The leading comment: the expression, then what each `x`, `seeds` and output slot is.
 fn layout_comment(expr: &str, eq: &Equation, kind: LaneKind) -> String {
     let names = eq.symbols();
-    let lane = eq.lane(kind);
+    let lane = eq.lane(kind).unwrap();
     let mut outputs: Vec<String> = (0..lane.values).map(|_| "f".to_string()).collect();
     let partials: Vec<String> = lane
         .pattern

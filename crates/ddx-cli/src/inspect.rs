@@ -36,10 +36,10 @@ pub struct DotArgs {
 pub fn check(a: &CheckArgs) -> Result<(), CliError> {
     let eq = rt::equation_text(&a.expr)?;
     let mut text = format!("{eq}\nsymbols: {}\n", eq.symbols().join(", "));
-    let counts: Vec<String> = LaneKind::ALL
+    let counts = LaneKind::ALL
         .iter()
-        .map(|&k| format!("{} {}", k.name(), eq.nodes(k)))
-        .collect();
+        .map(|&k| Ok(format!("{} {}", k.name(), eq.nodes(k)?)))
+        .collect::<Result<Vec<String>, ddx::Error>>()?;
     text += &format!("nodes: {}\n", counts.join(", "));
     emit(&text)
 }

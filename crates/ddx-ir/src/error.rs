@@ -248,6 +248,18 @@ pub enum Error {
         /// What went wrong.
         problem: UserProblem,
     },
+    /// [`LaneKind::Tensor`](crate::LaneKind::Tensor) was given where one of an equation's
+    /// fixed lanes ([`LaneKind::ALL`](crate::LaneKind::ALL)) is meant: the tensor lanes are
+    /// one per order, built on request by `derivative_tensor(k, …)`.
+    #[error(
+        "tensor_lane: `{call}` takes one of the fixed lane kinds (Value, Jacobian, Gradient, \
+         Jvp, Vjp, Hessian, Hvp); the tensor lanes are one per order: ask \
+         `derivative_tensor(k, point)`"
+    )]
+    TensorLane {
+        /// The call that was given `LaneKind::Tensor`.
+        call: &'static str,
+    },
     /// An index does not name a symbol of the equation.
     #[error(
         "index_out_of_range: index {index} names no symbol; the equation has {}",
@@ -627,6 +639,8 @@ pub enum Errc {
     TooLarge,
     /// See [`Error::UserFunction`].
     UserFunction,
+    /// See [`Error::TensorLane`].
+    TensorLane,
 }
 
 impl Errc {
@@ -668,6 +682,7 @@ impl Errc {
         Errc::BadName,
         Errc::TooLarge,
         Errc::UserFunction,
+        Errc::TensorLane,
     ];
 
     /// The code's spelling, e.g. `"wrong_arity"`.
@@ -708,6 +723,7 @@ impl Errc {
             Errc::BadName => "bad_name",
             Errc::TooLarge => "too_large",
             Errc::UserFunction => "user_function",
+            Errc::TensorLane => "tensor_lane",
         }
     }
 }
@@ -761,6 +777,7 @@ impl Error {
             Error::BadName { .. } => Errc::BadName,
             Error::TooLarge { .. } => Errc::TooLarge,
             Error::UserFunction { .. } => Errc::UserFunction,
+            Error::TensorLane { .. } => Errc::TensorLane,
         }
     }
 }
@@ -883,7 +900,8 @@ mod errc_tests {
                 | Errc::ArchiveMismatch
                 | Errc::BadName
                 | Errc::TooLarge
-                | Errc::UserFunction => Errc::ALL.contains(&c),
+                | Errc::UserFunction
+                | Errc::TensorLane => Errc::ALL.contains(&c),
             }
         }
         for &c in Errc::ALL {
@@ -893,6 +911,6 @@ mod errc_tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Errc::ALL.len(), "a code listed twice");
-        assert_eq!(Errc::ALL.len(), 35);
+        assert_eq!(Errc::ALL.len(), 36);
     }
 }

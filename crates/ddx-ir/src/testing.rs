@@ -217,6 +217,11 @@ pub fn random_model(seed: u64, size: &ModelSize) -> Model {
                 };
                 node_tree = node_tree.saturating_add(tree[a.index()]);
             }
+            if op == Op::Powi {
+                // `powi`'s exponent is an integer literal, as every builder and the text
+                // grammar make it (no rng drawn: graphs without `powi` are unchanged).
+                args[1] = g.constant((args[1].index() % 9) as f64 - 3.0);
+            }
             g.apply(op, &args[..op.arity()])
         };
         measure(&g, &mut depth, &mut tree);

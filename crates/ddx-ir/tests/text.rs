@@ -459,3 +459,56 @@ fn deep_inputs_are_refused_not_overflowed() {
     let printed = infix(m.graph(), m.outputs()[0], m.symbols()).to_string();
     assert_eq!(printed, chain);
 }
+
+/// `powi`'s exponent is never differentiated, so text may give it only an integer
+/// literal: a symbol or an expression there is `bad_syntax` naming `pow` (it would have had
+/// a partial of 0 silently), and every literal form parses and prints back.
+#[test]
+fn powi_takes_an_integer_literal_exponent() {
+    for text in [
+        "powi(x, n)",
+        "powi(x, 2 * n)",
+        "powi(x, 1.5)",
+        "powi(x, 2 + 1)",
+        "powi(x, -n)",
+        "powi(x, 1e10)",
+        "powi(x, y - 2)",
+        "powi(x, sin(2))",
+    ] {
+        match Formula::parse(text) {
+            Err(e @ Error::BadSyntax { .. }) => {
+                let shown = e.to_string();
+                assert!(shown.contains("pow(a, n)"), "{text}: {shown}");
+            }
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    for (text, n) in [
+        ("powi(x, 3)", 3),
+        ("powi(x, -2)", -2),
+        ("powi(x, (4))", 4),
+        ("powi(x, +5)", 5),
+        ("powi(x, -(1))", -1),
+        ("powi(x ** 2, 1)", 1),
+    ] {
+        let m = model(text);
+        let again = reprint(&reprint(text));
+        assert_eq!(
+            canonical(&model(&again)),
+            canonical(&m),
+            "{text} -> {again}"
+        );
+        let x = 1.25_f64;
+        let base = if text.contains("**") { x * x } else { x };
+        let want = base.powi(n);
+        let got = m.graph().eval_reference(m.outputs(), &[x], &[])[0];
+        assert!(
+            (got - want).abs() <= 1e-15 * want.abs(),
+            "{text}: {got} vs {want}"
+        );
+    }
+    // A graph printed from a closure's `powi` reads back.
+    let m = build(|| vec![var("x").powi(-3) + var("y").powi(7)]).unwrap();
+    let text = infix(m.graph(), m.outputs()[0], m.symbols()).to_string();
+    assert_eq!(canonical(&model(&text)), canonical(&m), "{text}");
+}

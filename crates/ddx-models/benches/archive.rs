@@ -75,7 +75,7 @@ fn main() {
         let bytes = std::fs::read(&path).expect("reads");
         let plain = compiled(n, false).to_bytes().expect("encodes");
         // The file holds the model graph and the Jacobian lane.
-        let nodes = eq.lane(LaneKind::Jacobian).graph.len();
+        let nodes = eq.lane(LaneKind::Jacobian).unwrap().graph.len();
         // Each kind of run in a loop of its own (a load right after a compile would find
         // the caches full of the compiler's data, and measure that).
         let c: Vec<f64> = (0..22)

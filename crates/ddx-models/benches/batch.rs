@@ -40,7 +40,7 @@ fn main() {
         let mut gc: Vec<&mut [f64]> = g.iter_mut().map(Vec::as_mut_slice).collect();
         eq.jacobian_batch(&cols, &mut vc, &mut gc)
             .expect("columns fit");
-        let prog = eq.lane(ddx::LaneKind::Jacobian);
+        let prog = eq.lane(ddx::LaneKind::Jacobian).unwrap();
         println!("lane: {} nodes", prog.graph.len());
     }
     println!("Kirby2 RSS Jacobian (n = {n}, {c} partial columns), {cores} cores");

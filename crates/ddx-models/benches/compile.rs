@@ -32,7 +32,7 @@ fn compile(n: usize, cache: Option<&Path>) -> (f64, usize) {
         eq.jit_status().compiled,
         if cache.is_some() { 0 } else { 2 }
     );
-    (ms, eq.lane(LaneKind::Jacobian).graph.len())
+    (ms, eq.lane(LaneKind::Jacobian).unwrap().graph.len())
 }
 
 fn stats(mut v: Vec<f64>) -> String {
@@ -58,7 +58,7 @@ fn main() {
         for _ in 0..5 {
             let t = Instant::now();
             let eq = build(n);
-            eq.lane(LaneKind::Jacobian);
+            eq.lane(LaneKind::Jacobian).unwrap();
             b.push(t.elapsed().as_secs_f64() * 1e3);
             c.push(compile(n, None).0);
             l.push(compile(n, Some(&dir)).0);

@@ -38,7 +38,7 @@ fn run<M: BenchModel>(model: &M, arm: &str, calls: usize, cache: Option<String>)
             );
             eprintln!(
                 "gradient lane: {} nodes",
-                eq.lane(LaneKind::Gradient).graph.len()
+                eq.lane(LaneKind::Gradient).unwrap().graph.len()
             );
             let mut g = vec![0.0; n];
             let mut s = 0.0;

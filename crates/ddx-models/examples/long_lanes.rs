@@ -28,11 +28,11 @@ fn chain(n: usize) -> Equation {
 }
 
 fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind, column: bool) {
-    let nodes = make().lane(kind).graph.len();
+    let nodes = make().lane(kind).unwrap().graph.len();
     let mut cells = Vec::new();
     for level in [OptLevel::Off, OptLevel::Speed] {
         let mut eq = make();
-        eq.lane(kind); // the lane's construction is not compile time
+        eq.lane(kind).unwrap(); // the lane's construction is not compile time
         let mut o = Options::with_backend(Backend::Compile);
         o.codegen.opt_level = level;
         if column {

@@ -30,7 +30,7 @@ fn run<M: BenchModel>(model: &M, arm: &str, calls: usize) {
         eq.set_options(Options::with_backend(Backend::Compile));
         assert!(eq.wait_for_kernel_of(kind), "{:?}", eq.jit_status());
     }
-    let g = &eq.lane(kind).graph;
+    let g = &eq.lane(kind).unwrap().graph;
     let selects = g
         .nodes()
         .iter()

@@ -181,7 +181,7 @@ fn remembered<S: Shape>(
     scratch: &mut Vec<f64>,
 ) -> Result<(), Error> {
     let n = eq.arity();
-    let lane = eq.lane(kind);
+    let lane = eq.lane(kind)?;
     let (values, outputs) = (lane.values, lane.outputs.len());
     let cells = match kind {
         LaneKind::Jacobian | LaneKind::Gradient | LaneKind::Hessian | LaneKind::Hvp => {

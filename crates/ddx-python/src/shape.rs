@@ -120,7 +120,7 @@ impl AnyEquation {
     pub(crate) fn to_dot(&self, all: bool) -> String {
         on!(self, e => e.to_dot(all))
     }
-    pub(crate) fn nodes(&self, want: LaneKind) -> usize {
+    pub(crate) fn nodes(&self, want: LaneKind) -> Result<usize, ddx::Error> {
         on!(self, e => e.nodes(want))
     }
     pub(crate) fn text(&self) -> String {

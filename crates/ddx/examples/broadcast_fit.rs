@@ -93,11 +93,11 @@ fn main() -> Result<(), ddx::Error> {
             y - b1 * (1.0 - (-b2 * x).exp())
         })?;
         eq.set_options(Options::with_backend(Backend::Compile));
-        let _ = eq.lane(LaneKind::Jacobian);
+        let _ = eq.lane(LaneKind::Jacobian).unwrap();
         let compiled = eq.wait_for_kernel_of(LaneKind::Jacobian);
         let build = t.elapsed().as_secs_f64();
         let build_peak = peak_since(base);
-        let nodes = eq.nodes(LaneKind::Jacobian);
+        let nodes = eq.nodes(LaneKind::Jacobian).unwrap();
         let cells = eq.jacobian_columns();
         let mut times = Vec::new();
         let base = mark();
@@ -134,11 +134,11 @@ fn main() -> Result<(), ddx::Error> {
                 .map(|(&x, &y)| y - b1 * (1.0 - (-b2 * x).exp()))
                 .collect::<Vec<Expr>>()
         })?;
-        let _ = sys.lane(LaneKind::Jacobian);
+        let _ = sys.lane(LaneKind::Jacobian).unwrap();
         let _ = sys.jacobian(&b[..])?; // the interpreter's program is lowered on first use
         let build = t.elapsed().as_secs_f64();
         let build_peak = peak_since(base);
-        let nodes = sys.nodes(LaneKind::Jacobian);
+        let nodes = sys.nodes(LaneKind::Jacobian).unwrap();
         let base = mark();
         let mut times = Vec::new();
         let mut last = None;

@@ -347,7 +347,7 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// [`Error::WrongArity`] or [`Error::ShortPoint`] unless `inputs` is the lane's input
     /// count; [`Error::WrongOutputLength`] unless `out` is its output count (nothing is
-    /// written); [`Error::WrongColumnCount`] for [`LaneKind::Tensor`], whose lanes are
+    /// written); [`Error::TensorLane`] for [`LaneKind::Tensor`], whose lanes are
     /// per order ([`Equation::derivative_tensor`]).
     pub fn lane_point_into(
         &self,
@@ -355,13 +355,7 @@ impl<S: Shape> Equation<S> {
         inputs: &[f64],
         out: &mut [f64],
     ) -> Result<(), Error> {
-        if !LaneKind::ALL.contains(&kind) {
-            return Err(Error::WrongColumnCount {
-                block: ddx_ir::Block::Tensors,
-                expected: 0,
-                got: out.len(),
-            });
-        }
+        fixed(kind, "lane_point_into")?;
         let lane = &self.prepared(kind).lane;
         let expected = lane.symbols + lane.seeds;
         if inputs.len() != expected {
@@ -803,6 +797,10 @@ impl<S: Shape> Equation<S> {
     ///
     /// [`Backend::Device`]: crate::Backend::Device
     pub fn uses_kernel_of(&self, want: LaneKind) -> bool {
+        // The tensor lanes (one per order) are always interpreted.
+        if fixed(want, "uses_kernel_of").is_err() {
+            return false;
+        }
         self.jit.uses_kernel(want) || self.device.uses_kernel(want)
     }
 
@@ -830,6 +828,9 @@ impl<S: Shape> Equation<S> {
     /// [`Backend::Device`]: crate::Backend::Device
     /// [`Backend::Interpret`]: crate::Backend::Interpret
     pub fn wait_for_kernel_of(&self, want: LaneKind) -> bool {
+        if fixed(want, "wait_for_kernel_of").is_err() {
+            return false;
+        }
         if self.device.active() {
             self.device.wait(&self.lanes, want)
         } else {
@@ -858,15 +859,17 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// [`Error::NoDevice`] unless the backend is [`Backend::Device`] and a device
     /// answers; the lane's [`Error::DeviceCompile`]; [`Error::DeviceLaunch`] when the
-    /// device cannot hold the columns.
+    /// device cannot hold the columns; [`Error::TensorLane`] for [`LaneKind::Tensor`].
     ///
     /// [`Backend::Device`]: crate::Backend::Device
     pub fn device_columns(&self, want: LaneKind, len: usize) -> Result<DeviceColumns, Error> {
+        fixed(want, "device_columns")?;
         self.device.columns(&self.lanes, want, len)
     }
 
     /// How long the device's compiler took to build lane `want`'s kernel, once built.
     pub fn device_build_time(&self, want: LaneKind) -> Option<std::time::Duration> {
+        fixed(want, "device_build_time").ok()?;
         self.device.build_time(want)
     }
 
@@ -874,6 +877,7 @@ impl<S: Shape> Equation<S> {
     /// [`OptLevel::Off`] (the quick tier), then the level the options ask for — or `None`
     /// while the interpreter answers it.
     pub fn kernel_level_of(&self, want: LaneKind) -> Option<OptLevel> {
+        fixed(want, "kernel_level_of").ok()?;
         self.jit.level(want)
     }
 
@@ -883,6 +887,7 @@ impl<S: Shape> Equation<S> {
     ///
     /// [`Backend::Adapt`]: crate::Backend::Adapt
     pub fn warming_of(&self, want: LaneKind) -> Option<Warming> {
+        fixed(want, "warming_of").ok()?;
         self.jit.warming(want)
     }
 
@@ -898,8 +903,23 @@ impl<S: Shape> Equation<S> {
     }
 
     /// The lane graph a call of kind `kind` runs (built on first use).
-    pub fn lane(&self, kind: LaneKind) -> &Lane {
-        &self.prepared(kind).lane
+    ///
+    /// # Errors
+    /// [`Error::TensorLane`] for [`LaneKind::Tensor`]: the tensor lanes are one per order
+    /// ([`Equation::derivative_tensor`]), not one of the fixed lanes.
+    pub fn lane(&self, kind: LaneKind) -> Result<&Lane, Error> {
+        fixed(kind, "lane")?;
+        Ok(&self.prepared(kind).lane)
+    }
+}
+
+/// `kind` itself when it is one of the fixed lanes ([`LaneKind::ALL`]); else
+/// [`Error::TensorLane`] naming `call`.
+pub(crate) fn fixed(kind: LaneKind, call: &'static str) -> Result<LaneKind, Error> {
+    if LaneKind::ALL.contains(&kind) {
+        Ok(kind)
+    } else {
+        Err(Error::TensorLane { call })
     }
 }
 

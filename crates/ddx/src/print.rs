@@ -35,7 +35,7 @@ impl<S: Shape> fmt::Display for Equation<S> {
         // Expressions name parameters too (they follow the symbols); the derivative rows
         // are one per symbol.
         let names = model.inputs();
-        let lane = self.lane(LaneKind::Jacobian);
+        let lane = &self.prepared(LaneKind::Jacobian).lane;
         let cells = lane.pattern.as_ref().map_or(&[][..], |p| p.entries());
         for (i, &out) in model.outputs().iter().enumerate() {
             if i > 0 {
@@ -62,14 +62,17 @@ impl<S: Shape> Equation<S> {
     /// (needed for the value but not for any partial) are drawn too, dashed and grey, and
     /// the value outputs are marked `f0`, `f1`, …. Render with `dot -Tsvg`.
     pub fn to_dot(&self, all: bool) -> String {
-        ddx_ir::text::dot(self.model(), self.lane(LaneKind::Gradient), all)
+        ddx_ir::text::dot(self.model(), &self.prepared(LaneKind::Gradient).lane, all)
     }
 
     /// How many nodes a call of kind `want` evaluates: the node count of its lane graph,
     /// which holds only what the call's outputs reach — inputs and constants included. So
     /// `nodes(LaneKind::Gradient) <= nodes(LaneKind::Jacobian)`, and the graph
     /// [`Equation::to_dot`]`(false)` draws has `nodes(LaneKind::Gradient)` nodes.
-    pub fn nodes(&self, want: LaneKind) -> usize {
-        self.lane(want).graph.len()
+    ///
+    /// # Errors
+    /// [`Error::TensorLane`](crate::Error::TensorLane) for [`LaneKind::Tensor`].
+    pub fn nodes(&self, want: LaneKind) -> Result<usize, crate::Error> {
+        Ok(self.lane(want)?.graph.len())
     }
 }

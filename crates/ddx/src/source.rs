@@ -32,19 +32,20 @@ impl<S: Shape> Equation<S> {
     ///
     /// # Errors
     /// [`Error::BadName`] when `name` is not an identifier both Rust and C accept
-    /// ([`ddx_ir::emit::check_name`]).
+    /// ([`ddx_ir::emit::check_name`]); [`Error::TensorLane`] for [`LaneKind::Tensor`].
     pub fn to_rust_source(&self, name: &str, lane: LaneKind) -> Result<String, Error> {
         emit::check_name(name)?;
+        let main = self.lane(lane)?;
         let style = emit::RustStyle::default();
         match self.twin(lane) {
             Some(twin) => emit::rust_mended(
-                self.lane(lane),
+                main,
                 &twin.lane,
                 self.model().inputs(),
                 name,
                 &style,
             ),
-            None => emit::rust(self.lane(lane), self.model().inputs(), name, &style),
+            None => emit::rust(main, self.model().inputs(), name, &style),
         }
     }
 
@@ -63,12 +64,14 @@ impl<S: Shape> Equation<S> {
     /// from ddx's (Rust's correctly rounded `cbrt`) in the last bit (`ddx_ir::emit`).
     ///
     /// # Errors
-    /// [`Error::BadName`] when `name` is not an identifier both Rust and C accept.
+    /// [`Error::BadName`] when `name` is not an identifier both Rust and C accept;
+    /// [`Error::TensorLane`] for [`LaneKind::Tensor`].
     pub fn to_c_source(&self, name: &str, lane: LaneKind) -> Result<String, Error> {
         emit::check_name(name)?;
+        let main = self.lane(lane)?;
         match self.twin(lane) {
-            Some(twin) => emit::c_mended(self.lane(lane), &twin.lane, self.model().inputs(), name),
-            None => emit::c(self.lane(lane), self.model().inputs(), name),
+            Some(twin) => emit::c_mended(main, &twin.lane, self.model().inputs(), name),
+            None => emit::c(main, self.model().inputs(), name),
         }
     }
 }

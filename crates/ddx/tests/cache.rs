@@ -430,7 +430,7 @@ fn a_finite_difference_loop_resweeps_only_what_each_coordinate_reaches() {
     assert_eq!((s.sweeps, s.resweeps, s.hits), (1, n as u64, 0), "{s:?}");
     // One full sweep, then n re-sweeps, each of the terms its coordinates reach and the
     // running sum after them (about n²/2 additions in all): far below n full sweeps.
-    let tape = on.lane(LaneKind::Value).graph.len() as u64;
+    let tape = on.lane(LaneKind::Value).unwrap().graph.len() as u64;
     assert!(
         s.instructions < n as u64 * tape / 4,
         "{} instructions for {n} re-sweeps of a {tape}-node lane",

@@ -25,6 +25,7 @@ fn every_engine_agrees_on_the_contracted_graph() {
         jit.set_options(with(true, Backend::Compile));
         let fmas = interp
             .lane(LaneKind::Gradient)
+            .unwrap()
             .graph
             .nodes()
             .iter()
@@ -32,6 +33,7 @@ fn every_engine_agrees_on_the_contracted_graph() {
             .count();
         let products = plain
             .lane(LaneKind::Gradient)
+            .unwrap()
             .graph
             .nodes()
             .iter()

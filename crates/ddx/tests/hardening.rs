@@ -12,8 +12,8 @@ fn a_sink_may_run_another_program() {
         x * y.sin() + (x / y).exp()
     })
     .unwrap();
-    let value = Program::lower(eq.lane(LaneKind::Value), Schedule::Level);
-    let gradient = Program::lower(eq.lane(LaneKind::Gradient), Schedule::Level);
+    let value = Program::lower(eq.lane(LaneKind::Value).unwrap(), Schedule::Level);
+    let gradient = Program::lower(eq.lane(LaneKind::Gradient).unwrap(), Schedule::Level);
     let x = [0.7, 1.3];
     let mut g = [0.0; 2];
     gradient.run(&x, &mut g).unwrap();
@@ -51,7 +51,7 @@ fn a_sink_may_run_another_program() {
 fn programs_refuse_wrong_lengths() {
     // `run` and `run_with` asserted their slice lengths (a panic on user input).
     let eq = rt::equation(|| rt::var("x") * rt::var("y")).unwrap();
-    let p = Program::lower(eq.lane(LaneKind::Gradient), Schedule::Level);
+    let p = Program::lower(eq.lane(LaneKind::Gradient).unwrap(), Schedule::Level);
     let mut out = [0.0; 2];
     assert_eq!(
         p.run(&[1.0], &mut out).unwrap_err().code(),
@@ -70,4 +70,44 @@ fn programs_refuse_wrong_lengths() {
     assert!(!called);
     p.run(&[3.0, 5.0], &mut out).unwrap();
     assert_eq!(out, [5.0, 3.0]);
+}
+
+/// `LaneKind::Tensor` names no fixed lane: every call that takes a lane kind answers it
+/// without a panic — an error where the call returns one, "no kernel" where it asks
+/// about kernels — under every backend.
+#[test]
+fn the_tensor_lane_kind_is_refused_everywhere_without_a_panic() {
+    use ddx::{Backend, Errc, Options};
+    for backend in [
+        Backend::Interpret,
+        Backend::Compile,
+        Backend::Adapt,
+        Backend::Device,
+    ] {
+        let mut eq = rt::equation(|| rt::var("x").sin() * rt::var("y")).unwrap();
+        eq.set_options(Options::with_backend(backend));
+        let t = LaneKind::Tensor;
+        assert_eq!(eq.lane(t).unwrap_err().code(), Errc::TensorLane);
+        assert_eq!(eq.nodes(t).unwrap_err().code(), Errc::TensorLane);
+        let e = eq.to_rust_source("f", t).unwrap_err();
+        assert_eq!(e.code(), Errc::TensorLane);
+        assert!(e.to_string().contains("derivative_tensor"), "{e}");
+        assert_eq!(eq.to_c_source("f", t).unwrap_err().code(), Errc::TensorLane);
+        let mut out = [0.0; 4];
+        let e = eq.lane_point_into(t, &[1.0, 2.0], &mut out).unwrap_err();
+        assert_eq!(e.code(), Errc::TensorLane);
+        assert_eq!(
+            eq.device_columns(t, 8).err().map(|e| e.code()),
+            Some(Errc::TensorLane)
+        );
+        assert!(!eq.uses_kernel_of(t));
+        assert!(!eq.wait_for_kernel_of(t));
+        assert_eq!(eq.kernel_level_of(t), None);
+        assert!(eq.warming_of(t).is_none());
+        assert!(eq.device_build_time(t).is_none());
+        assert_eq!(eq.tape_memory(t), 0);
+        // The fixed lanes still answer, and the tensor lanes through their own call.
+        assert!(eq.lane(LaneKind::Hessian).is_ok());
+        assert_eq!(eq.derivative_tensor(3, [1.0, 2.0]).unwrap().len(), 8);
+    }
 }

@@ -423,7 +423,7 @@ fn a_lane_over_the_node_limit_is_interpreted_and_reported() {
         .expect("builds")
     };
     let mut eq = build();
-    let nodes = eq.lane(LaneKind::Value).graph.len();
+    let nodes = eq.lane(LaneKind::Value).unwrap().graph.len();
     assert!(nodes > ddx::MAX_KERNEL_NODES, "{nodes} nodes");
     let oracle = eq.clone(); // shares the lane; stays `Interpret`
     eq.set_options(options(Backend::Compile));

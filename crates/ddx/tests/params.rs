@@ -31,7 +31,7 @@ fn a_parameter_has_no_partial_in_any_lane() {
     assert_eq!(eq.arity(), 2);
     assert_eq!(eq.param_count(), 1);
     for kind in LaneKind::ALL {
-        let lane = eq.lane(kind);
+        let lane = eq.lane(kind).unwrap();
         assert_eq!((lane.symbols, lane.params), (2, 1), "{kind:?}");
         if let Some(p) = &lane.pattern {
             assert_eq!(p.columns(), 2, "{kind:?}");

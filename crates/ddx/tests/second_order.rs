@@ -229,7 +229,7 @@ fn symmetric_to_the_last_ulp_without_cancellation_and_normwise_with_it() {
 
 /// The compressed block, read straight off the Hessian lane's outputs.
 fn compressed_block(eq: &Equation, x: &[f64]) -> Vec<f64> {
-    let lane = eq.lane(LaneKind::Hessian);
+    let lane = eq.lane(LaneKind::Hessian).unwrap();
     let out = lane.graph.eval_reference(&lane.outputs, x, &[]);
     let nnz = lane.pattern.as_ref().unwrap().nonzeros();
     out[lane.values + nnz..].to_vec()
@@ -248,7 +248,12 @@ fn the_compressed_block_is_the_products_along_the_colour_groups() {
         let colours = eq.hessian_colors();
         assert_eq!(block.len(), colours * n);
         assert_eq!(eq.hessian_columns(), colours * n);
-        let layout = eq.lane(LaneKind::Hessian).hessian.as_ref().unwrap();
+        let layout = eq
+            .lane(LaneKind::Hessian)
+            .unwrap()
+            .hessian
+            .as_ref()
+            .unwrap();
         for k in 0..colours {
             let v: Vec<f64> = (0..n)
                 .map(|j| {

@@ -189,6 +189,10 @@ pub enum Syntax {
     LeadingZero,
     /// A function name used as a value, without a call.
     FunctionNotCalled(Op),
+    /// The exponent of `powi(a, n)` is not an integer literal (as `3` or `-2`): `powi`
+    /// never differentiates its exponent, so a symbol or an expression there would be
+    /// given a partial of 0 silently; `pow(a, n)` or `a ** n` differentiate both.
+    PowiExponent,
     /// Parentheses, calls, signs and `**` nest deeper than the parser allows.
     TooDeep {
         /// The most levels allowed.
@@ -232,6 +236,11 @@ impl fmt::Display for Syntax {
                 f,
                 "`{op}` is a function, not a symbol; call it as `{op}(…)`, or name the \
                  symbol differently"
+            ),
+            Syntax::PowiExponent => f.write_str(
+                "the exponent of `powi(a, n)` must be an integer literal such as `3` or `-2` \
+                 (it is never differentiated); for a variable exponent write `pow(a, n)` or \
+                 `a ** n`",
             ),
             Syntax::TooDeep { limit } => write!(
                 f,

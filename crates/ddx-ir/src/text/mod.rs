@@ -23,6 +23,9 @@
 //! Decisions on names: a **function name is reserved** — written without a call (`sin + 1`)
 //! it is `bad_syntax`, never a symbol. **`pi`, `e`, `inf` and `nan` are not keywords**:
 //! they are symbol names like any other, so a text wanting π writes the number.
+//! **`powi(a, n)` takes an integer literal** (`3`, `-2`, `(4)`) as `n`: its exponent is
+//! never differentiated, so anything else there ([`Syntax::PowiExponent`]) would get a
+//! partial of 0 silently; `pow(a, n)` and `a ** n` differentiate both operands.
 //!
 //! A parsed [`Formula`] is independent of any model: [`model`] seals formulas into a
 //! [`Model`] (one output each), and [`Formula::bind`] instantiates one inside a model

@@ -314,10 +314,28 @@ impl<'a> Parser<'a> {
         self.open(0, Then::Argument { op, given })
     }
 
+    /// Whether the code read last is an integer literal `k` or `-k` (with any parentheses
+    /// or `+` signs, which leave no code), `|k| ≤ i32::MAX`: what `powi` takes as exponent.
+    fn ends_in_integer_literal(&self) -> bool {
+        let neg = Item::Apply {
+            op: Op::Neg,
+            flip: false,
+        };
+        let v = match self.code.as_slice() {
+            [.., Item::Number(v), last] if *last == neg => *v,
+            [.., Item::Number(v)] => *v,
+            _ => return false,
+        };
+        v.fract() == 0.0 && v.abs() <= f64::from(i32::MAX)
+    }
+
     /// The `)` of a call of `op` with `given` arguments is next.
     fn end_call(&mut self, op: Callee, given: usize) -> Result<State, Error> {
         if given < op.arity() {
             return Err(op.wrong_count(self.text, self.peek.start, given));
+        }
+        if matches!(op, Callee::Op(Op::Powi)) && !self.ends_in_integer_literal() {
+            return Err(bad(self.text, self.peek.start, Syntax::PowiExponent));
         }
         self.advance()?;
         self.code.push(match op {

@@ -289,8 +289,8 @@ pub(crate) fn equation_cached<R: ModelOutput>(
         }
     }
     let eq = Equation::from_model(built);
-    eq.lane(LaneKind::Value);
-    eq.lane(LaneKind::Jacobian);
+    eq.prepared(LaneKind::Value);
+    eq.prepared(LaneKind::Jacobian);
     eq.save(path)?;
     Ok(eq)
 }

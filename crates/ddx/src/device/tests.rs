@@ -327,7 +327,7 @@ fn transcendental(lane: &Lane) -> bool {
 
 /// Runs lane `kind` of `eq` over `xs` as a batch call, answering its output columns.
 fn lane_batch(eq: &Equation<System>, kind: LaneKind, xs: &[Vec<f64>], len: usize) -> Vec<Vec<f64>> {
-    let outputs = eq.lane(kind).outputs.len();
+    let outputs = eq.lane(kind).unwrap().outputs.len();
     let mut out = vec![vec![0.0; len]; outputs];
     let ins: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
     let mut outs: Vec<&mut [f64]> = out.iter_mut().map(Vec::as_mut_slice).collect();
@@ -353,7 +353,7 @@ fn batch_calls_of_exact_graphs_equal_the_interpreter_bit_for_bit() {
                 "{kind:?}: {:?}",
                 eq.device_status()
             );
-            let lane = eq.lane(kind).clone();
+            let lane = eq.lane(kind).unwrap().clone();
             let inputs = lane.symbols + lane.seeds;
             for len in [1, 7, 64, 129, 1000] {
                 let mut rng = Rng(seed * 1000 + len as u64);

@@ -48,6 +48,9 @@ impl<S: Shape> Equation<S> {
     /// sweep order). `0` until a remembered call has used the lane. The entries
     /// themselves are the cache's ([`crate::cache::Entry::memory`]).
     pub fn tape_memory(&self, kind: LaneKind) -> usize {
+        if super::fixed(kind, "tape_memory").is_err() {
+            return 0; // the tensor lanes are never remembered
+        }
         self.prepared(kind)
             .tape_if_built()
             .map_or(0, |t| t.memory())

@@ -151,7 +151,7 @@ fn check_model(model: &Model, rng: &mut Rng, batches: &[usize]) -> Result<(), Te
                 eq.jit_status()
             );
             prop_assert_eq!(eq.kernel_level_of(kind), Some(options.codegen.opt_level));
-            let lane = oracle.lane(kind);
+            let lane = oracle.lane(kind).unwrap();
             let (inputs, outputs) = (lane.symbols + lane.seeds, lane.outputs.len());
             for _ in 0..4 {
                 let x: Vec<f64> = (0..inputs).map(|_| rng.value()).collect();
@@ -263,7 +263,7 @@ fn a_long_lane_runs_as_segments() {
     assert!(eq.wait_for_kernel_of(kind), "{:?}", eq.jit_status());
     let state = eq.jit.state.as_ref().expect("compiling");
     let kernel = state.slot(kind).current().expect("a kernel");
-    let lane = eq.lane(kind);
+    let lane = eq.lane(kind).unwrap();
     let nodes = lane.graph.len();
     assert!(nodes > 64, "{nodes} nodes");
     assert_eq!(kernel.functions(), nodes.div_ceil(16), "{nodes} nodes");
@@ -280,7 +280,7 @@ fn a_plan_gives_a_slot_to_exactly_the_values_crossing_a_boundary() {
     let model = random_model(9, 200, 3, 3);
     let eq = Equation::<System>::from_model(model);
     for kind in LaneKind::ALL {
-        let lane = eq.lane(kind);
+        let lane = eq.lane(kind).unwrap();
         let per = 7;
         let Some(plan) = super::lower::Plan::new(lane, per) else {
             assert!(lane.graph.len() <= per);
@@ -329,6 +329,7 @@ fn a_batch_split_across_threads_agrees() {
     let mut rng = Rng(99);
     let nodes = Equation::<System>::from_model(model.clone())
         .lane(LaneKind::Jacobian)
+        .unwrap()
         .graph
         .len();
     let len = (crate::PARALLEL_WORK / nodes.max(1)) * 2 + 77;
@@ -362,7 +363,7 @@ fn calls_never_wait_for_the_compiler_and_stay_exact_across_the_switch() {
     let kind = LaneKind::Jacobian;
     let model = random_model(11, 60, 3, 2);
     let oracle = Equation::<System>::from_model(model.clone());
-    let lane = oracle.lane(kind);
+    let lane = oracle.lane(kind).unwrap();
     let (inputs, outputs) = (lane.symbols + lane.seeds, lane.outputs.len());
     let mut rng = Rng(3);
     let points: Vec<Vec<f64>> = (0..64)
@@ -433,7 +434,7 @@ fn calls_never_wait_for_the_compiler_and_stay_exact_across_the_switch() {
 fn a_change_of_options_abandons_the_compile_in_flight() {
     let kind = LaneKind::Value;
     let mut eq = Equation::<System>::from_model(random_model(5, 30, 2, 1));
-    let mut out = vec![0.0; eq.lane(kind).outputs.len()];
+    let mut out = vec![0.0; eq.lane(kind).unwrap().outputs.len()];
     eq.eval_into(kind, &[0.5, 0.25], &mut out); // the lane is prepared: asked at once
     let held = pause();
     eq.set_options(compile_options(1));
@@ -687,7 +688,7 @@ fn a_small_lane_compiles_while_a_large_one_is_compiling() {
     state.hold.arm();
     let mut out = [0.0];
     large.eval_into(kind, &[0.5, 0.25], &mut out); // asks for the large kernel
-    assert!(large.lane(kind).graph.len() > super::compile::SMALL_NODES);
+    assert!(large.lane(kind).unwrap().graph.len() > super::compile::SMALL_NODES);
     state.hold.wait_holding();
 
     let mut small = Equation::<System>::from_model(random_model(1, 2, 1, 1));
