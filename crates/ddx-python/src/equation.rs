@@ -690,7 +690,9 @@ impl Equation {
     /// How many nodes a call for `want` evaluates.
     #[pyo3(signature = (*, want = Int::JACOBIAN), text_signature = "($self, *, want=1)")]
     fn nodes(&self, py: Python<'_>, want: Int) -> PyResult<usize> {
-        self.rust().nodes(lane_kind(py, &want, "Equation.nodes")?).or_raise()
+        self.rust()
+            .nodes(lane_kind(py, &want, "Equation.nodes")?)
+            .or_raise()
     }
 
     /// Whether calls of the Jacobian lane are answered by compiled code now.

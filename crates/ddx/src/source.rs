@@ -38,13 +38,7 @@ impl<S: Shape> Equation<S> {
         let main = self.lane(lane)?;
         let style = emit::RustStyle::default();
         match self.twin(lane) {
-            Some(twin) => emit::rust_mended(
-                main,
-                &twin.lane,
-                self.model().inputs(),
-                name,
-                &style,
-            ),
+            Some(twin) => emit::rust_mended(main, &twin.lane, self.model().inputs(), name, &style),
             None => emit::rust(main, self.model().inputs(), name, &style),
         }
     }
