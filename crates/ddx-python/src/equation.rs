@@ -828,11 +828,17 @@ impl Equation {
         py.detach(|| eq.verify(&path)).or_raise()
     }
 
-    /// Pickles through the archive bytes (kernels included; one made for another host or
-    /// build is never run: its lane compiles instead).
-    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Py<PyAny>, (Bound<'py, PyBytes>,))> {
-        let f = py.import("ddx._ddx")?.getattr("from_bytes")?.unbind();
-        Ok((f, (self.to_bytes(py)?,)))
+    /// Pickles through the archive bytes (kernels and bound parameter values included; a
+    /// kernel made for another host or build is never run: its lane compiles instead),
+    /// with whether it remembers its last calls (an unpickled one starts with an empty
+    /// cache).
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Py<PyAny>, (Bound<'py, PyBytes>, bool))> {
+        let f = py.import("ddx._ddx")?.getattr("_unpickle")?.unbind();
+        Ok((f, (self.to_bytes(py)?, self.remember())))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -963,6 +969,17 @@ fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Equation> {
     Ok(Equation::new(eq))
 }
 
+/// The unpickler of `Equation`: the equation `data` holds, remembering its last calls
+/// when `remember` (a fresh cache).
+#[pyfunction]
+fn _unpickle(py: Python<'_>, data: &[u8], remember: bool) -> PyResult<Equation> {
+    let eq = from_bytes(py, data)?;
+    if remember {
+        eq.set_remember(true);
+    }
+    Ok(eq)
+}
+
 /// Raises unless this build can read the equation file at `path` at all.
 #[pyfunction]
 fn verify_file(py: Python<'_>, path: PathBuf) -> PyResult<()> {
@@ -978,6 +995,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(system_text, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(from_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(_unpickle, m)?)?;
     m.add_function(wrap_pyfunction!(verify_file, m)?)?;
     Ok(())
 }

@@ -7,6 +7,8 @@ bits); per-point calls against the batch (the same bits)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -158,3 +160,22 @@ def test_symbol_rows_of_length_one_broadcast_too() -> None:
     for i in (0, 7, 29):
         v, g = eq.jacobian([2.0, 0.5, t[i]])
         assert values[i] == v and np.array_equal(jac[:, i], g)
+
+
+def test_pickling_keeps_the_binding_and_remember() -> None:
+    import pickle
+
+    eq = ddx.equation("k * exp(x) + c", params=["c", "k"], remember=True)
+    bound = eq.with_params({"c": 1.0, "k": 2.0})
+    back = pickle.loads(pickle.dumps(bound))
+    assert back.remember
+    assert back.parameters == ["c", "k"]
+    assert back.evaluate([0.5]) == bound.evaluate([0.5]) == 2.0 * math.exp(0.5) + 1.0
+    assert back.evaluate([0.5]) == back.evaluate([0.5])
+    stats = back.cache_stats()
+    assert stats is not None and stats["hits"] >= 1
+    plain = pickle.loads(pickle.dumps(ddx.equation("k * exp(x)", params=["k"])))
+    assert not plain.remember
+    with pytest.raises(ddx.Error) as e:
+        plain.evaluate([0.5])
+    assert e.value.code is ddx.errc.unbound_parameter

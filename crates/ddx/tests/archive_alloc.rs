@@ -45,10 +45,10 @@ fn text(s: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// The file around `body`: magic, version 2, length, checksum.
+/// The file around `body`: magic, version 3, length, checksum.
 fn file(body: &[u8]) -> Vec<u8> {
     let mut out = b"\x89DDXEQN\n".to_vec();
-    out.extend_from_slice(&2u32.to_le_bytes());
+    out.extend_from_slice(&3u32.to_le_bytes());
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
     let mut h = blake3::Hasher::new();
     h.update(&out);
@@ -71,8 +71,8 @@ const HUGE: u64 = 1 << 60;
 
 #[test]
 fn claimed_lengths_are_never_allocated() {
-    // writer, scalar, ops ["neg", "sin"], symbols ["x"], no parameters, then the model's
-    // node count.
+    // writer, scalar, ops ["neg", "sin"], symbols ["x"], no parameters, no bound values,
+    // then the model's node count.
     let mut head = Vec::new();
     text("ddx test", &mut head);
     head.push(1);
@@ -82,6 +82,7 @@ fn claimed_lengths_are_never_allocated() {
     varint(1, &mut head);
     text("x", &mut head);
     varint(0, &mut head);
+    head.push(0); // no bound values
 
     // 2^60 model nodes, two present.
     let mut body = head.clone();
@@ -102,6 +103,15 @@ fn claimed_lengths_are_never_allocated() {
     let (e, peak) = load(&file(&body));
     assert_eq!(e.code(), Errc::ArchiveCorrupt, "{e}");
     assert!(peak < LIMIT, "{peak} bytes for a claim of 2^60 symbols");
+
+    // 2^60 bound parameter values.
+    let mut body = head[..head.len() - 1].to_vec();
+    body.push(1); // Some
+    varint(HUGE, &mut body);
+    body.extend_from_slice(&1.0f64.to_le_bytes());
+    let (e, peak) = load(&file(&body));
+    assert_eq!(e.code(), Errc::ArchiveCorrupt, "{e}");
+    assert!(peak < LIMIT, "{peak} bytes for a claim of 2^60 bound values");
 
     // A writer name of 2^60 bytes.
     let mut body = Vec::new();
@@ -142,6 +152,7 @@ fn a_hand_made_file_loads() {
     varint(1, &mut body);
     text("x", &mut body);
     varint(0, &mut body); // no parameters
+    body.push(0); // no bound values
     varint(2, &mut body);
     body.extend_from_slice(&[1, 0, 3, 1, 1]);
     varint(1, &mut body);

@@ -527,3 +527,20 @@ fn the_last_call_cache_tells_bindings_apart() {
         assert!(same_bits(&a, &b), "T = {t}: {a:?} vs {b:?}");
     }
 }
+
+/// A bound equation saved and loaded keeps its binding; an unbound one stays unbound.
+#[test]
+fn a_binding_survives_saving_and_loading() {
+    let eq = rt::equation(|| rt::param("k") * rt::var("x").exp() + rt::param("c")).unwrap();
+    let bound = eq.with_params([1.0, 2.0]).unwrap();
+    let back = Equation::<Scalar>::from_bytes(&bound.to_bytes().unwrap()).unwrap();
+    assert_eq!(back.bound_params(), Some(&[1.0, 2.0][..]));
+    assert_eq!(
+        back.evaluate([0.5]).unwrap().to_bits(),
+        bound.evaluate([0.5]).unwrap().to_bits()
+    );
+    // Unbound stays unbound.
+    let back = Equation::<Scalar>::from_bytes(&eq.to_bytes().unwrap()).unwrap();
+    assert_eq!(back.bound_params(), None);
+    assert_eq!(back.evaluate([0.5]).unwrap_err().code(), Errc::UnboundParameter);
+}

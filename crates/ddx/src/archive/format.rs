@@ -13,7 +13,7 @@
 //!
 //! The body holds the writer's operator table by name (a node's operation is an index into
 //! it, so a build that adds or reorders operations still reads the file), the symbols, the
-//! model graph, every prepared lane (graph, outputs, input counts, Jacobian pattern,
+//! model graph, the parameter values bound when it was written (if any), every prepared lane (graph, outputs, input counts, Jacobian pattern,
 //! Hessian pattern and colouring), the options (their code-generation identity and
 //! policy; not `cache_dir` or `device`, which are the machine's), and each kernel kept with
 //! the key it was compiled for and the host fingerprint in that key. A node's arguments are
@@ -45,8 +45,8 @@ use std::path::Path;
 const MAGIC: &[u8; 8] = b"\x89DDXEQN\n";
 /// The format version this build writes and reads.
 /// Version 2 added the parameters (a model's names never differentiated, and each lane's
-/// parameter count).
-pub(crate) const VERSION: u32 = 2;
+/// parameter count); version 3 the parameter values bound when it was written.
+pub(crate) const VERSION: u32 = 3;
 const HEADER: usize = 52;
 
 /// The body of a file.
@@ -65,6 +65,8 @@ struct Body<'a> {
     /// The parameters, in canonical order; `Symbol(n + j)` nodes are parameter `j`.
     #[serde(borrow)]
     params: Vec<&'a str>,
+    /// The parameter values bound when it was written (one per parameter), if any.
+    bound: Option<Vec<f64>>,
     model: GraphRec,
     lanes: Vec<LaneRec>,
     options: OptionsRec,
@@ -163,6 +165,8 @@ pub(crate) struct Decoded {
     pub(crate) options: Options,
     /// Each for a lane of `lanes` in the variant `options` select.
     pub(crate) kernels: Vec<StoredKernel>,
+    /// The bound parameter values (one per parameter), if it was written bound.
+    pub(crate) bound: Option<Vec<f64>>,
 }
 
 /// What is to be written.
@@ -172,6 +176,7 @@ pub(crate) struct Parts<'a> {
     pub(crate) lanes: Vec<(bool, &'a Lane)>,
     pub(crate) options: &'a Options,
     pub(crate) kernels: &'a [StoredKernel],
+    pub(crate) bound: Option<&'a [f64]>,
 }
 
 fn u32_of(n: usize) -> u32 {
@@ -277,6 +282,7 @@ pub(crate) fn encode(parts: &Parts<'_>, path: &Path) -> Result<Vec<u8>, Error> {
             .iter()
             .map(String::as_str)
             .collect(),
+        bound: parts.bound.map(<[f64]>::to_vec),
         model: graph_rec(parts.model.graph(), parts.model.outputs()),
         lanes: parts
             .lanes
@@ -428,6 +434,11 @@ fn parts(body: Body<'_>) -> Result<Decoded, Refusal> {
     let m = outputs.len();
     let model = Model::from_parts_with_params(graph, outputs, symbols, params)
         .map_err(|e| format!("model: {e}"))?;
+    if let Some(b) = &body.bound {
+        if b.len() != p {
+            return Err(format!("{} bound values for {p} parameters", b.len()).into());
+        }
+    }
     if body.scalar && m != 1 {
         return Err(format!("a scalar equation with {m} outputs").into());
     }
@@ -468,6 +479,7 @@ fn parts(body: Body<'_>) -> Result<Decoded, Refusal> {
         lanes,
         options,
         kernels,
+        bound: body.bound,
     })
 }
 

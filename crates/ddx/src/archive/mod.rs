@@ -126,7 +126,8 @@ fn shape_mismatch<S: Shape>(d: &Decoded, path: &Path) -> Option<Error> {
 }
 
 impl<S: Shape> Equation<S> {
-    /// This equation as the bytes [`Equation::save`] writes: symbols, model graph, every
+    /// This equation as the bytes [`Equation::save`] writes: symbols, parameters and their
+    /// bound values (if bound: loading gives the equation bound to them), model graph, every
     /// lane prepared so far (with its Jacobian pattern and Hessian colouring), the options
     /// (less [`Options::cache_dir`] and [`Options::device`], which are the machine's), and
     /// each kernel answering now whose code [`Options::retain_object`] kept.
@@ -154,6 +155,7 @@ impl<S: Shape> Equation<S> {
                 lanes: core.prepared_lanes().collect(),
                 options: &options,
                 kernels: &kernels,
+                bound: self.bound_params(),
             },
             path,
         )
@@ -193,7 +195,12 @@ impl<S: Shape> Equation<S> {
         // compiles when it is first called, as a lane first prepared after the options
         // were set does.
         let jit = crate::jit::Jit::with_saved(&d.options, &core, &[], &d.kernels);
-        Equation::from_parts(core, d.options, jit)
+        let mut eq = Equation::from_parts(core, d.options, jit);
+        if let Some(b) = d.bound {
+            // Checked against the parameter count when decoded.
+            eq.bound = b.into();
+        }
+        eq
     }
 
     /// Writes this equation to `path` ([`Equation::to_bytes`]'s bytes), replacing any file
