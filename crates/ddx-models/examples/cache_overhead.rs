@@ -21,7 +21,9 @@
 //! A warm-up round runs first, outside the count (one gradient for `fd`, one pass over the
 //! 16 points otherwise), so that what is built once per lane and kept (the interpreter's
 //! programs, the cache's tape program and per-symbol reach lists) is not in the figure;
-//! the `on` arm prints the cache's counts and the bytes the tape holds. Only the loop is
+//! the `on` arm prints the cache's counts and the bytes the tape holds. Every run prints the
+//! loop's wall time per rep (`ns/rep`; run natively for it, arms interleaved, the machine
+//! being shared). Only the loop is
 //! meant to be counted: it is the function `measured`, so
 //!
 //! ```sh
@@ -158,9 +160,11 @@ fn main() {
         &points,
         if workload == "fd" { 1 } else { 16 },
     );
+    let clock = std::time::Instant::now();
     let sum = measured(&eq, workload, &points, reps);
+    let ns = clock.elapsed().as_nanos() as f64 / reps as f64;
     println!(
-        "{workload} {cache} {backend} n={n} reps={reps} {} sum={sum} warm={warm}",
+        "{workload} {cache} {backend} n={n} reps={reps} {} sum={sum} warm={warm} ns/rep={ns:.0}",
         arg(6, "chain")
     );
     // CACHE-ONLY-BEGIN
