@@ -29,6 +29,8 @@ struct Arena {
     tag: u64,
     graph: Graph,
     names: Vec<String>,
+    /// Whether each of `names` is a parameter (`param`) rather than a symbol (`var`).
+    is_param: Vec<bool>,
     by_name: FxHashMap<String, SymbolId>,
     error: Option<Error>,
 }
@@ -66,6 +68,7 @@ pub fn build(model: impl FnOnce() -> Vec<Expr>) -> Result<Model, Error> {
             tag,
             graph: Graph::new(),
             names: Vec::new(),
+            is_param: Vec::new(),
             by_name: FxHashMap::default(),
             error: None,
         });
@@ -105,7 +108,12 @@ pub fn build(model: impl FnOnce() -> Vec<Expr>) -> Result<Model, Error> {
     if !any_symbolic {
         return Err(Error::NoGraph);
     }
-    Ok(Model::seal(&arena.graph, &ids, arena.names))
+    Ok(Model::seal_with_params(
+        &arena.graph,
+        &ids,
+        arena.names,
+        &arena.is_param,
+    ))
 }
 
 /// The error for a handle from arena `tag`, seen outside it: [`Error::ForeignExpression`]
@@ -127,6 +135,19 @@ fn stale(tag: u64) -> Error {
 /// grammar reads the names that are Python identifiers. An empty `name` makes the model
 /// being built fail with [`Error::BadName`].
 pub fn var(name: &str) -> Expr {
+    input(name, false)
+}
+
+/// The parameter `name` of the innermost open model: an input never differentiated (see
+/// [`Model`]). A handle carrying [`Error::NoArena`] when no model closure is running; the
+/// model's build fails with [`Error::ParameterConflict`] when the same name is also a
+/// symbol.
+pub fn param(name: &str) -> Expr {
+    input(name, true)
+}
+
+/// The input `name`, a parameter if `is_param`, of the innermost open model.
+fn input(name: &str, is_param: bool) -> Expr {
     STACK.with(|s| {
         let mut s = s.borrow_mut();
         let Some(a) = s.last_mut() else {
@@ -137,10 +158,18 @@ pub fn var(name: &str) -> Expr {
             return Expr(Repr::Poison(Poison::EmptyName));
         }
         let sym = match a.by_name.get(name) {
-            Some(&sym) => sym,
+            Some(&sym) => {
+                if a.is_param[sym.index()] != is_param {
+                    a.error.get_or_insert(Error::ParameterConflict {
+                        name: name.to_string(),
+                    });
+                }
+                sym
+            }
             None => {
                 let sym = SymbolId::from_index(a.names.len());
                 a.names.push(name.to_string());
+                a.is_param.push(is_param);
                 a.by_name.insert(name.to_string(), sym);
                 sym
             }
@@ -207,6 +236,12 @@ pub(crate) fn apply(op: Op, args: &[Expr]) -> Expr {
             id,
         })
     })
+}
+
+/// Records `e` as the innermost arena's error, if it has none yet (so the model's build
+/// fails with it); nothing outside a model closure.
+pub(crate) fn record_error(e: Error) {
+    record(e);
 }
 
 /// Records `e` as the innermost arena's error, if it has none yet.

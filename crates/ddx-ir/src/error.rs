@@ -50,6 +50,47 @@ impl fmt::Display for VectorRole {
     }
 }
 
+/// What went wrong with a user function ([`Error::UserFunction`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UserProblem {
+    /// It was registered with this many arguments; 1 or 2 are taken.
+    Arity(usize),
+    /// Its name is not an identifier, or is a built-in function's.
+    Name,
+    /// It was called with this many arguments.
+    ArgumentCount(usize),
+    /// Its code panicked, with this message.
+    Panicked(String),
+    /// A lane needs its partials of this order (2 or more), which were not given.
+    NotGiven(usize),
+    /// What cannot hold one: saving, the device, emitted source, the kernel cache.
+    Unsupported(&'static str),
+}
+
+impl fmt::Display for UserProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UserProblem::Arity(k) => write!(f, "a user function takes 1 or 2 arguments, not {k}"),
+            UserProblem::Name => f.write_str(
+                "the name must be an identifier (ASCII letters, digits, `_`) and no built-in \
+                 function's",
+            ),
+            UserProblem::ArgumentCount(k) => write!(f, "called with {k} arguments"),
+            UserProblem::Panicked(m) => write!(f, "the function panicked: {m}"),
+            UserProblem::NotGiven(2) => f.write_str(
+                "the call needs second partials, which the function was registered without \
+                 (register them with `with_second`)",
+            ),
+            UserProblem::NotGiven(k) => write!(
+                f,
+                "the call needs partials of order {k}; user functions give at most 2"
+            ),
+            UserProblem::Unsupported(what) => write!(f, "{what} cannot hold a user function"),
+        }
+    }
+}
+
 /// Which block of a batch call a column belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -175,6 +216,34 @@ pub enum Error {
         /// Whether the pairs were a point or a direction (`jvp`, `hvp`).
         role: PointRole,
     },
+    /// One name was used both as a symbol (`rt::var`) and as a parameter (`rt::param`) of
+    /// one model, or listed twice as a text's parameter. Its code is
+    /// [`Errc::DuplicateSymbol`].
+    #[error("duplicate_symbol: `{name}` is both a symbol and a parameter of the model")]
+    ParameterConflict {
+        /// The name.
+        name: String,
+    },
+    /// A call of an equation with parameters was given no values for them: bind them with
+    /// `Equation::with_params` (or, in a batch call, give one column per parameter after
+    /// the symbol columns). Its code is [`Errc::ShortPoint`].
+    #[error(
+        "short_point: parameter `{name}` has no value: bind the parameters with \
+         `with_params`, or give a batch call one column per parameter after the symbols'"
+    )]
+    UnboundParameter {
+        /// The first parameter (in canonical order) without a value.
+        name: String,
+    },
+    /// A user function ([`crate::UserFunction`]) was registered or called wrongly, or its
+    /// code failed during a call: the call answers this instead of a value.
+    #[error("user_function: `{name}`: {problem}")]
+    UserFunction {
+        /// The function's name.
+        name: String,
+        /// What went wrong.
+        problem: UserProblem,
+    },
     /// An index does not name a symbol of the equation.
     #[error(
         "index_out_of_range: index {index} names no symbol; the equation has {}",
@@ -199,11 +268,11 @@ pub enum Error {
         /// Columns given.
         got: usize,
     },
-    /// A batch column's length differs from the point count (the first point column's
-    /// length).
+    /// A batch column's length differs from the point count (the longest input column's
+    /// length), and is not 1 (an input column of length 1 is broadcast).
     #[error(
         "column_length: {block} column {column} holds {}, but the batch has {} (the length \
-         of the first point column)",
+         of the longest input column; an input column of 1 value is broadcast)",
         count(*.got, "value"),
         count(*.expected, "point")
     )]
@@ -552,6 +621,8 @@ pub enum Errc {
     BadName,
     /// See [`Error::TooLarge`].
     TooLarge,
+    /// See [`Error::UserFunction`].
+    UserFunction,
 }
 
 impl Errc {
@@ -592,6 +663,7 @@ impl Errc {
         Errc::ArchiveMismatch,
         Errc::BadName,
         Errc::TooLarge,
+        Errc::UserFunction,
     ];
 
     /// The code's spelling, e.g. `"wrong_arity"`.
@@ -631,6 +703,7 @@ impl Errc {
             Errc::ArchiveMismatch => "archive_mismatch",
             Errc::BadName => "bad_name",
             Errc::TooLarge => "too_large",
+            Errc::UserFunction => "user_function",
         }
     }
 }
@@ -649,9 +722,13 @@ impl Error {
             Error::WrongDirection { .. } => Errc::WrongDirection,
             Error::WrongOutputLength { .. } => Errc::WrongOutputLength,
             Error::NotScalar { .. } => Errc::NotScalar,
-            Error::ShortPoint { .. } | Error::MissingSymbol { .. } => Errc::ShortPoint,
+            Error::ShortPoint { .. }
+            | Error::MissingSymbol { .. }
+            | Error::UnboundParameter { .. } => Errc::ShortPoint,
             Error::UnknownSymbol { .. } => Errc::UnknownSymbol,
-            Error::DuplicateSymbol { .. } => Errc::DuplicateSymbol,
+            Error::DuplicateSymbol { .. } | Error::ParameterConflict { .. } => {
+                Errc::DuplicateSymbol
+            }
             Error::IndexOutOfRange { .. } => Errc::IndexOutOfRange,
             Error::WrongColumnCount { .. } => Errc::WrongColumnCount,
             Error::ColumnLength { .. } => Errc::ColumnLength,
@@ -679,6 +756,7 @@ impl Error {
             Error::ArchiveMismatch { .. } => Errc::ArchiveMismatch,
             Error::BadName { .. } => Errc::BadName,
             Error::TooLarge { .. } => Errc::TooLarge,
+            Error::UserFunction { .. } => Errc::UserFunction,
         }
     }
 }
@@ -800,7 +878,8 @@ mod errc_tests {
                 | Errc::ArchiveCorrupt
                 | Errc::ArchiveMismatch
                 | Errc::BadName
-                | Errc::TooLarge => Errc::ALL.contains(&c),
+                | Errc::TooLarge
+                | Errc::UserFunction => Errc::ALL.contains(&c),
             }
         }
         for &c in Errc::ALL {
@@ -810,6 +889,6 @@ mod errc_tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Errc::ALL.len(), "a code listed twice");
-        assert_eq!(Errc::ALL.len(), 34);
+        assert_eq!(Errc::ALL.len(), 35);
     }
 }

@@ -89,9 +89,11 @@ pub struct Lane {
     pub graph: Graph,
     /// The output nodes, in the layout of the module table.
     pub outputs: Vec<NodeId>,
-    /// Symbol inputs (`n`).
+    /// Symbol inputs (`n`): the inputs differentiated.
     pub symbols: usize,
-    /// Seed inputs (direction or weights).
+    /// Parameter inputs (`p`): read after the symbols, never differentiated.
+    pub params: usize,
+    /// Seed inputs (direction or weights), read after the parameters.
     pub seeds: usize,
     /// How many leading outputs are function values (`m`, or 0 for a gradient lane).
     pub values: usize,
@@ -103,6 +105,17 @@ pub struct Lane {
 }
 
 impl Lane {
+    /// Where the seed inputs start in the input block: after the `n` symbols and the `p`
+    /// parameters (the block is `[symbols | parameters | seeds]`).
+    pub fn seed_base(&self) -> usize {
+        self.symbols + self.params
+    }
+
+    /// The length of the input block: symbols, parameters and seeds.
+    pub fn inputs(&self) -> usize {
+        self.symbols + self.params + self.seeds
+    }
+
     /// How many times each node is read, by node index: once per argument slot of a node
     /// that names it, and once per output it is.
     pub fn use_counts(&self) -> Vec<u32> {
@@ -122,16 +135,23 @@ impl Lane {
 
 impl Lane {
     /// Checks that this lane has the layout of the module table for a model of `m`
-    /// outputs and `n` symbols, for a lane read from outside (a saved equation): its
-    /// input counts, its value count, its pattern and Hessian layout (present exactly for
+    /// outputs, `n` symbols and `p` parameters, for a lane read from outside (a saved
+    /// equation): its input counts, its value count, its pattern and Hessian layout (present exactly for
     /// the kinds that carry them, `m × n` and `n × n`), its output count, every output a
     /// node of its graph, and every node reached by an output. The graph itself is
-    /// trusted to have been checked by [`Graph::from_nodes`] over `n` symbols and this
+    /// trusted to have been checked by [`Graph::from_nodes`] over `n + p` inputs and this
     /// lane's seeds.
     ///
     /// # Errors
     /// What does not hold, in words.
-    pub fn check_layout(&self, m: usize, n: usize) -> Result<(), String> {
+    pub fn check_layout(&self, m: usize, n: usize, p: usize) -> Result<(), String> {
+        if self.params != p {
+            return Err(format!(
+                "the {} lane has {} parameters; {p} expected",
+                self.kind.name(),
+                self.params
+            ));
+        }
         use LaneKind as K;
         let name = self.kind.name();
         let (seeds, values) = match self.kind {
@@ -266,15 +286,16 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
         graph,
         outputs,
         symbols: n,
+        params: model.param_count(),
         seeds,
         values: value_count,
         pattern,
         hessian: layout,
     };
     debug_assert!(
-        crate::verify(&lane.graph, lane.symbols, lane.seeds).is_empty(),
+        crate::verify(&lane.graph, lane.seed_base(), lane.seeds).is_empty(),
         "lane {kind:?} fails verification: {:?}",
-        crate::verify(&lane.graph, lane.symbols, lane.seeds)
+        crate::verify(&lane.graph, lane.seed_base(), lane.seeds)
     );
     lane
 }
@@ -349,12 +370,13 @@ fn tensor_lane(model: &Model, order: usize) -> Lane {
         graph,
         outputs,
         symbols: n,
+        params: model.param_count(),
         seeds: 0,
         values: 0,
         pattern: None,
         hessian: None,
     };
-    debug_assert!(crate::verify(&lane.graph, lane.symbols, lane.seeds).is_empty());
+    debug_assert!(crate::verify(&lane.graph, lane.seed_base(), lane.seeds).is_empty());
     lane
 }
 

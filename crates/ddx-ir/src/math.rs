@@ -281,6 +281,7 @@ pub fn eval(op: crate::Op, args: &[f64]) -> f64 {
         Ne => ne(a, args[1]),
         Select => select(a, args[1], args[2]),
         Fma => fma(a, args[1], args[2]),
+        Call => crate::user::call(a, args[1], args[2]),
         _ => match (unary_fn(op), binary_fn(op)) {
             (Some(f), _) => f(a),
             (_, Some(f)) => f(a, args[1]),
@@ -309,6 +310,8 @@ pub struct MathTable {
     pub more_unary: [UnaryFn; 3],
     /// Binary operations added later: `powi`.
     pub more_binary: [BinaryFn; 1],
+    /// Ternary operations added later: a user function's call ([`crate::user::call`]).
+    pub more_ternary: [TernaryFn; 1],
 }
 
 impl MathTable {
@@ -329,16 +332,19 @@ impl MathTable {
         [crate::Op::Log1p, crate::Op::Expm1, crate::Op::Log2];
     /// The binary operations appended later, in table order.
     pub const MORE_BINARY_OPS: [crate::Op; 1] = [crate::Op::Powi];
+    /// The ternary operations appended later, in table order.
+    pub const MORE_TERNARY_OPS: [crate::Op; 1] = [crate::Op::Call];
 
     /// The entry index (in pointer-sized words from the table's start) of `op`'s function,
     /// or `None` when the table has none (engines always inline those).
     pub fn slot(op: crate::Op) -> Option<usize> {
-        let groups: [&[crate::Op]; 5] = [
+        let groups: [&[crate::Op]; 6] = [
             &Self::UNARY_OPS,
             &Self::BINARY_OPS,
             &Self::TERNARY_OPS,
             &Self::MORE_UNARY_OPS,
             &Self::MORE_BINARY_OPS,
+            &Self::MORE_TERNARY_OPS,
         ];
         let mut base = 0;
         for group in groups {
@@ -361,6 +367,7 @@ pub static MATH_TABLE: MathTable = MathTable {
     ternary: [fma],
     more_unary: [log1p, expm1, log2],
     more_binary: [powi],
+    more_ternary: [crate::user::call],
 };
 
 #[cfg(test)]
@@ -391,9 +398,15 @@ mod tests {
             assert_eq!(MathTable::slot(*op), Some(21 + i));
         }
         assert_eq!(MathTable::slot(Op::Powi), Some(24));
+        // A user function's call, appended (issue 17).
+        assert_eq!(MathTable::slot(Op::Call), Some(25));
+        assert_eq!(
+            (MATH_TABLE.more_ternary[0])(-1.0, 2.0, 3.0).to_bits(),
+            crate::user::call(-1.0, 2.0, 3.0).to_bits()
+        );
         assert_eq!(
             std::mem::size_of::<MathTable>(),
-            25 * std::mem::size_of::<usize>()
+            26 * std::mem::size_of::<usize>()
         );
         assert_eq!(MathTable::slot(Op::Add), None);
         assert_eq!(MathTable::slot(Op::Recip), None);

@@ -1,8 +1,16 @@
-//! A sealed model: the value graph of an equation, its outputs and its symbols.
+//! A sealed model: the value graph of an equation, its outputs, its symbols and its
+//! parameters.
 //!
-//! **Invariants**: symbols are listed in canonical order (byte order of the name), with no
-//! name twice, and `Symbol(s)` nodes index that list; the graph holds only nodes the
-//! outputs reach; there is at least one output.
+//! A *parameter* (`rt::param`) is an input that is never differentiated: it is read like a
+//! symbol, but no lane has a partial with respect to it. In the graph a parameter is a
+//! `Symbol` node numbered after every symbol, so engines read it from the input block as
+//! they read a symbol, and the AD passes — which differentiate with respect to the first
+//! `n` inputs only — give it no tangent and no adjoint.
+//!
+//! **Invariants**: the inputs are listed as the symbols in canonical order (byte order of
+//! the name), then the parameters in canonical order, with no name twice in either list nor
+//! in both; `Symbol(s)` nodes index that list (`s < n` a symbol, `s ≥ n` parameter `s − n`);
+//! the graph holds only nodes the outputs reach; there is at least one output.
 
 use crate::{Graph, Node, NodeId, SymbolId, NO_ARG};
 
@@ -11,7 +19,10 @@ use crate::{Graph, Node, NodeId, SymbolId, NO_ARG};
 pub struct Model {
     graph: Graph,
     outputs: Vec<NodeId>,
-    symbols: Vec<String>,
+    /// The symbols in canonical order, then the parameters in canonical order.
+    names: Vec<String>,
+    /// How many of `names` are symbols (`n`).
+    symbols: usize,
 }
 
 impl Model {
@@ -19,8 +30,26 @@ impl Model {
     /// and keeps only what `outputs` reach. `names[i]` is the name of `SymbolId(i)` in
     /// `graph`; names must be distinct.
     pub fn seal(graph: &Graph, outputs: &[NodeId], names: Vec<String>) -> Model {
+        let params = vec![false; names.len()];
+        Model::seal_with_params(graph, outputs, names, &params)
+    }
+
+    /// [`Model::seal`] where `is_param[i]` says whether `names[i]` is a parameter: the
+    /// symbols come first in canonical order, then the parameters in canonical order (see
+    /// the module doc). `is_param` is as long as `names`.
+    pub fn seal_with_params(
+        graph: &Graph,
+        outputs: &[NodeId],
+        names: Vec<String>,
+        is_param: &[bool],
+    ) -> Model {
+        debug_assert_eq!(names.len(), is_param.len());
+        let param = |i: usize| is_param.get(i).copied().unwrap_or(false);
         let mut order: Vec<usize> = (0..names.len()).collect();
-        order.sort_by(|&a, &b| names[a].as_bytes().cmp(names[b].as_bytes()));
+        order.sort_by(|&a, &b| {
+            (param(a), names[a].as_bytes()).cmp(&(param(b), names[b].as_bytes()))
+        });
+        let symbols = order.iter().filter(|&&i| !param(i)).count();
         let mut rank = vec![SymbolId(0); names.len()];
         for (new, &old) in order.iter().enumerate() {
             rank[old] = SymbolId::from_index(new);
@@ -36,10 +65,11 @@ impl Model {
             map[i] = out.intern(node);
         }
         let outputs = roots.iter().map(|r| map[r.index()]).collect();
-        let symbols = order.into_iter().map(|i| names[i].clone()).collect();
+        let names = order.into_iter().map(|i| names[i].clone()).collect();
         Model {
             graph: out,
             outputs,
+            names,
             symbols,
         }
     }
@@ -57,15 +87,39 @@ impl Model {
         outputs: Vec<NodeId>,
         symbols: Vec<String>,
     ) -> Result<Model, String> {
-        if let Some(w) = symbols
-            .windows(2)
-            .find(|w| w[0].as_bytes() >= w[1].as_bytes())
-        {
-            return Err(format!(
-                "the symbols are not in strictly increasing byte order (`{}` then `{}`)",
-                w[0], w[1]
-            ));
+        Model::from_parts_with_params(graph, outputs, symbols, Vec::new())
+    }
+
+    /// [`Model::from_parts`] with parameters: `params` strictly increasing in byte order
+    /// too, no name both a symbol and a parameter, and `graph` built over
+    /// `symbols.len() + params.len()` inputs.
+    ///
+    /// # Errors
+    /// What does not hold, in words.
+    pub fn from_parts_with_params(
+        graph: Graph,
+        outputs: Vec<NodeId>,
+        symbols: Vec<String>,
+        params: Vec<String>,
+    ) -> Result<Model, String> {
+        for (list, what) in [(&symbols, "symbols"), (&params, "parameters")] {
+            if let Some(w) = list.windows(2).find(|w| w[0].as_bytes() >= w[1].as_bytes()) {
+                return Err(format!(
+                    "the {what} are not in strictly increasing byte order (`{}` then `{}`)",
+                    w[0], w[1]
+                ));
+            }
         }
+        if let Some(p) = params.iter().find(|p| {
+            symbols
+                .binary_search_by(|s| s.as_bytes().cmp(p.as_bytes()))
+                .is_ok()
+        }) {
+            return Err(format!("`{p}` is both a symbol and a parameter"));
+        }
+        let n = symbols.len();
+        let mut names = symbols;
+        names.extend(params);
         if outputs.is_empty() {
             return Err("the model has no outputs".into());
         }
@@ -83,14 +137,15 @@ impl Model {
             ));
         }
         if let Some((i, _)) = graph.nodes().iter().enumerate().find(|(_, n)| {
-            matches!(n, Node::Seed(_)) || matches!(n, Node::Symbol(s) if s.index() >= symbols.len())
+            matches!(n, Node::Seed(_)) || matches!(n, Node::Symbol(s) if s.index() >= names.len())
         }) {
             return Err(format!("node n{i} is not an input of the model"));
         }
         Ok(Model {
             graph,
             outputs,
-            symbols,
+            names,
+            symbols: n,
         })
     }
 
@@ -104,19 +159,42 @@ impl Model {
         &self.outputs
     }
 
-    /// The symbol names in canonical order.
+    /// The symbol names in canonical order (the inputs differentiated).
     pub fn symbols(&self) -> &[String] {
-        &self.symbols
+        &self.names[..self.symbols]
+    }
+
+    /// The parameter names in canonical order (inputs never differentiated).
+    pub fn parameters(&self) -> &[String] {
+        &self.names[self.symbols..]
+    }
+
+    /// Every input's name, as `Symbol(s)` nodes index them: the symbols, then the
+    /// parameters.
+    pub fn inputs(&self) -> &[String] {
+        &self.names
     }
 
     /// The symbol count `n`.
     pub fn arity(&self) -> usize {
-        self.symbols.len()
+        self.symbols
+    }
+
+    /// The parameter count `p`.
+    pub fn param_count(&self) -> usize {
+        self.names.len() - self.symbols
     }
 
     /// The position of symbol `name`, if the model has it.
     pub fn symbol_index(&self, name: &str) -> Option<usize> {
-        self.symbols
+        self.symbols()
+            .binary_search_by(|s| s.as_bytes().cmp(name.as_bytes()))
+            .ok()
+    }
+
+    /// The position of parameter `name` among the parameters, if the model has it.
+    pub fn parameter_index(&self, name: &str) -> Option<usize> {
+        self.parameters()
             .binary_search_by(|s| s.as_bytes().cmp(name.as_bytes()))
             .ok()
     }

@@ -102,6 +102,12 @@ pub enum Op {
     /// ([`crate::math::powi`]); NaN where `n` is not an integer. `n` is never
     /// differentiated (its derivative is `0`, as for `sign`).
     Powi,
+    /// `call(tag, a, b)`: a user function's value or partial at `(a, b)`
+    /// ([`crate::user`]); `tag` is a constant naming which. Made only by
+    /// [`crate::UserFunction::call`], the parser given user functions and the AD rule of a
+    /// call; not in [`Op::ALL`] (no text spells it, no random graph holds it, no archive
+    /// stores it).
+    Call,
 }
 
 /// How an operation prints, and how tightly it binds.
@@ -214,6 +220,7 @@ impl Op {
             Op::Log2 => "log2",
             Op::Recip => "recip",
             Op::Powi => "powi",
+            Op::Call => "call",
         }
     }
 
@@ -259,7 +266,7 @@ impl Op {
             | Op::Eq
             | Op::Ne
             | Op::Powi => 2,
-            Op::Select | Op::Fma => 3,
+            Op::Select | Op::Fma | Op::Call => 3,
         }
     }
 

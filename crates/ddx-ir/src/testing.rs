@@ -277,8 +277,8 @@ pub fn canonical(model: &Model) -> Canonical {
             _ => None,
         })
         .collect();
-    reached.sort_by(|a, b| model.symbols()[a.index()].cmp(&model.symbols()[b.index()]));
-    let mut rank = vec![SymbolId(u32::MAX); model.arity()];
+    reached.sort_by(|a, b| model.inputs()[a.index()].cmp(&model.inputs()[b.index()]));
+    let mut rank = vec![SymbolId(u32::MAX); model.inputs().len()];
     for (new, s) in reached.iter().enumerate() {
         rank[s.index()] = SymbolId::from_index(new);
     }
@@ -294,7 +294,7 @@ pub fn canonical(model: &Model) -> Canonical {
     Canonical {
         symbols: reached
             .iter()
-            .map(|s| model.symbols()[s.index()].clone())
+            .map(|s| model.inputs()[s.index()].clone())
             .collect(),
         nodes,
         outputs: model.outputs().iter().map(|o| map[o.index()]).collect(),

@@ -390,6 +390,33 @@ impl Equation {
         self.rust().arity()
     }
 
+    /// The parameter names (inputs never differentiated), in canonical order.
+    #[getter]
+    fn parameters(&self) -> Vec<String> {
+        self.rust().parameters().to_vec()
+    }
+
+    /// This equation with its parameters bound to `values` (one per parameter: a
+    /// sequence in the order of `parameters`, or a dict by name). Every call of the
+    /// answer reads them, and a batch broadcasts them to every point; the answer shares
+    /// every lane and kernel with this one, so binding compiles nothing.
+    fn with_params(&self, values: &Bound<'_, PyAny>) -> PyResult<Equation> {
+        let eq = self.rust();
+        let names = eq.parameters().to_vec();
+        let v = match points::read(values, &names, names.len(), Kind::Point)? {
+            Spelled::One(v) => v,
+            Spelled::Batch(_) => {
+                return Err(PyTypeError::new_err(
+                    "parameter values are one number per parameter, not a batch",
+                ))
+            }
+        };
+        Ok(Equation {
+            system: self.system,
+            inner: RwLock::new(Arc::new(eq.with_params(&v).or_raise()?)),
+        })
+    }
+
     /// The output count `m`.
     #[getter]
     fn outputs(&self) -> usize {
@@ -794,20 +821,23 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
     ))
 }
 
-/// The scalar equation `text` describes, e.g. `"exp(x) * sin(y)"`.
+/// The scalar equation `text` describes, e.g. `"exp(x) * sin(y)"`; each name in `params`
+/// is a parameter.
 #[pyfunction]
-fn equation_text(text: &str) -> PyResult<Equation> {
+#[pyo3(signature = (text, params = Vec::new()))]
+fn equation_text(text: &str, params: Vec<String>) -> PyResult<Equation> {
     let formula = ddx::Formula::parse(text).or_raise()?;
-    let model = ddx::ir::text::model(&[formula]).or_raise()?;
+    let model = ddx::ir::text::model_with_params(&[formula], &params).or_raise()?;
     Ok(Equation::new(
         AnyEquation::from_model(model, false).or_raise()?,
     ))
 }
 
-/// The system whose function `i` is `texts[i]`.
+/// The system whose function `i` is `texts[i]`; each name in `params` is a parameter.
 #[pyfunction]
-fn system_text(texts: Vec<String>) -> PyResult<Equation> {
-    let model = ddx::ir::text::parse_model(&texts).or_raise()?;
+#[pyo3(signature = (texts, params = Vec::new()))]
+fn system_text(texts: Vec<String>, params: Vec<String>) -> PyResult<Equation> {
+    let model = ddx::ir::text::parse_model_with_params(&texts, &params).or_raise()?;
     Ok(Equation::new(
         AnyEquation::from_model(model, true).or_raise()?,
     ))

@@ -201,6 +201,17 @@ fn var(name: &str) -> PyResult<Expression> {
     Ok(Expression(ddx::rt::var(name)))
 }
 
+/// The parameter `name` of the model being built: `ddx.param("T")`, an input never
+/// differentiated (no partial, no Hessian row); bind its value with
+/// `Equation.with_params`.
+#[pyfunction]
+fn param(name: &str) -> PyResult<Expression> {
+    if name.is_empty() {
+        return Err(PyValueError::new_err("a parameter needs a name"));
+    }
+    Ok(Expression(ddx::rt::param(name)))
+}
+
 macro_rules! unary {
     ($($name:ident => $method:ident),* $(,)?) => {
         $(
@@ -283,6 +294,7 @@ fn select(
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Expression>()?;
     m.add_function(wrap_pyfunction!(var, m)?)?;
+    m.add_function(wrap_pyfunction!(param, m)?)?;
     m.add_function(wrap_pyfunction!(ln, m)?)?;
     m.add_function(wrap_pyfunction!(select, m)?)?;
     m.add_function(wrap_pyfunction!(powi, m)?)?;

@@ -75,6 +75,16 @@ impl AnyEquation {
     pub(crate) fn symbols(&self) -> &[String] {
         on!(self, e => e.symbols())
     }
+    pub(crate) fn parameters(&self) -> &[String] {
+        on!(self, e => e.parameters())
+    }
+    /// The same equation with its parameters bound to `values` (canonical order).
+    pub(crate) fn with_params(&self, values: &[f64]) -> Result<Self, Error> {
+        Ok(match self {
+            AnyEquation::Scalar(e) => AnyEquation::Scalar(e.with_params(values)?),
+            AnyEquation::System(e) => AnyEquation::System(e.with_params(values)?),
+        })
+    }
     pub(crate) fn evaluate_into(&self, x: &[f64], out: &mut [f64]) -> Result<(), Error> {
         on!(self, e => e.evaluate_into(x, out))
     }

@@ -1,5 +1,12 @@
-//! Batch calls: one column per symbol in, one column per value, Jacobian cell or product
-//! out; the point count is the columns' length.
+//! Batch calls: one column per symbol (then per parameter) in, one column per value,
+//! Jacobian cell or product out; the point count is the longest input column's length.
+//!
+//! **Broadcast.** An input column of length 1 — a symbol's, a parameter's, a direction's
+//! or a weight's — holds one value for every point. Such a batch runs in stages of
+//! [`STAGE`] points, each with a small buffer per broadcast column filled with its value,
+//! so no column is ever materialised at the batch's length; each point still runs the same
+//! instructions as its per-point call. Given only the symbol columns, an equation with
+//! bound parameters (`Equation::with_params`) broadcasts the bound values.
 //!
 //! Every column is checked before anything runs, so an error writes nothing. The lane's
 //! block program then runs over the points in blocks (see `interp::block`); above
@@ -32,6 +39,9 @@ type Pointers<T> = SmallVec<[T; 64]>;
 struct Table {
     len: usize,
     inputs: Pointers<*const f64>,
+    /// Whether each input is one value broadcast to every point (a column of length 1 in
+    /// a batch of another length).
+    broadcast: Pointers<bool>,
     outputs: Pointers<*mut f64>,
 }
 
@@ -49,23 +59,68 @@ impl Columns for Table {
 }
 
 impl Table {
-    /// A table whose point count is the length of the first point column.
-    fn new(xs: &[&[f64]]) -> Self {
+    /// A table whose point count is the length of the longest column of the input
+    /// `blocks` (columns of length 1 are broadcast to it).
+    fn new(blocks: &[&[&[f64]]]) -> Self {
         Table {
-            len: xs.first().map_or(0, |c| c.len()),
+            len: blocks
+                .iter()
+                .flat_map(|b| b.iter().map(|c| c.len()))
+                .max()
+                .unwrap_or(0),
             ..Table::default()
         }
     }
 
-    /// Checks and appends an input block of `expected` columns.
+    /// Checks and appends an input block of `expected` columns, each `len` long or of
+    /// length 1 (broadcast).
     fn read(
         &mut self,
         block: Block,
         columns: &[&[f64]],
         expected: usize,
     ) -> Result<&mut Self, Error> {
-        check(block, columns, expected, self.len)?;
+        check_inputs(block, columns, expected, self.len)?;
         self.inputs.extend(columns.iter().map(|c| c.as_ptr()));
+        let len = self.len;
+        self.broadcast
+            .extend(columns.iter().map(|c| c.len() != len));
+        Ok(self)
+    }
+
+    /// Checks and appends the point block: `n` symbol columns then `p` parameter columns,
+    /// or only the `n` symbol columns when `bound` holds the `p` parameter values (each is
+    /// then broadcast).
+    ///
+    /// # Errors
+    /// [`Error::UnboundParameter`] (from `unbound`) for `n` columns with nothing bound;
+    /// [`Error::WrongColumnCount`] (expecting `n + p`) for any other count but `n`; those
+    /// of [`Table::read`].
+    fn points(
+        &mut self,
+        xs: &[&[f64]],
+        n: usize,
+        p: usize,
+        bound: &[f64],
+        unbound: impl FnOnce() -> Error,
+    ) -> Result<&mut Self, Error> {
+        if p == 0 || xs.len() == n + p {
+            return self.read(Block::Points, xs, n + p);
+        }
+        if xs.len() != n {
+            return Err(Error::WrongColumnCount {
+                block: Block::Points,
+                expected: n + p,
+                got: xs.len(),
+            });
+        }
+        if bound.len() != p {
+            return Err(unbound());
+        }
+        self.read(Block::Points, xs, n)?;
+        self.inputs.extend(bound.iter().map(|v| v as *const f64));
+        let one = self.len != 1;
+        self.broadcast.extend(bound.iter().map(|_| one));
         Ok(self)
     }
 
@@ -80,6 +135,36 @@ impl Table {
         self.outputs
             .extend(columns.iter_mut().map(|c| c.as_mut_ptr()));
         Ok(self)
+    }
+}
+
+/// Checks that the input `block` has `expected` columns of `len` points or of one
+/// (broadcast).
+fn check_inputs(
+    block: Block,
+    columns: &[&[f64]],
+    expected: usize,
+    len: usize,
+) -> Result<(), Error> {
+    if columns.len() != expected {
+        return Err(Error::WrongColumnCount {
+            block,
+            expected,
+            got: columns.len(),
+        });
+    }
+    match columns
+        .iter()
+        .enumerate()
+        .find(|(_, c)| c.len() != len && c.len() != 1)
+    {
+        Some((column, c)) => Err(Error::ColumnLength {
+            block,
+            column,
+            expected: len,
+            got: c.len(),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -151,7 +236,50 @@ impl<S: Shape> Equation<S> {
 
     /// Runs lane `kind` over a checked table: through the lane's kernel when one answers
     /// it, else the block interpreter.
-    fn batch(&self, kind: LaneKind, table: &Table) {
+    ///
+    /// # Errors
+    /// [`Error::UserFunction`] when user code failed at some point (a panic, a derivative
+    /// not given); the outputs are written all the same, NaN where it failed.
+    fn batch(&self, kind: LaneKind, table: &Table) -> Result<(), Error> {
+        let _ = ddx_ir::user::take_failure();
+        self.batch_run(kind, table).map_or(Ok(()), Err)
+    }
+
+    /// [`Equation::batch`], answering the first failure of user code.
+    fn batch_run(&self, kind: LaneKind, table: &Table) -> Option<Error> {
+        if table.broadcasts() {
+            if let Some(full) = self
+                .device
+                .batch(&self.lanes, kind)
+                .and(table.materialised())
+            {
+                // The device reads whole columns: the broadcast ones are spelled out.
+                return self.batch_run(kind, &full.table());
+            }
+            let p = self.prepared(kind);
+            if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
+                let work = table.len.saturating_mul(p.lane.graph.len().max(1));
+                return split(table.len, work, STAGE, |start, len| {
+                    table.staged(start, len, |inputs, outputs, n| {
+                        // SAFETY: `staged` hands out pointers to `n` readable values per
+                        // input (a stage of the caller's checked columns, or a broadcast
+                        // buffer) and `n` writable ones per output, disjoint from every
+                        // other stage's.
+                        unsafe { kernel.run_columns(inputs, outputs, 0, n) }
+                    });
+                });
+            } else {
+                let program = p.batch();
+                let work = table.len.saturating_mul(program.len().max(1));
+                return split(table.len, work, STAGE, |start, len| {
+                    table.staged(start, len, |inputs, outputs, n| {
+                        let stage = Stage { inputs, outputs };
+                        // SAFETY: as above.
+                        unsafe { program.run_columns(&stage, 0, n) }
+                    });
+                });
+            }
+        }
         let p = self.prepared(kind);
         if let Some(kernel) = self.device.batch(&self.lanes, kind) {
             let host = HostColumns {
@@ -160,25 +288,24 @@ impl<S: Shape> Equation<S> {
                 outputs: &table.outputs,
             };
             if self.device.run(kernel, kind, &host) {
-                return;
+                return None;
             }
             // The device failed (recorded in its status): the CPU answers, writing
             // every output.
         }
         if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
             let work = table.len.saturating_mul(p.lane.graph.len().max(1));
-            split(table.len, work, KERNEL_CHUNK, |start, len| {
+            return split(table.len, work, KERNEL_CHUNK, |start, len| {
                 // SAFETY: `batch` callers checked every column holds `table.len` values;
                 // `split` hands out disjoint ranges inside them; inputs are `&[f64]` and
                 // outputs distinct `&mut [f64]`, so none overlap.
                 unsafe { kernel.run_columns(&table.inputs, &table.outputs, start, len) }
             });
-            return;
         }
         let program = p.batch();
         debug_assert_eq!(table.inputs.len(), program.inputs());
         debug_assert_eq!(table.outputs.len(), program.outputs());
-        run(program, table);
+        run(program, table)
     }
 
     /// `f` at every point of a batch.
@@ -202,11 +329,12 @@ impl<S: Shape> Equation<S> {
     /// [`Error::WrongColumnCount`] when a block has the wrong number of columns,
     /// [`Error::ColumnLength`] when a column is not `p` long. Nothing is written then.
     pub fn evaluate_batch(&self, xs: &[&[f64]], values: &mut [&mut [f64]]) -> Result<(), Error> {
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?
-            .write(Block::Values, values, self.outputs())?;
-        self.batch(LaneKind::Value, &t);
-        Ok(())
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?
+        .write(Block::Values, values, self.outputs())?;
+        self.batch(LaneKind::Value, &t)
     }
 
     /// Values and the Jacobian's structural nonzeros at every point of a batch.
@@ -223,12 +351,13 @@ impl<S: Shape> Equation<S> {
         values: &mut [&mut [f64]],
         partials: &mut [&mut [f64]],
     ) -> Result<(), Error> {
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?
-            .write(Block::Values, values, self.outputs())?
-            .write(Block::Partials, partials, self.cells(LaneKind::Jacobian))?;
-        self.batch(LaneKind::Jacobian, &t);
-        Ok(())
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?
+        .write(Block::Values, values, self.outputs())?
+        .write(Block::Partials, partials, self.cells(LaneKind::Jacobian))?;
+        self.batch(LaneKind::Jacobian, &t)
     }
 
     /// The Jacobian's structural nonzeros at every point, from a lane that does not
@@ -237,14 +366,12 @@ impl<S: Shape> Equation<S> {
     /// # Errors
     /// As [`Equation::evaluate_batch`].
     pub fn gradient_batch(&self, xs: &[&[f64]], partials: &mut [&mut [f64]]) -> Result<(), Error> {
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?.write(
-            Block::Partials,
-            partials,
-            self.cells(LaneKind::Gradient),
-        )?;
-        self.batch(LaneKind::Gradient, &t);
-        Ok(())
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?
+        .write(Block::Partials, partials, self.cells(LaneKind::Gradient))?;
+        self.batch(LaneKind::Gradient, &t)
     }
 
     /// Values and `J·v` at every point: `vs` holds one direction column per symbol;
@@ -260,13 +387,12 @@ impl<S: Shape> Equation<S> {
         products: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let (n, m) = (self.arity(), self.outputs());
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, n)?
+        let mut t = Table::new(&[xs, vs]);
+        t.points(xs, n, self.param_count(), &self.bound, || self.unbound())?
             .read(Block::Directions, vs, n)?
             .write(Block::Values, values, m)?
             .write(Block::Products, products, m)?;
-        self.batch(LaneKind::Jvp, &t);
-        Ok(())
+        self.batch(LaneKind::Jvp, &t)
     }
 
     /// Values and `wᵀ·J` at every point: `ws` holds one weight column per function;
@@ -282,13 +408,12 @@ impl<S: Shape> Equation<S> {
         products: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let (n, m) = (self.arity(), self.outputs());
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, n)?
+        let mut t = Table::new(&[xs, ws]);
+        t.points(xs, n, self.param_count(), &self.bound, || self.unbound())?
             .read(Block::Weights, ws, m)?
             .write(Block::Values, values, m)?
             .write(Block::Products, products, n)?;
-        self.batch(LaneKind::Vjp, &t);
-        Ok(())
+        self.batch(LaneKind::Vjp, &t)
     }
 }
 
@@ -303,11 +428,13 @@ impl<S: Shape> Equation<S> {
         outputs: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let lane = &self.prepared(kind).lane;
-        let mut t = Table::new(inputs);
-        t.read(Block::Points, inputs, lane.symbols + lane.seeds)?
-            .write(Block::Values, outputs, lane.outputs.len())?;
-        self.batch(kind, &t);
-        Ok(())
+        let mut t = Table::new(&[inputs]);
+        t.read(Block::Points, inputs, lane.inputs())?.write(
+            Block::Values,
+            outputs,
+            lane.outputs.len(),
+        )?;
+        self.batch(kind, &t)
     }
 }
 
@@ -331,13 +458,14 @@ impl<S: Shape> Equation<S> {
         hessians: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let m = self.outputs();
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?
-            .write(Block::Values, values, m)?
-            .write(Block::Partials, partials, self.cells(LaneKind::Hessian))?
-            .write(Block::Hessians, hessians, m * self.hessian_columns())?;
-        self.batch(LaneKind::Hessian, &t);
-        Ok(())
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?
+        .write(Block::Values, values, m)?
+        .write(Block::Partials, partials, self.cells(LaneKind::Hessian))?
+        .write(Block::Hessians, hessians, m * self.hessian_columns())?;
+        self.batch(LaneKind::Hessian, &t)
     }
 
     /// Values, the gradient's structural nonzeros and `H·v` at every point: `vs` holds one
@@ -359,14 +487,13 @@ impl<S: Shape> Equation<S> {
     ) -> Result<(), Error> {
         self.scalar_only("hvp_batch")?;
         let n = self.arity();
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, n)?
+        let mut t = Table::new(&[xs, vs]);
+        t.points(xs, n, self.param_count(), &self.bound, || self.unbound())?
             .read(Block::Directions, vs, n)?
             .write(Block::Values, values, 1)?
             .write(Block::Partials, partials, self.cells(LaneKind::Hvp))?
             .write(Block::Products, products, n)?;
-        self.batch(LaneKind::Hvp, &t);
-        Ok(())
+        self.batch(LaneKind::Hvp, &t)
     }
 }
 
@@ -387,8 +514,10 @@ impl<S: Shape> Equation<S> {
         tensors: &mut [&mut [f64]],
     ) -> Result<(), Error> {
         let size = self.tensor_size(k)?;
-        let mut t = Table::new(xs);
-        t.read(Block::Points, xs, self.arity())?;
+        let mut t = Table::new(&[xs]);
+        t.points(xs, self.arity(), self.param_count(), &self.bound, || {
+            self.unbound()
+        })?;
         check(Block::Tensors, tensors, size, t.len)?;
         let lane = self.tensor_lane(k)?;
         let dense = lane.unique_of.len().max(1);
@@ -405,7 +534,23 @@ impl<S: Shape> Equation<S> {
         }
         t.outputs
             .extend(first.iter().map(|&c| tensors[c].as_mut_ptr()));
-        run(lane.batch(), &t);
+        let program = lane.batch();
+        let _ = ddx_ir::user::take_failure();
+        let failed = if t.broadcasts() {
+            let work = t.len.saturating_mul(program.len().max(1));
+            split(t.len, work, STAGE, |start, len| {
+                t.staged(start, len, |inputs, outputs, n| {
+                    let stage = Stage { inputs, outputs };
+                    // SAFETY: as in `Equation::batch`.
+                    unsafe { program.run_columns(&stage, 0, n) }
+                });
+            })
+        } else {
+            run(program, &t)
+        };
+        if let Some(e) = failed {
+            return Err(e);
+        }
         for r in 0..self.outputs() {
             for (d, &u) in lane.unique_of.iter().enumerate() {
                 let src = first[r * lane.unique + u as usize];
@@ -424,32 +569,175 @@ impl<S: Shape> Equation<S> {
     }
 }
 
+/// Points per stage of a batch with broadcast columns: a multiple of every block size and
+/// vector width, and small enough that a stage's broadcast buffers stay in cache.
+const STAGE: usize = 1024;
+
+/// One stage's column pointers (`Table::staged`), as the block interpreter reads them.
+struct Stage<'a> {
+    inputs: &'a [*const f64],
+    outputs: &'a [*mut f64],
+}
+
+// SAFETY: as `Table`: the pointers are read by one thread, for one stage.
+unsafe impl Sync for Stage<'_> {}
+
+impl Columns for Stage<'_> {
+    fn input(&self, k: usize) -> *const f64 {
+        self.inputs[k]
+    }
+    fn output(&self, k: usize) -> *mut f64 {
+        self.outputs[k]
+    }
+}
+
+/// A table's columns with every broadcast one spelled out at the batch's length.
+struct Materialised {
+    len: usize,
+    columns: Vec<Vec<f64>>,
+    inputs: Pointers<*const f64>,
+    broadcast: Pointers<bool>,
+    outputs: Pointers<*mut f64>,
+}
+
+impl Materialised {
+    fn table(&self) -> Table {
+        let mut spelled = self.columns.iter();
+        Table {
+            len: self.len,
+            inputs: self
+                .inputs
+                .iter()
+                .zip(&self.broadcast)
+                .map(|(&p, &b)| {
+                    if b {
+                        spelled.next().map_or(p, |c| c.as_ptr())
+                    } else {
+                        p
+                    }
+                })
+                .collect(),
+            broadcast: self.broadcast.iter().map(|_| false).collect(),
+            outputs: self.outputs.clone(),
+        }
+    }
+}
+
+impl Table {
+    /// Whether some input is broadcast.
+    fn broadcasts(&self) -> bool {
+        self.broadcast.iter().any(|&b| b)
+    }
+
+    /// The broadcast columns spelled out at the batch's length (for the device, which
+    /// reads whole columns); `None` when they would take more memory than is sensible
+    /// (the CPU answers then).
+    fn materialised(&self) -> Option<Materialised> {
+        let count = self.broadcast.iter().filter(|&&b| b).count();
+        if count.checked_mul(self.len)? > 1 << 28 {
+            return None;
+        }
+        let columns = self
+            .inputs
+            .iter()
+            .zip(&self.broadcast)
+            .filter(|(_, &b)| b)
+            // SAFETY: a broadcast input points at one readable value (checked).
+            .map(|(&p, _)| vec![unsafe { *p }; self.len])
+            .collect();
+        Some(Materialised {
+            len: self.len,
+            columns,
+            inputs: self.inputs.clone(),
+            broadcast: self.broadcast.clone(),
+            outputs: self.outputs.clone(),
+        })
+    }
+
+    /// Calls `body(inputs, outputs, n)` for each stage of at most [`STAGE`] points of
+    /// `start..start + len`: pointers to the stage's first point in every column, a
+    /// broadcast input pointing at a buffer of `n` copies of its value.
+    fn staged(
+        &self,
+        start: usize,
+        len: usize,
+        mut body: impl FnMut(&[*const f64], &[*mut f64], usize),
+    ) {
+        let buffers: Vec<Vec<f64>> = self
+            .inputs
+            .iter()
+            .zip(&self.broadcast)
+            .filter(|(_, &b)| b)
+            // SAFETY: a broadcast input points at one readable value (checked).
+            .map(|(&p, _)| vec![unsafe { *p }; STAGE.min(len)])
+            .collect();
+        let mut inputs: Pointers<*const f64> = self.inputs.clone();
+        let mut outputs: Pointers<*mut f64> = self.outputs.clone();
+        let mut at = start;
+        while at < start + len {
+            let n = STAGE.min(start + len - at);
+            let mut b = buffers.iter();
+            for ((slot, &base), &broadcast) in
+                inputs.iter_mut().zip(&self.inputs).zip(&self.broadcast)
+            {
+                *slot = if broadcast {
+                    b.next().map_or(base, |v| v.as_ptr())
+                } else {
+                    // The column holds `self.len` values, and `at < self.len`.
+                    base.wrapping_add(at)
+                };
+            }
+            for (slot, &base) in outputs.iter_mut().zip(&self.outputs) {
+                *slot = base.wrapping_add(at);
+            }
+            body(&inputs, &outputs, n);
+            at += n;
+        }
+    }
+}
+
 /// Points per chunk of a kernel's batch are a multiple of this (any vector width divides
 /// it, so only a batch's last chunk runs a remainder loop).
 const KERNEL_CHUNK: usize = 64;
 
-/// Runs `program` over the points of `table`, split across threads when large.
-fn run(program: &Program, table: &Table) {
+/// Runs `program` over the points of `table`, split across threads when large; answers
+/// the first failure of user code.
+fn run(program: &Program, table: &Table) -> Option<Error> {
     let work = table.len.saturating_mul(program.len().max(1));
     split(table.len, work, program.block_size(), |start, len| {
         // SAFETY: `batch` checked every column holds `table.len` values, and `split`
         // hands out disjoint point ranges inside them.
         unsafe { program.run_columns(table, start, len) }
-    });
+    })
 }
 
 /// Calls `body(start, len)` over `0..len` points: at once on this thread when `work`
 /// (instruction-points) is below [`PARALLEL_WORK`], else in disjoint chunks of a multiple
 /// of `block` points across rayon's threads.
-fn split(len: usize, work: usize, block: usize, body: impl Fn(usize, usize) + Sync) {
+///
+/// Answers the first failure user code recorded (`ddx_ir::user::take_failure`) on any of
+/// the threads, taken after each piece.
+fn split(
+    len: usize,
+    work: usize,
+    block: usize,
+    body: impl Fn(usize, usize) + Sync,
+) -> Option<Error> {
     let threads = rayon::current_num_threads();
     if threads <= 1 || work < PARALLEL_WORK {
         body(0, len);
-        return;
+        return ddx_ir::user::take_failure();
     }
     let chunk = len.div_ceil(threads * 4).div_ceil(block) * block;
+    let failed = std::sync::Mutex::new(None);
     (0..len.div_ceil(chunk)).into_par_iter().for_each(|c| {
         let start = c * chunk;
         body(start, chunk.min(len - start));
+        if let Some(e) = ddx_ir::user::take_failure() {
+            if let Ok(mut f) = failed.lock() {
+                f.get_or_insert(e);
+            }
+        }
     });
+    failed.into_inner().ok().flatten()
 }

@@ -109,6 +109,9 @@ pub struct Equation<S: Shape = Scalar> {
     pub(crate) device: Device,
     /// Whether it came from a saved equation ([`Equation::loaded`]).
     pub(crate) loaded: bool,
+    /// The parameter values bound by [`Equation::with_params`] (`p` of them), or empty
+    /// while unbound.
+    pub(crate) bound: Arc<[f64]>,
     /// The last-call cache ([`Equation::with_cache`]), shared by clones; `None`: off.
     pub(crate) cache: Option<Arc<dyn crate::cache::ValueCache>>,
     shape: PhantomData<fn() -> S>,
@@ -126,6 +129,7 @@ impl<S: Shape> Clone for Equation<S> {
             jit: self.jit.clone(),
             device: self.device.clone(),
             loaded: self.loaded,
+            bound: Arc::clone(&self.bound),
             cache: self.cache.clone(),
             shape: PhantomData,
         }
@@ -154,6 +158,7 @@ impl<S: Shape> Equation<S> {
             jit: Jit::default(),
             device: Device::default(),
             loaded: false,
+            bound: Arc::new([]),
             cache: None,
             shape: PhantomData,
         }
@@ -169,6 +174,7 @@ impl<S: Shape> Equation<S> {
             jit,
             device,
             loaded: true,
+            bound: Arc::new([]),
             cache: None,
             shape: PhantomData,
         }
@@ -206,9 +212,13 @@ impl<S: Shape> Equation<S> {
         Ok(x)
     }
 
-    /// Reads `point` (and, through `seed`, the seed inputs after it) into an input block
-    /// on the stack and hands it to `body`.
-    fn with_inputs<R>(
+    /// Reads `point` (then the bound parameters and, through `seed`, the seed inputs
+    /// after them) into an input block on the stack and hands it to `body`.
+    ///
+    /// # Errors
+    /// Those of [`Equation::point`]; [`Error::UnboundParameter`] when the equation has
+    /// parameters and none are bound.
+    pub(crate) fn with_inputs<R>(
         &self,
         point: &impl Point,
         seeds: usize,
@@ -216,17 +226,25 @@ impl<S: Shape> Equation<S> {
         body: impl FnOnce(&[f64]) -> R,
     ) -> Result<R, Error> {
         let n = self.arity();
+        let base = n + self.lanes.model.param_count();
         let mut stack = [0.0; STACK_INPUTS];
         let mut heap = Vec::new();
-        let x = if n + seeds <= STACK_INPUTS {
-            &mut stack[..n + seeds]
+        let x = if base + seeds <= STACK_INPUTS {
+            &mut stack[..base + seeds]
         } else {
-            heap.resize(n + seeds, 0.0);
+            heap.resize(base + seeds, 0.0);
             &mut heap[..]
         };
         point.fill(self.symbols(), &mut x[..n])?;
-        seed(&mut x[n..])?;
-        Ok(body(x))
+        self.fill_params(&mut x[n..base])?;
+        seed(&mut x[base..])?;
+        if !self.lanes.user_calls {
+            return Ok(body(x));
+        }
+        // User code reports a panic or a missing derivative on this thread.
+        let _ = ddx_ir::user::take_failure();
+        let r = body(x);
+        ddx_ir::user::take_failure().map_or(Ok(r), Err)
     }
 
     /// Runs lane `kind` at one point and hands each output `(index, value)` to `sink`, in
@@ -898,6 +916,8 @@ pub(crate) fn build<R: ModelOutput>(
 // documentation.
 // Issue 4: hessian, hvp, univariate_derivative (an `impl` block of their own).
 pub(crate) mod second_order;
+// Issue 17: parameters (inputs never differentiated), bound by `with_params`.
+pub(crate) mod params;
 // Issue 11: sparse per-point answers (pattern + values).
 pub(crate) mod sparse;
 pub(crate) mod tensor;

@@ -154,6 +154,8 @@ pub use equation::tensor::{MAX_TENSOR_ORDER, MAX_TENSOR_VALUES};
 // Issue 3: text.
 pub use ddx_ir::text::MAX_TEXT_NODES;
 pub use ddx_ir::Formula;
+// Issue 17: user functions with their own partials.
+pub use ddx_ir::{Functions, UserFunction, UserProblem};
 
 /// The OpenCL device backend (`Backend::Device`): the OpenCL C a lane lowers to, the
 /// device answering, and columns kept in device memory across calls.
@@ -238,9 +240,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub mod rt {
     use super::{Equation, Error, ModelOutput};
 
-    pub use ddx_ir::var;
+    pub use ddx_ir::{param, var};
 
-    pub use crate::text::{equation_text, parse_expr, system_text};
+    pub use crate::text::{
+        equation_text, equation_text_with_functions, equation_text_with_params, parse_expr,
+        system_text, system_text_with_params,
+    };
 
     /// Runs `model` — a closure that names symbols with [`var`] and returns one [`Expr`]
     /// (a scalar function) or an array or `Vec` of them (a system) — and answers the

@@ -89,6 +89,9 @@ pub(crate) struct PreparedLanes {
     pub(crate) model: Model,
     /// This set's identity (unique in the process).
     pub(crate) id: u64,
+    /// Whether the model calls a user function: calls then check for a failure of user
+    /// code ([`ddx_ir::user::take_failure`]).
+    pub(crate) user_calls: bool,
     /// The lanes as the passes build them, and contracted (`Codegen::contract`).
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
     /// The derivative-tensor lanes, by order (`equation::tensor`); never saved.
@@ -101,6 +104,7 @@ pub(crate) struct PreparedLanes {
 impl PreparedLanes {
     pub(crate) fn new(model: Model) -> Self {
         Self {
+            user_calls: ddx_ir::user::first_call(model.graph()).is_some(),
             model,
             id: next_id(),
             lanes: Default::default(),

@@ -32,7 +32,9 @@ impl<S: Shape> fmt::Display for Equation<S> {
     /// every expression in full.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let model = self.model();
-        let names = model.symbols();
+        // Expressions name parameters too (they follow the symbols); the derivative rows
+        // are one per symbol.
+        let names = model.inputs();
         let lane = self.lane(LaneKind::Jacobian);
         let cells = lane.pattern.as_ref().map_or(&[][..], |p| p.entries());
         for (i, &out) in model.outputs().iter().enumerate() {

@@ -35,7 +35,7 @@ impl<S: Shape> Equation<S> {
         emit::check_name(name)?;
         emit::rust(
             self.lane(lane),
-            self.symbols(),
+            self.model().inputs(),
             name,
             &emit::RustStyle::default(),
         )
@@ -49,7 +49,7 @@ impl<S: Shape> Equation<S> {
     /// void name(const double *x, const double *seeds, double *out)
     /// ```
     ///
-    /// `x` holds the `n` symbols in canonical order, `seeds` the lane's `s` extra inputs
+    /// `x` holds the `n` symbols in canonical order (then the `p` parameters), `seeds` the lane's `s` extra inputs
     /// (`NULL` when it has none), `out` receives the lane's outputs. Compile with
     /// `-ffp-contract=off` and without `-ffast-math`, link `-lm`; it then answers the
     /// interpreter's bits except where `erf` or `cbrt` is used: the C library's differ
@@ -59,6 +59,6 @@ impl<S: Shape> Equation<S> {
     /// [`Error::BadName`] when `name` is not an identifier both Rust and C accept.
     pub fn to_c_source(&self, name: &str, lane: LaneKind) -> Result<String, Error> {
         emit::check_name(name)?;
-        emit::c(self.lane(lane), self.symbols(), name)
+        emit::c(self.lane(lane), self.model().inputs(), name)
     }
 }

@@ -52,6 +52,55 @@ pub fn system_text<S: AsRef<str>>(texts: &[S]) -> Result<Equation<System>, Error
     Ok(Equation::from_model(ddx_ir::text::parse_model(texts)?))
 }
 
+/// The scalar equation `text` describes, with each name in `params` a parameter (an
+/// input never differentiated, bound with [`Equation::with_params`]) and every other
+/// free name a symbol. A listed name the text does not use is a parameter all the same.
+///
+/// ```
+/// let eq = ddx::rt::equation_text_with_params("k * x**2", &["k"])?;
+/// assert_eq!((eq.symbols(), eq.parameters()), (&["x".to_string()][..], &["k".to_string()][..]));
+/// assert_eq!(eq.with_params([3.0])?.gradient([2.0])?, [12.0]);
+/// # Ok::<(), ddx::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`equation_text`].
+pub fn equation_text_with_params<P: AsRef<str>>(
+    text: &str,
+    params: &[P],
+) -> Result<Equation<Scalar>, Error> {
+    let model = ddx_ir::text::model_with_params(&[Formula::parse(text)?], params)?;
+    Ok(Equation::from_model(model))
+}
+
+/// The scalar equation `text` describes, where a call may also name one of the user
+/// functions in `functions` ([`Formula::parse_with`]): `"xexp(a, b) - sin(a)"`.
+///
+/// # Errors
+/// As [`equation_text`]; [`Error::UserFunction`] for a call of a user function with the
+/// wrong number of arguments.
+pub fn equation_text_with_functions(
+    text: &str,
+    functions: &crate::Functions,
+) -> Result<Equation<Scalar>, Error> {
+    let model = ddx_ir::text::model(&[Formula::parse_with(text, functions)?])?;
+    Ok(Equation::from_model(model))
+}
+
+/// The system of `texts` ([`system_text`]) with each name in `params` a parameter
+/// ([`equation_text_with_params`]).
+///
+/// # Errors
+/// As [`system_text`].
+pub fn system_text_with_params<S: AsRef<str>, P: AsRef<str>>(
+    texts: &[S],
+    params: &[P],
+) -> Result<Equation<System>, Error> {
+    Ok(Equation::from_model(ddx_ir::text::parse_model_with_params(
+        texts, params,
+    )?))
+}
+
 /// Parses `text` inside a model closure into an [`Expr`] of the model being built: each
 /// name listed in `bindings` becomes its value (an `f64` or an `Expr`), every other name the
 /// symbol [`rt::var`](crate::rt::var) of that name.

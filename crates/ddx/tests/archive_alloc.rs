@@ -45,10 +45,10 @@ fn text(s: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// The file around `body`: magic, version 1, length, checksum.
+/// The file around `body`: magic, version 2, length, checksum.
 fn file(body: &[u8]) -> Vec<u8> {
     let mut out = b"\x89DDXEQN\n".to_vec();
-    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&2u32.to_le_bytes());
     out.extend_from_slice(&(body.len() as u64).to_le_bytes());
     let mut h = blake3::Hasher::new();
     h.update(&out);
@@ -71,7 +71,8 @@ const HUGE: u64 = 1 << 60;
 
 #[test]
 fn claimed_lengths_are_never_allocated() {
-    // writer, scalar, ops ["neg", "sin"], symbols ["x"], then the model's node count.
+    // writer, scalar, ops ["neg", "sin"], symbols ["x"], no parameters, then the model's
+    // node count.
     let mut head = Vec::new();
     text("ddx test", &mut head);
     head.push(1);
@@ -80,6 +81,7 @@ fn claimed_lengths_are_never_allocated() {
     text("sin", &mut head);
     varint(1, &mut head);
     text("x", &mut head);
+    varint(0, &mut head);
 
     // 2^60 model nodes, two present.
     let mut body = head.clone();
@@ -139,6 +141,7 @@ fn a_hand_made_file_loads() {
     text("sin", &mut body);
     varint(1, &mut body);
     text("x", &mut body);
+    varint(0, &mut body); // no parameters
     varint(2, &mut body);
     body.extend_from_slice(&[1, 0, 3, 1, 1]);
     varint(1, &mut body);

@@ -308,6 +308,18 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
                 value: s,
             },
         },
+        Op::Call => match g.constant_of(args[0]).and_then(|t| {
+            let wrt = i.checked_sub(1)?;
+            crate::user::partial_tag(t, wrt)
+        }) {
+            // The partial of a call is the call of the user's partial.
+            Some(t) => {
+                let tag = g.constant(t);
+                let l = g.apply(Op::Call, &[tag, args[1], args[2]]);
+                scale(g, s, l)
+            }
+            None => Flow::Zero,
+        },
         Op::Fma => match i {
             0 => scale(g, s, b),
             1 => scale(g, s, a),

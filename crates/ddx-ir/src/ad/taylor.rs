@@ -218,6 +218,7 @@ fn live(graph: &Graph, op: Op, args: &[NodeId], moves: &[bool]) -> [bool; 3] {
     match op {
         Op::Sign | Op::Lt | Op::Le | Op::Eq | Op::Ne => [false; 3],
         Op::Select => [false, m(1), m(2)],
+        Op::Call => [false, m(1), m(2)],
         Op::Mul | Op::Pow => [m(0) && !zero(1), m(1) && !zero(0), false],
         Op::Powi => [m(0) && !zero(1), false, false],
         Op::Fma => [m(0) && !zero(1), m(1) && !zero(0), m(2)],
@@ -406,9 +407,38 @@ fn apply(
         Op::Pow => pow(a[0], a[1], [live[0], live[1]], value).ok_or(op)?,
         Op::Atan2 => atan2(a[0], a[1]).ok_or(op)?,
         Op::Hypot => hypot(a[0], a[1], value),
+        Op::Call => call(a, value).ok_or(op)?,
     };
     c[0] = value;
     Ok(c)
+}
+
+/// A user function's series to degree 2 from its partials (Faà di Bruno):
+/// `c₁ = Σ ∂ᵢ·aᵢ₁`, `c₂ = Σ ∂ᵢ·aᵢ₂ + ½ Σᵢⱼ ∂ᵢⱼ·aᵢ₁·aⱼ₁`; `None` past degree 2 (no user
+/// function gives third partials). `a[0]` is the call's tag.
+fn call(a: &[&[f64]], value: f64) -> Option<Vec<f64>> {
+    let w = a[0].len();
+    if w > 3 {
+        return None;
+    }
+    let tag = a[0][0];
+    let (x, y) = (a[1][0], a[2][0]);
+    let part = |t: Option<f64>| t.map_or(0.0, |t| crate::user::call(t, x, y));
+    let d = [0, 1].map(|i| crate::user::partial_tag(tag, i));
+    let mut c = vec![0.0; w];
+    c[0] = value;
+    if w > 1 {
+        let g = d.map(part);
+        c[1] = g[0] * a[1][1] + g[1] * a[2][1];
+        if w > 2 {
+            let h = |i: usize, j: usize| part(d[i].and_then(|t| crate::user::partial_tag(t, j)));
+            let (u, v) = (a[1][1], a[2][1]);
+            c[2] = g[0] * a[1][2]
+                + g[1] * a[2][2]
+                + 0.5 * (h(0, 0) * u * u + 2.0 * h(0, 1) * u * v + h(1, 1) * v * v);
+        }
+    }
+    Some(c)
 }
 
 /// Coefficientwise `f(a_k, b_k)`.

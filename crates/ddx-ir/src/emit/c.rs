@@ -60,6 +60,9 @@ static inline double ddx_atanh(double x) {
 /// [`Error::BadName`] when `name` cannot name the function ([`super::check_name`]).
 pub fn c(lane: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
     check_name(name)?;
+    if let Some(tag) = crate::user::first_call(&lane.graph) {
+        return Err(crate::user::unsupported(tag, "emitted source"));
+    }
     let g = &lane.graph;
     let mut out = String::from(HELPERS);
     out.push_str("/*\n");
@@ -127,6 +130,8 @@ fn expression(op: Op, a: &dyn Fn(usize) -> String, exponent: Option<f64>) -> Str
     let call2 = |f: &str| format!("{f}({}, {})", a(0), a(1));
     let truth = |cond: String| format!("(({cond}) ? 1.0 : 0.0)");
     match op {
+        // Refused before any expression is written (`c`).
+        Call => "NAN".into(),
         Neg => format!("-{}", a(0)),
         Add => format!("{} + {}", a(0), a(1)),
         Sub => format!("{} - {}", a(0), a(1)),

@@ -73,7 +73,8 @@ fn op_is_const(op: Op, exponent: impl Fn() -> Option<f64>) -> bool {
         Pow => matches!(exponent(), Some(e) if e == 2.0 || e == -1.0),
         Powi => exponent().and_then(powi_steps).is_some(),
         Sin | Cos | Tan | Exp | Log | Log10 | Sqrt | Cbrt | Asin | Acos | Atan | Sinh | Cosh
-        | Tanh | Asinh | Acosh | Atanh | Erf | Atan2 | Hypot | Fma | Log1p | Expm1 | Log2 => false,
+        | Tanh | Asinh | Acosh | Atanh | Erf | Atan2 | Hypot | Fma | Log1p | Expm1 | Log2
+        | Call => false,
     }
 }
 
@@ -266,7 +267,15 @@ fn describe(lane: &Lane, symbols: &[String]) -> Vec<String> {
             lane.outputs.len(),
             lane.values
         ),
-        format!("Symbols, in this order: [{}].", names.join(", ")),
+        if lane.params > 0 {
+            format!(
+                "Inputs, in this order: [{}]: the symbols, then {} parameter(s) (never differentiated).",
+                names.join(", "),
+                lane.params
+            )
+        } else {
+            format!("Symbols, in this order: [{}].", names.join(", "))
+        },
     ]
 }
 

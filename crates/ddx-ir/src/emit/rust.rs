@@ -29,8 +29,11 @@ pub fn rust(
     style: &RustStyle,
 ) -> Result<String, Error> {
     check_name(name)?;
+    if let Some(tag) = crate::user::first_call(&lane.graph) {
+        return Err(crate::user::unsupported(tag, "emitted source"));
+    }
     let g = &lane.graph;
-    let (n, s, m) = (lane.symbols, lane.seeds, lane.outputs.len());
+    let (n, s, m) = (lane.seed_base(), lane.seeds, lane.outputs.len());
     let mut out = String::new();
     for line in describe(lane, symbols) {
         let _ = writeln!(out, "/// {line}");
@@ -108,6 +111,8 @@ fn expression(
     let m = |method: &str| format!("{}.{method}()", a(0));
     let truth = |cond: String| format!("if {cond} {{ 1.0 }} else {{ 0.0 }}");
     match op {
+        // Refused before any expression is written (`rust`).
+        Call => "f64::NAN".into(),
         Neg => format!("-{}", a(0)),
         Add => format!("{} + {}", a(0), a(1)),
         Sub => format!("{} - {}", a(0), a(1)),

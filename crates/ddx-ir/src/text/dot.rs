@@ -29,7 +29,7 @@ pub fn dot(model: &Model, lane: &Lane, all: bool) -> String {
     for &u in &value {
         drawn_value[u.index()] = true;
     }
-    let names = model.symbols();
+    let names = model.inputs();
     let mut out = String::from("digraph ddx {\n  rankdir=BT;\n  node [fontname=\"Helvetica\"];\n");
     let pruned_style = ", style=dashed, color=gray50, fontcolor=gray50";
     for (i, node) in merged.nodes().iter().enumerate() {

@@ -64,6 +64,9 @@ pub(crate) enum Item {
     /// An operation on the last `op.arity()` values; `flip` swaps the two of a comparison
     /// written `>` or `>=`.
     Apply { op: Op, flip: bool },
+    /// A user function's call on the last `arity` values; `tag` names its value node
+    /// (`crate::user`).
+    User { tag: f64, arity: usize },
 }
 
 /// A parsed expression, not yet part of any model: postfix code over its free names.
@@ -94,6 +97,17 @@ impl Formula {
         parser::Parser::parse(text)
     }
 
+    /// [`Formula::parse`], where a call may also name one of the user functions in
+    /// `functions` (the registry passed to the parser): `f(x, y)` is then the call of
+    /// [`crate::UserFunction`] `f`. A name the operator table has is always the table's.
+    ///
+    /// # Errors
+    /// As [`Formula::parse`]; a call of a user function with the wrong number of
+    /// arguments is [`Error::UserFunction`].
+    pub fn parse_with(text: &str, functions: &crate::Functions) -> Result<Formula, Error> {
+        parser::Parser::parse_with(text, Some(functions))
+    }
+
     /// The text the formula was parsed from.
     pub fn text(&self) -> &str {
         &self.text
@@ -117,6 +131,17 @@ impl Formula {
                         stack.swap(at, at + 1);
                     }
                     let v = sink.apply(op, &stack[at..]);
+                    stack.truncate(at);
+                    v
+                }
+                Item::User { tag, arity } => {
+                    let at = stack.len().checked_sub(arity)?;
+                    let t = sink.number(tag);
+                    let b = match arity {
+                        2 => stack[at + 1],
+                        _ => sink.number(0.0),
+                    };
+                    let v = sink.apply(Op::Call, &[t, stack[at], b]);
                     stack.truncate(at);
                     v
                 }
@@ -228,12 +253,32 @@ impl Sink for ExprSink<'_> {
 /// - [`Error::NoOutputs`] when there are no formulas;
 /// - [`Error::NoGraph`] when every output is a literal (none names a symbol).
 pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
+    model_with_params(formulas, &[] as &[&str])
+}
+
+/// [`model`] where each name in `params` is a parameter (an input never differentiated,
+/// see [`Model`]) and every other name a symbol. A listed name the formulas do not use is
+/// a parameter all the same; a name listed twice is one parameter.
+///
+/// # Errors
+/// As [`model`].
+pub fn model_with_params<P: AsRef<str>>(
+    formulas: &[Formula],
+    params: &[P],
+) -> Result<Model, Error> {
     if formulas.is_empty() {
         return Err(Error::NoOutputs);
     }
     let mut graph = Graph::new();
     let mut names: Vec<String> = Vec::new();
     let mut index: FxHashMap<&str, SymbolId> = FxHashMap::default();
+    for p in params {
+        index.entry(p.as_ref()).or_insert_with(|| {
+            names.push(p.as_ref().to_string());
+            SymbolId::from_index(names.len() - 1)
+        });
+    }
+    let listed = names.len();
     let mut outputs = Vec::with_capacity(formulas.len());
     for f in formulas {
         let symbols = f
@@ -256,7 +301,8 @@ pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
     if outputs.iter().all(|&o| graph.constant_of(o).is_some()) {
         return Err(Error::NoGraph);
     }
-    Ok(Model::seal(&graph, &outputs, names))
+    let is_param: Vec<bool> = (0..names.len()).map(|i| i < listed).collect();
+    Ok(Model::seal_with_params(&graph, &outputs, names, &is_param))
 }
 
 /// Parses each text and seals them into one model: [`Formula::parse`], then [`model`].
@@ -265,12 +311,23 @@ pub fn model(formulas: &[Formula]) -> Result<Model, Error> {
 /// The first parse error, its [`Location::output`] set to the index of the text that
 /// failed; else those of [`model`].
 pub fn parse_model<S: AsRef<str>>(texts: &[S]) -> Result<Model, Error> {
+    parse_model_with_params(texts, &[] as &[&str])
+}
+
+/// [`parse_model`] where each name in `params` is a parameter ([`model_with_params`]).
+///
+/// # Errors
+/// As [`parse_model`].
+pub fn parse_model_with_params<S: AsRef<str>, P: AsRef<str>>(
+    texts: &[S],
+    params: &[P],
+) -> Result<Model, Error> {
     let formulas = texts
         .iter()
         .enumerate()
         .map(|(i, t)| Formula::parse(t.as_ref()).map_err(|e| in_output(e, i)))
         .collect::<Result<Vec<_>, _>>()?;
-    model(&formulas)
+    model_with_params(&formulas, params)
 }
 
 /// A parse error of text `i` of several, saying so.

@@ -46,6 +46,8 @@ pub(crate) struct Parser<'a> {
     code: Vec<Item>,
     names: Vec<String>,
     index: FxHashMap<&'a str, u32>,
+    /// User functions the text may call.
+    functions: Option<&'a crate::Functions>,
 }
 
 /// One open level: an expression whose infix operations all bind at least `min`, and what
@@ -69,7 +71,43 @@ enum Then {
     /// A parenthesised expression: `)` follows.
     Paren,
     /// Argument `given` (0-based) of a call of `op`: `,` or `)` follows.
-    Argument { op: Op, given: usize },
+    Argument { op: Callee, given: usize },
+}
+
+/// What a call calls: an operation of the table, or a user function (`crate::user`).
+#[derive(Clone, Copy, Debug)]
+enum Callee {
+    Op(Op),
+    /// The tag of the function's value node, and its arity.
+    User {
+        tag: f64,
+        arity: usize,
+    },
+}
+
+impl Callee {
+    fn arity(self) -> usize {
+        match self {
+            Callee::Op(op) => op.arity(),
+            Callee::User { arity, .. } => arity,
+        }
+    }
+
+    /// The error for a call of this callee with `given` arguments, at `at`.
+    fn wrong_count(self, text: &str, at: usize, given: usize) -> Error {
+        match self {
+            Callee::Op(op) => Error::WrongArgumentCount {
+                at: Location::new(text, at),
+                function: op,
+                expected: op.arity(),
+                given,
+            },
+            Callee::User { tag, .. } => Error::UserFunction {
+                name: crate::user::name_of(tag).unwrap_or_default(),
+                problem: crate::UserProblem::ArgumentCount(given),
+            },
+        }
+    }
 }
 
 /// Where the parser is within the innermost level.
@@ -93,6 +131,14 @@ impl<'a> Parser<'a> {
     /// Parses the whole of `text` as one expression (with at most one comparison at its
     /// outer level).
     pub fn parse(text: &'a str) -> Result<Formula, Error> {
+        Parser::parse_with(text, None)
+    }
+
+    /// [`Parser::parse`], where a call may also name one of `functions`.
+    pub fn parse_with(
+        text: &'a str,
+        functions: Option<&'a crate::Functions>,
+    ) -> Result<Formula, Error> {
         let mut lexer = Lexer::new(text);
         let peek = lexer
             .next_token()
@@ -105,6 +151,7 @@ impl<'a> Parser<'a> {
             code: Vec::new(),
             names: Vec::new(),
             index: FxHashMap::default(),
+            functions,
         };
         p.run()?;
         Ok(Formula {
@@ -232,48 +279,51 @@ impl<'a> Parser<'a> {
 
     /// A call of `name` (at byte `at`); the next token is its `(`.
     fn call(&mut self, name: &str, at: usize) -> Result<State, Error> {
-        let Some(op) = Op::from_call_name(name) else {
-            return Err(Error::UnknownFunction {
-                at: Location::new(self.text, at),
-                name: name.to_string(),
-                nearest: Op::other_spelling(name)
-                    .map(|op| op.name().to_string())
-                    .or_else(|| nearest_name(name, Op::call_names())),
-            });
+        let callee = match Op::from_call_name(name) {
+            Some(op) => Callee::Op(op),
+            None => match self.functions.and_then(|f| f.get(name)) {
+                Some(f) => Callee::User {
+                    tag: f.value_tag(),
+                    arity: f.arity(),
+                },
+                None => {
+                    return Err(Error::UnknownFunction {
+                        at: Location::new(self.text, at),
+                        name: name.to_string(),
+                        nearest: Op::other_spelling(name)
+                            .map(|op| op.name().to_string())
+                            .or_else(|| nearest_name(name, Op::call_names())),
+                    })
+                }
+            },
         };
         self.advance()?;
-        self.argument(op, 0)
+        self.argument(callee, 0)
     }
 
     /// Where argument `given` (0-based) of a call of `op` may start: the call's `)`, or the
     /// argument, which opens a level.
-    fn argument(&mut self, op: Op, given: usize) -> Result<State, Error> {
+    fn argument(&mut self, op: Callee, given: usize) -> Result<State, Error> {
         if self.peek.kind == Kind::Close {
             return self.end_call(op, given);
         }
         if given == op.arity() {
-            return Err(Error::WrongArgumentCount {
-                at: Location::new(self.text, self.peek.start),
-                function: op,
-                expected: op.arity(),
-                given: given + 1 + self.count_more_arguments(),
-            });
+            let given = given + 1 + self.count_more_arguments();
+            return Err(op.wrong_count(self.text, self.peek.start, given));
         }
         self.open(0, Then::Argument { op, given })
     }
 
     /// The `)` of a call of `op` with `given` arguments is next.
-    fn end_call(&mut self, op: Op, given: usize) -> Result<State, Error> {
+    fn end_call(&mut self, op: Callee, given: usize) -> Result<State, Error> {
         if given < op.arity() {
-            return Err(Error::WrongArgumentCount {
-                at: Location::new(self.text, self.peek.start),
-                function: op,
-                expected: op.arity(),
-                given,
-            });
+            return Err(op.wrong_count(self.text, self.peek.start, given));
         }
         self.advance()?;
-        self.code.push(Item::Apply { op, flip: false });
+        self.code.push(match op {
+            Callee::Op(op) => Item::Apply { op, flip: false },
+            Callee::User { tag, arity } => Item::User { tag, arity },
+        });
         Ok(State::Operator)
     }
 

@@ -220,6 +220,20 @@ impl fmt::Display for Infix<'_> {
                         Task::Node(a, needs_parens(op, i, level(self.graph, a)))
                     };
                     match op.notation() {
+                        Notation::Call if op == Op::Call => {
+                            // A user function: `name(a)`, `name(a, b)`, `name_d0(a, b)`, ….
+                            let tag = self.graph.constant_of(args[0]).unwrap_or(f64::NAN);
+                            let (name, arity) =
+                                crate::user::describe(tag).unwrap_or_else(|| ("call".into(), 2));
+                            write!(f, "{name}(")?;
+                            stack.push(Task::Text(")"));
+                            for i in (1..=arity.min(2)).rev() {
+                                stack.push(child(i));
+                                if i > 1 {
+                                    stack.push(Task::Text(", "));
+                                }
+                            }
+                        }
                         Notation::Call => {
                             write!(f, "{}(", op.name())?;
                             stack.push(Task::Text(")"));
@@ -261,7 +275,7 @@ impl fmt::Display for Model {
                 f.write_str("\n")?;
             }
             write!(f, "f{i}: ")?;
-            fmt::Display::fmt(&infix(self.graph(), out, self.symbols()), f)?;
+            fmt::Display::fmt(&infix(self.graph(), out, self.inputs()), f)?;
         }
         Ok(())
     }

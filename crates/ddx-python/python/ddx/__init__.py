@@ -56,6 +56,7 @@ from ddx._ddx import (
     sqrt,
     tan,
     tanh,
+    param,
     var,
 )
 from ddx._errors import Error, errc
@@ -81,6 +82,7 @@ def equation(
     /,
     *,
     cache: str | os.PathLike[str] | None = None,
+    params: Sequence[str] = (),
     remember: bool = False,
 ) -> Equation: ...
 @overload
@@ -89,6 +91,7 @@ def equation(
     /,
     *,
     cache: str | os.PathLike[str] | None = None,
+    params: Sequence[str] = (),
     remember: bool = False,
 ) -> Callable[[Model], Equation]: ...
 
@@ -98,6 +101,7 @@ def equation(
     /,
     *,
     cache: str | os.PathLike[str] | None = None,
+    params: Sequence[str] = (),
     remember: bool = False,
 ) -> Equation | Callable[[Model], Equation]:
     """The equation of ``model``: a callable of no arguments that names symbols with
@@ -117,6 +121,10 @@ def equation(
     ``path``. A file that cannot be read is rebuilt, never an error; one that cannot be
     written raises ``errc.archive_io``.
 
+    With ``params=[...]`` (text only) those names are parameters: inputs never
+    differentiated, bound with :meth:`Equation.with_params` (a model callable names its
+    parameters with :func:`param` instead).
+
     With ``remember=True`` the equation keeps its last call of each kind (the last-call
     cache): asked again at the same point (the same bits) it answers with no sweep, and
     with some symbols moved it re-sweeps only what they reach; the numbers are the ones a
@@ -125,19 +133,23 @@ def equation(
     says what it did.
     """
     if model is None:
-        return lambda m: equation(m, cache=cache, remember=remember)
+        return lambda m: equation(m, cache=cache, params=params, remember=remember)
     if remember:
-        built = equation(model, cache=cache)
+        built = equation(model, cache=cache, params=params)
         built._set_remember(True)
         return built
     if cache is not None:
-        return _cached(equation(model), os.fspath(cache))
+        return _cached(equation(model, params=params), os.fspath(cache))
+    if isinstance(params, str) or not all(isinstance(p, str) for p in params):
+        raise TypeError("params is a list of parameter names")
     if isinstance(model, str):
-        return _ddx.equation_text(model)
+        return _ddx.equation_text(model, list(params))
     if isinstance(model, (list, tuple)):
         if not all(isinstance(t, str) for t in model):
             raise TypeError("a system written down is a list of strings")
-        return _ddx.system_text(list(model))
+        return _ddx.system_text(list(model), list(params))
+    if params:
+        raise TypeError("a model callable names its parameters with ddx.param")
     if callable(model):
         return _ddx.equation_model(model)
     raise TypeError(
@@ -222,6 +234,7 @@ __all__ = [
     "sqrt",
     "tan",
     "tanh",
+    "param",
     "var",
     "verify",
     "version_info",

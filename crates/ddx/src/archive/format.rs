@@ -44,7 +44,9 @@ use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"\x89DDXEQN\n";
 /// The format version this build writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// Version 2 added the parameters (a model's names never differentiated, and each lane's
+/// parameter count).
+pub(crate) const VERSION: u32 = 2;
 const HEADER: usize = 52;
 
 /// The body of a file.
@@ -60,6 +62,9 @@ struct Body<'a> {
     ops: Vec<&'a str>,
     #[serde(borrow)]
     symbols: Vec<&'a str>,
+    /// The parameters, in canonical order; `Symbol(n + j)` nodes are parameter `j`.
+    #[serde(borrow)]
+    params: Vec<&'a str>,
     model: GraphRec,
     lanes: Vec<LaneRec>,
     options: OptionsRec,
@@ -103,6 +108,7 @@ struct LaneRec {
     kind: u8,
     contract: bool,
     symbols: u32,
+    params: u32,
     seeds: u32,
     values: u32,
     graph: GraphRec,
@@ -255,12 +261,22 @@ fn level_of(tag: u8) -> Option<OptLevel> {
 /// [`Error::ArchiveIo`] (with `path`) if the encoder fails, which it does not for parts an
 /// equation holds.
 pub(crate) fn encode(parts: &Parts<'_>, path: &Path) -> Result<Vec<u8>, Error> {
+    if let Some(tag) = ddx_ir::user::first_call(parts.model.graph()) {
+        // A call names a function of this process; a file could not call it back.
+        return Err(ddx_ir::user::unsupported(tag, "a saved equation"));
+    }
     let body = Body {
         // `ddx::VERSION`, spelled so that it stays a literal.
         writer: concat!("ddx ", env!("CARGO_PKG_VERSION")),
         scalar: parts.scalar,
         ops: Op::ALL.iter().map(|op| op.name()).collect(),
         symbols: parts.model.symbols().iter().map(String::as_str).collect(),
+        params: parts
+            .model
+            .parameters()
+            .iter()
+            .map(String::as_str)
+            .collect(),
         model: graph_rec(parts.model.graph(), parts.model.outputs()),
         lanes: parts
             .lanes
@@ -269,6 +285,7 @@ pub(crate) fn encode(parts: &Parts<'_>, path: &Path) -> Result<Vec<u8>, Error> {
                 kind: lane.kind as u8,
                 contract,
                 symbols: u32_of(lane.symbols),
+                params: u32_of(lane.params),
                 seeds: u32_of(lane.seeds),
                 values: u32_of(lane.values),
                 graph: graph_rec(&lane.graph, &lane.outputs),
@@ -405,16 +422,18 @@ fn parts(body: Body<'_>) -> Result<Decoded, Refusal> {
         })
         .collect::<Result<Vec<Op>, Refusal>>()?;
     let symbols: Vec<String> = body.symbols.iter().map(|s| s.to_string()).collect();
-    let n = symbols.len();
-    let (graph, outputs) = graph(&body.model, &ops, n, 0).map_err(|e| format!("model: {e}"))?;
+    let params: Vec<String> = body.params.iter().map(|s| s.to_string()).collect();
+    let (n, p) = (symbols.len(), params.len());
+    let (graph, outputs) = graph(&body.model, &ops, n + p, 0).map_err(|e| format!("model: {e}"))?;
     let m = outputs.len();
-    let model = Model::from_parts(graph, outputs, symbols).map_err(|e| format!("model: {e}"))?;
+    let model = Model::from_parts_with_params(graph, outputs, symbols, params)
+        .map_err(|e| format!("model: {e}"))?;
     if body.scalar && m != 1 {
         return Err(format!("a scalar equation with {m} outputs").into());
     }
     let mut lanes: Vec<(bool, Lane)> = Vec::with_capacity(body.lanes.len());
     for rec in &body.lanes {
-        let lane = lane(rec, &ops, m, n)?;
+        let lane = lane(rec, &ops, m, n, p)?;
         if lanes
             .iter()
             .any(|(c, l)| *c == rec.contract && l.kind == lane.kind)
@@ -518,8 +537,9 @@ fn pattern(rec: &PatternRec) -> Result<Sparsity, String> {
         .ok_or_else(|| "a pattern's cells are out of order or out of range".to_string())
 }
 
-/// A lane from `rec`, checked against a model of `m` outputs and `n` symbols.
-fn lane(rec: &LaneRec, ops: &[Op], m: usize, n: usize) -> Result<Lane, String> {
+/// A lane from `rec`, checked against a model of `m` outputs, `n` symbols and `p`
+/// parameters.
+fn lane(rec: &LaneRec, ops: &[Op], m: usize, n: usize, p: usize) -> Result<Lane, String> {
     let kind = kind_of(rec.kind)?;
     let name = kind.name();
     let seeds = rec.seeds as usize;
@@ -529,8 +549,14 @@ fn lane(rec: &LaneRec, ops: &[Op], m: usize, n: usize) -> Result<Lane, String> {
             rec.symbols
         ));
     }
+    if rec.params as usize != p {
+        return Err(format!(
+            "the {name} lane has {} parameters of {p}",
+            rec.params
+        ));
+    }
     let (graph, outputs) =
-        graph(&rec.graph, ops, n, seeds).map_err(|e| format!("{name} lane: {e}"))?;
+        graph(&rec.graph, ops, n + p, seeds).map_err(|e| format!("{name} lane: {e}"))?;
     let hessian = match &rec.hessian {
         Some(h) => Some(
             HessianLayout::from_colouring(pattern(&h.pattern)?, &h.colours)
@@ -543,12 +569,13 @@ fn lane(rec: &LaneRec, ops: &[Op], m: usize, n: usize) -> Result<Lane, String> {
         graph,
         outputs,
         symbols: n,
+        params: p,
         seeds,
         values: rec.values as usize,
         pattern: rec.pattern.as_ref().map(pattern).transpose()?,
         hessian,
     };
-    lane.check_layout(m, n)?;
+    lane.check_layout(m, n, p)?;
     Ok(lane)
 }
 

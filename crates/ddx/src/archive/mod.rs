@@ -81,6 +81,13 @@ fn difference(file: &Model, model: &Model) -> Option<String> {
             model.symbols()
         ));
     }
+    if file.parameters() != model.parameters() {
+        return Some(format!(
+            "the file's parameters are {:?}, the equation's {:?}",
+            file.parameters(),
+            model.parameters()
+        ));
+    }
     if file.outputs().len() != model.outputs().len() {
         return Some(format!(
             "the file has {} outputs, the equation {}",

@@ -308,6 +308,10 @@ fn build(job: Job) {
                 ),
             });
         }
+        if let Some(tag) = ddx_ir::user::first_call(&lane.graph) {
+            // User code runs on the CPU only: the CPU answers this lane.
+            return Err(ddx_ir::user::unsupported(tag, "the OpenCL device"));
+        }
         LaneKernel::build(&gpu, lane, &source::source_of(lane))
     }));
     match made {

@@ -227,7 +227,7 @@ impl LaneKernel {
         Ok(LaneKernel {
             gpu: Arc::clone(gpu),
             lane: name,
-            inputs: lane.symbols + lane.seeds,
+            inputs: lane.inputs(),
             outputs: lane.outputs.len(),
             build_time,
             work: Mutex::new(Work {

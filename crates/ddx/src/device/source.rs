@@ -85,6 +85,8 @@ fn expression(op: Op, a: &str, b: &str, c: &str) -> String {
     use Op::*;
     let call = |f: &str| format!("{f}({a})");
     match op {
+        // A lane with a user function is never built for the device (`device::build`).
+        Call => "NAN".into(),
         Neg => format!("-{a}"),
         Sin => call("sin"),
         Cos => call("cos"),
@@ -143,10 +145,11 @@ pub fn source_of(lane: &Lane) -> String {
     // `write!` into a String cannot fail.
     let _ = writeln!(
         s,
-        "/* lane {}: {} inputs ({} symbols, {} seeds), {} outputs, {} nodes */",
+        "/* lane {}: {} inputs ({} symbols, {} parameters, {} seeds), {} outputs, {} nodes */",
         lane.kind.name(),
-        lane.symbols + lane.seeds,
+        lane.inputs(),
         lane.symbols,
+        lane.params,
         lane.seeds,
         lane.outputs.len(),
         nodes.len()
@@ -163,7 +166,9 @@ pub fn source_of(lane: &Lane) -> String {
         let value = match *node {
             Node::Const(c) => literal(c.value()),
             Node::Symbol(sym) => format!("input[{}UL * stride + i]", sym.index()),
-            Node::Seed(seed) => format!("input[{}UL * stride + i]", lane.symbols + seed.index()),
+            Node::Seed(seed) => {
+                format!("input[{}UL * stride + i]", lane.seed_base() + seed.index())
+            }
             Node::Apply(op, args) => {
                 let arg = |j: usize| {
                     if j < op.arity() {

@@ -74,6 +74,7 @@ impl<S: Shape> Equation<S> {
             return true;
         }
         let kernel = self.jit.point(&self.lanes, kind);
+        let user_calls = self.lanes.user_calls;
         let mut event = Event::Busy;
         let mut lease = |e: &mut Entry| {
             if let Some(k) = kernel {
@@ -99,6 +100,11 @@ impl<S: Shape> Equation<S> {
             }
             for (k, &v) in e.outputs.iter().enumerate() {
                 sink(k, v);
+            }
+            // A sweep through failed user code answers an error (the caller takes it):
+            // never remembered, so a repeat calls the user's code again.
+            if user_calls && ddx_ir::user::failed() {
+                e.clear();
             }
         };
         let wrote = cache.write(&extent, &mut lease);
@@ -129,28 +135,29 @@ impl<S: Shape> Equation<S> {
         hit
     }
 
-    /// The Taylor coefficients of order `order` at `x0` through the cache, when one is
+    /// The Taylor coefficients of order `order` at the input block `x` (the symbol, then
+    /// the bound parameters) through the cache, when one is
     /// given and active: a repeat is served, anything else computed by `compute` and
     /// stored (no tape: the one symbol moving moves everything).
     pub(crate) fn remembered_taylor(
         &self,
         order: usize,
-        x0: f64,
+        x: &[f64],
         compute: impl FnOnce() -> Result<Vec<f64>, Error>,
     ) -> Result<Vec<f64>, Error> {
         let Some(cache) = self.cache.as_deref().filter(|c| c.active()) else {
             return compute();
         };
-        let extent = Extent::new(CallKind::Taylor, self.lanes.id, 1, order + 1, order);
+        let extent = Extent::new(CallKind::Taylor, self.lanes.id, x.len(), order + 1, order);
         let mut out = Vec::new();
-        if self.served(cache, &extent, &[x0], &mut |_, v| out.push(v)) {
+        if self.served(cache, &extent, x, &mut |_, v| out.push(v)) {
             return Ok(out);
         }
         let out = compute()?;
         let wrote = cache.write(&extent, &mut |e: &mut Entry| {
             e.outputs.clear();
             e.outputs.extend_from_slice(&out);
-            e.set(extent, &[x0], false);
+            e.set(extent, x, false);
         });
         cache.note(if wrote {
             Event::Sweep { instructions: 0 }

@@ -428,9 +428,17 @@ impl<S: Shape> Equation<S> {
             });
         }
         let model = self.model();
-        let taylor = self.remembered_taylor(order, x0, || {
+        // The one symbol moves; the parameters (after it) stay at their bound values.
+        let x = self.with_inputs(&[x0], 0, |_| Ok(()), |x| x.to_vec())?;
+        let mut direction = vec![0.0; x.len()];
+        direction[0] = 1.0;
+        let taylor = self.remembered_taylor(order, &x, || {
+            let _ = ddx_ir::user::take_failure();
             let mut series =
-                taylor::expand(model.graph(), model.outputs(), &[x0], &[1.0], &[], order)?;
+                taylor::expand(model.graph(), model.outputs(), &x, &direction, &[], order)?;
+            if let Some(e) = ddx_ir::user::take_failure() {
+                return Err(e);
+            }
             Ok(series.swap_remove(0))
         });
         match taylor {

@@ -112,10 +112,14 @@ impl<S: Shape> Equation<S> {
     /// anything is built); those of [`Equation::point`].
     pub fn derivative_tensor(&self, k: usize, point: impl crate::Point) -> Result<Vec<f64>, Error> {
         let size = self.tensor_size(k)?;
-        let x = self.point(point)?;
+        let x = self.with_inputs(&point, 0, |_| Ok(()), |x| x.to_vec())?;
         let t = self.tensor_lane(k)?;
         let mut unique = super::zeros(t.program.outputs());
+        let _ = ddx_ir::user::take_failure();
         t.program.run(&x, &mut unique)?;
+        if let Some(e) = ddx_ir::user::take_failure() {
+            return Err(e);
+        }
         let mut dense = super::zeros(size);
         for (r, block) in dense.chunks_exact_mut(t.unique_of.len().max(1)).enumerate() {
             let base = r * t.unique;

@@ -149,6 +149,7 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usiz
             Code::Op(Op::Ne) => run!(r, 2, |a, c| math::ne(a, c)),
             Code::Op(Op::Select) => run!(r, 3, |c, t, f| math::select(c, t, f)),
             Code::Op(Op::Fma) => run!(r, 3, |a, c, e| a.mul_add(c, e)),
+            Code::Op(Op::Call) => run!(r, 3, |a, c, e| ddx_ir::user::call(a, c, e)),
             Code::Op(Op::Pow) => run!(r, 2, |a, c| math::pow(a, c)),
             Code::Op(Op::Atan2) => run!(r, 2, |a, c| math::atan2(a, c)),
             Code::Op(Op::Hypot) => run!(r, 2, |a, c| math::hypot(a, c)),

@@ -49,7 +49,7 @@ impl Program {
     pub fn lower(lane: &Lane, schedule: Schedule) -> Program {
         let g = &lane.graph;
         let nodes = g.nodes();
-        let inputs = lane.symbols + lane.seeds;
+        let inputs = lane.inputs();
         let consts: Vec<f64> = nodes.iter().filter_map(Node::constant).collect();
         let input_base = consts.len();
 
@@ -75,7 +75,7 @@ impl Program {
                     const_index - 1
                 }
                 Node::Symbol(s) => (input_base + s.index()) as u32,
-                Node::Seed(s) => (input_base + lane.symbols + s.index()) as u32,
+                Node::Seed(s) => (input_base + lane.seed_base() + s.index()) as u32,
                 Node::Apply(..) => NONE,
             };
         }

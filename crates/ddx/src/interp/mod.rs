@@ -284,6 +284,7 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
             Code::Op(Op::Ne) => each!(r, |a| math::ne(a(0), a(1))),
             Code::Op(Op::Select) => each!(r, |a| math::select(a(0), a(1), a(2))),
             Code::Op(Op::Fma) => each!(r, |a| a(0).mul_add(a(1), a(2))),
+            Code::Op(Op::Call) => each!(r, |a| ddx_ir::user::call(a(0), a(1), a(2))),
             Code::Op(Op::Sin) => each!(r, |a| math::sin(a(0))),
             Code::Op(Op::Cos) => each!(r, |a| math::cos(a(0))),
             Code::Op(Op::Tan) => each!(r, |a| math::tan(a(0))),

@@ -107,8 +107,10 @@ impl Key {
         text(&mut h, lane.kind.name());
         h.update(&VERSION.to_le_bytes());
         h.update(&[shape.tag(), level_tag(level)]);
+        // The kernel reads `seed_base()` inputs before the seeds, whichever of them are
+        // parameters: the code depends on the block's layout, not on which are differentiated.
         for n in [
-            lane.symbols,
+            lane.seed_base(),
             lane.seeds,
             lane.graph.len(),
             lane.outputs.len(),

@@ -505,7 +505,8 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
                     .lane(lane.kind)
                     .compiled
                     .fetch_add(1, Ordering::Relaxed);
-                if let Some(dir) = &c.cache_dir {
+                let shareable = ddx_ir::user::first_call(&lane.graph).is_none();
+                if let Some(dir) = c.cache_dir.as_ref().filter(|_| shareable) {
                     let key = key(c, compiler, lane, level);
                     match cache::write(dir, &key, &code) {
                         Ok(()) => {
@@ -539,6 +540,10 @@ pub(crate) fn key(
 fn cached(state: &State, compiler: &Compiler, lane: &Lane, level: OptLevel) -> Option<Kernel> {
     let c = &state.config;
     let dir = c.cache_dir.as_ref()?;
+    if ddx_ir::user::first_call(&lane.graph).is_some() {
+        // A call's tag names this process's function: its code is never shared.
+        return None;
+    }
     match cache::read(dir, &key(c, compiler, lane, level)) {
         cache::Entry::Valid(code) => {
             match Kernel::new(&code, lane, c.shape, level, c.retain, c.segment) {

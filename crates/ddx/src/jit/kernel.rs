@@ -126,7 +126,7 @@ impl Kernel {
             map,
             shape,
             level,
-            inputs: lane.symbols + lane.seeds,
+            inputs: lane.inputs(),
             outputs: lane.outputs.len(),
             object: retain.then(|| code.to_vec()),
             segments,

@@ -408,7 +408,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             let v = match *node {
                 Node::Const(c) => self.constant(c.value()),
                 Node::Symbol(s) => load(self.b, s.index()),
-                Node::Seed(s) => load(self.b, lane.symbols + s.index()),
+                Node::Seed(s) => load(self.b, lane.seed_base() + s.index()),
                 Node::Apply(op, args) => {
                     let arg = |k: usize| vals[args[k].index()];
                     match op.arity() {
@@ -500,7 +500,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         match lane.graph.nodes()[id] {
             Node::Const(c) => self.constant(c.value()),
             Node::Symbol(s) => self.load(inputs, s.index()),
-            Node::Seed(s) => self.load(inputs, lane.symbols + s.index()),
+            Node::Seed(s) => self.load(inputs, lane.seed_base() + s.index()),
             Node::Apply(..) => self.load(scratch, plan.slot[id] as usize),
         }
     }
