@@ -520,6 +520,57 @@ fn several_moved_coordinates_sharing_instructions_resweep_exactly() {
     assert!(s.resweeps > 40, "{s:?}");
 }
 
+/// The arguments every call of `seen` received (the test below).
+static SEEN: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+#[test]
+fn user_code_sees_only_full_sweep_operands_when_several_inputs_move() {
+    let seen = ddx::UserFunction::new(
+        "seen",
+        2,
+        |x| {
+            SEEN.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((x[0].to_bits(), x[1].to_bits()));
+            x[0] * x[1]
+        },
+        |x, g| {
+            g[0] = x[1];
+            g[1] = x[0];
+        },
+    )
+    .expect("a user function");
+    // Both moved inputs reach the call, each through its own instruction first; the
+    // terms in `c` make the lists of `a` and `b` short against the whole program.
+    let model = || {
+        let c = rt::var("c");
+        let terms: Expr = (0..40).map(|k| (c + f64::from(k)).sin()).sum();
+        terms + seen.call(&[rt::var("a").sin(), rt::var("b").cos()])
+    };
+    let on = rt::equation_with(model, LastValue::new()).expect("builds");
+    let off = rt::equation(model).expect("builds");
+    let args = |p: [f64; 3]| (p[0].sin().to_bits(), p[1].cos().to_bits());
+    let points = [
+        [0.3, 0.7, 1.0],
+        [0.4, 0.9, 1.0],
+        [0.4, 0.9, 2.0],
+        [0.1, 0.2, 2.0],
+    ];
+    for (k, p) in points.into_iter().enumerate() {
+        SEEN.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let f = on.evaluate(p).expect("evaluates");
+        let calls = std::mem::take(&mut *SEEN.lock().unwrap_or_else(|e| e.into_inner()));
+        assert!(
+            calls.len() <= 1,
+            "point {k}: user code called {} times",
+            calls.len()
+        );
+        assert!(calls.iter().all(|c| *c == args(p)), "point {k}: {calls:?}");
+        assert_eq!(f.to_bits(), off.evaluate(p).expect("evaluates").to_bits());
+    }
+    assert!(on.cache_stats().expect("counts").resweeps >= 2);
+}
+
 /// Value, gradient, Hessian and one `hvp` column at a point, as bits.
 type Truth = (u64, Vec<u64>, Vec<u64>, Vec<u64>);
 

@@ -21,14 +21,20 @@
 use super::{dispatch, lower::Schedule, Code, Instr, Program, Run};
 use crate::cache::{every_moved, next_moved};
 use ddx_ir::Lane;
+use ddx_ir::Op;
 use std::sync::OnceLock;
 
 /// A lane's tape program and its per-input reach, built on first use.
 #[derive(Debug)]
 pub(crate) struct Tape {
     program: Program,
+    /// The first temporary slot: instruction `k` writes slot `first + k`.
+    first: usize,
     /// Each instruction's operation, by instruction index.
     codes: Vec<Code>,
+    /// Whether the program calls user code (which must see only a full sweep's operands,
+    /// and once per call: several moved inputs' lists are then merged, not run in turn).
+    calls_user: bool,
     reach: OnceLock<Reach>,
 }
 
@@ -82,7 +88,9 @@ impl Tape {
             .enumerate()
             .all(|(k, i)| i.dst as usize == first + k));
         Tape {
+            calls_user: codes.contains(&Code::Op(Op::Call)),
             program,
+            first,
             codes,
             reach: OnceLock::new(),
         }
@@ -130,7 +138,10 @@ impl Tape {
     /// holds the instruction, so the operand's last run comes before it: in an earlier
     /// list, or earlier in the same one), so the tape ends as a full sweep leaves it, bit
     /// for bit. That costs at most the lists' total, which is bounded by half a sweep, and
-    /// nothing to merge them (sorting the union cost more than the sweep it saved).
+    /// nothing to merge them (sorting the union cost more than the sweep it saved). A
+    /// program that calls user code is the exception: its lists are merged into their
+    /// union, so that user code runs once per call and never on a mix of old and new
+    /// operands.
     ///
     /// The caller guarantees `tape` came from [`Tape::sweep`] or `resweep` of this tape
     /// at `old`; a tape of the wrong length is swept afresh.
@@ -192,6 +203,25 @@ impl Tape {
         let base = p.consts.len();
         for i in moved() {
             tape[base + i] = new[i];
+        }
+        if self.calls_user && count > 1 {
+            // User code sees each call once, on final operands: the union, in program
+            // order (instruction `k` writes slot `first + k`, so sorting by destination
+            // is program order).
+            let mut instrs: Vec<Instr> = moved()
+                .filter_map(|i| reach.inputs[i].as_ref())
+                .flat_map(|part| part.instrs.iter().copied())
+                .collect();
+            instrs.sort_unstable_by_key(|i| i.dst);
+            instrs.dedup_by_key(|i| i.dst);
+            let mut merged = Part::default();
+            for i in instrs {
+                merged.push(self.codes[i.dst as usize - self.first], i);
+            }
+            // SAFETY: `merged` holds this program's instructions (slots checked at
+            // lowering against `p.slots`, the length of `tape`), its runs tiling them.
+            unsafe { dispatch(&merged.runs, &merged.instrs, tape.as_mut_ptr()) };
+            return merged.instrs.len();
         }
         for part in moved().filter_map(|i| reach.inputs[i].as_ref()) {
             // SAFETY: `part` holds this program's instructions (slots checked at lowering
