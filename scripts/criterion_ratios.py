@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Print each criterion arm's median time as a ratio of the group's `native` arm.
+"""Print each criterion arm's median time as a ratio of the group's `native` arm (or, in a
+group without one, of the `off` arm its name pairs with: `interp/on_100` ÷ `interp/off_100`).
 
 Usage: scripts/criterion_ratios.py [GROUP-PREFIX ...]
-Reads target/criterion/<group>/<arm>/<param>/new/estimates.json (criterion's own output).
+Reads $CARGO_TARGET_DIR/criterion/<group>/<arm>/<param>/new/estimates.json (criterion's own
+output; `target` at the repository root without CARGO_TARGET_DIR).
 """
 import json
+import os
 import pathlib
 import sys
 
-root = pathlib.Path(__file__).resolve().parent.parent / "target" / "criterion"
+target = os.environ.get("CARGO_TARGET_DIR")
+root = (
+    pathlib.Path(target) if target else pathlib.Path(__file__).resolve().parent.parent / "target"
+) / "criterion"
 prefixes = sys.argv[1:] or [""]
 groups = {}
 for est in sorted(root.glob("**/new/estimates.json")):
@@ -23,5 +29,6 @@ for group, arms in sorted(groups.items()):
     base = next((v for k, v in arms.items() if k.startswith("native")), None)
     print(f"{group}")
     for arm, ns in sorted(arms.items()):
-        ratio = f"{ns / base:6.2f}x" if base else "   -  "
+        den = base or arms.get(arm.replace("/on", "/off"))
+        ratio = f"{ns / den:6.2f}x" if den else "   -  "
         print(f"  {arm:<28} {ns:12.1f} ns  {ratio}")

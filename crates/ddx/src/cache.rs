@@ -194,7 +194,43 @@ impl Entry {
 
 /// Whether `a` and `b` hold the same bits.
 pub(crate) fn same_bits(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    a.len() == b.len() && next_moved(a, b, 0).is_none()
+}
+
+/// Whether every coordinate of `a` differs in bits from `b`'s (one length), compared
+/// eight at a time without a branch.
+pub(crate) fn every_moved(a: &[f64], b: &[f64]) -> bool {
+    const LANES: usize = 8;
+    let same = |(x, y): (&f64, &f64)| x.to_bits() == y.to_bits();
+    let (a8, b8) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ra, rb) = (a8.remainder(), b8.remainder());
+    a8.zip(b8)
+        .all(|(x, y)| !x.iter().zip(y).fold(false, |f, p| f | same(p)))
+        && !ra.iter().zip(rb).any(same)
+}
+
+/// The first index `i ≥ from` (below the shorter length) at which `a[i]` and `b[i]` differ
+/// in bits, or `None`. Eight coordinates are compared at a time without a branch, so a
+/// long stretch that did not move costs a fraction of an element-wise scan.
+pub(crate) fn next_moved(a: &[f64], b: &[f64], from: usize) -> Option<usize> {
+    const LANES: usize = 8;
+    let n = a.len().min(b.len());
+    if from < n && a[from].to_bits() != b[from].to_bits() {
+        return Some(from); // the next one moved too (a stream of new points)
+    }
+    let mut i = from;
+    while i + LANES <= n {
+        let (x, y) = (&a[i..i + LANES], &b[i..i + LANES]);
+        let diff = x
+            .iter()
+            .zip(y)
+            .fold(0u64, |d, (x, y)| d | (x.to_bits() ^ y.to_bits()));
+        if diff != 0 {
+            break;
+        }
+        i += LANES;
+    }
+    (i..n).find(|&k| a[k].to_bits() != b[k].to_bits())
 }
 
 /// What a remembered call did, as reported to [`ValueCache::note`].

@@ -440,6 +440,137 @@ fn a_finite_difference_loop_resweeps_only_what_each_coordinate_reaches() {
     assert_eq!(bits(&fd(&on)), bits(&fd(&off)));
 }
 
+#[test]
+fn a_stream_of_new_points_sweeps_whole_and_builds_no_reach_lists() {
+    let n = 50;
+    let off = rt::equation(chain(n)).expect("builds");
+    let on = rt::equation_with(chain(n), LastValue::new()).expect("builds");
+    let point =
+        |k: usize| -> Vec<f64> { (0..n).map(|i| 0.3 + 0.01 * (i * 7 + k) as f64).collect() };
+    for k in 0..6 {
+        let x = point(k);
+        assert_eq!(
+            on.evaluate(&x[..]).expect("evaluates").to_bits(),
+            off.evaluate(&x[..]).expect("evaluates").to_bits()
+        );
+    }
+    let s = on.cache_stats().expect("counts");
+    assert_eq!((s.sweeps, s.resweeps, s.hits), (1, 5, 0), "{s:?}");
+    assert_eq!(s.instructions % 6, 0, "six full sweeps: {s:?}");
+    let program = on.tape_memory(LaneKind::Value);
+    assert!(program > 0);
+    // Every coordinate moved each time: the reach lists were never needed, nor built.
+    let mut x = point(5);
+    x[7] += 0.25;
+    assert_eq!(
+        on.evaluate(&x[..]).expect("evaluates").to_bits(),
+        off.evaluate(&x[..]).expect("evaluates").to_bits()
+    );
+    assert!(
+        on.tape_memory(LaneKind::Value) > program,
+        "one coordinate moved: the lists are built"
+    );
+    let t = on.cache_stats().expect("counts");
+    assert!(
+        t.instructions - s.instructions < s.instructions / 6 / 2,
+        "one coordinate re-swept less than half a sweep: {s:?} then {t:?}"
+    );
+}
+
+#[test]
+fn several_moved_coordinates_sharing_instructions_resweep_exactly() {
+    let n = 60;
+    let off = rt::equation(chain(n)).expect("builds");
+    let on = rt::equation_with(chain(n), LastValue::new()).expect("builds");
+    let x0: Vec<f64> = (0..n).map(|i| (i as f64 * 0.61).cos()).collect();
+    // Neighbours (a term and the running sum after it shared), far apart, the first and
+    // last, sixteen and seventeen at once (both sides of the located few), all but one.
+    let moves: Vec<Vec<usize>> = vec![
+        vec![3, 4],
+        vec![10, 40],
+        vec![0, n - 1],
+        (20..36).collect(),
+        (20..37).collect(),
+        (1..n).collect(),
+        vec![5],
+    ];
+    for (round, moved) in moves.iter().enumerate() {
+        for _ in 0..2 {
+            // From x0 to the moved point and back (moving the same ones back), twice.
+            let x = &x0;
+            let mut y = x.clone();
+            for &i in moved {
+                y[i] += 0.125 * (1 + round) as f64;
+            }
+            for p in [&y, x] {
+                assert_eq!(
+                    on.evaluate(&p[..]).expect("evaluates").to_bits(),
+                    off.evaluate(&p[..]).expect("evaluates").to_bits(),
+                    "round {round}: {moved:?}"
+                );
+                assert_eq!(
+                    bits(&on.gradient(&p[..]).expect("differentiates")),
+                    bits(&off.gradient(&p[..]).expect("differentiates")),
+                    "round {round}: {moved:?}"
+                );
+            }
+        }
+    }
+    let s = on.cache_stats().expect("counts");
+    assert!(s.resweeps > 40, "{s:?}");
+}
+
+/// The arguments every call of `seen` received (the test below).
+static SEEN: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+#[test]
+fn user_code_sees_only_full_sweep_operands_when_several_inputs_move() {
+    let seen = ddx::UserFunction::new(
+        "seen",
+        2,
+        |x| {
+            SEEN.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((x[0].to_bits(), x[1].to_bits()));
+            x[0] * x[1]
+        },
+        |x, g| {
+            g[0] = x[1];
+            g[1] = x[0];
+        },
+    )
+    .expect("a user function");
+    // Both moved inputs reach the call, each through its own instruction first; the
+    // terms in `c` make the lists of `a` and `b` short against the whole program.
+    let model = || {
+        let c = rt::var("c");
+        let terms: Expr = (0..40).map(|k| (c + f64::from(k)).sin()).sum();
+        terms + seen.call(&[rt::var("a").sin(), rt::var("b").cos()])
+    };
+    let on = rt::equation_with(model, LastValue::new()).expect("builds");
+    let off = rt::equation(model).expect("builds");
+    let args = |p: [f64; 3]| (p[0].sin().to_bits(), p[1].cos().to_bits());
+    let points = [
+        [0.3, 0.7, 1.0],
+        [0.4, 0.9, 1.0],
+        [0.4, 0.9, 2.0],
+        [0.1, 0.2, 2.0],
+    ];
+    for (k, p) in points.into_iter().enumerate() {
+        SEEN.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let f = on.evaluate(p).expect("evaluates");
+        let calls = std::mem::take(&mut *SEEN.lock().unwrap_or_else(|e| e.into_inner()));
+        assert!(
+            calls.len() <= 1,
+            "point {k}: user code called {} times",
+            calls.len()
+        );
+        assert!(calls.iter().all(|c| *c == args(p)), "point {k}: {calls:?}");
+        assert_eq!(f.to_bits(), off.evaluate(p).expect("evaluates").to_bits());
+    }
+    assert!(on.cache_stats().expect("counts").resweeps >= 2);
+}
+
 /// Value, gradient, Hessian and one `hvp` column at a point, as bits.
 type Truth = (u64, Vec<u64>, Vec<u64>, Vec<u64>);
 

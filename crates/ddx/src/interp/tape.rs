@@ -12,13 +12,16 @@
 //!   After [`Tape::sweep`] at inputs `x` (or [`Tape::resweep`] from a tape of `x₀` to `x`),
 //!   every slot holds the value a full sweep at `x` gives it, to the bit: each instruction
 //!   is the full program's own, run by the same execution loop on the same operand values,
-//!   and an instruction no moved input reaches reads only slots that did not change.
+//!   and an instruction no moved input reaches reads only slots that did not change (with
+//!   several inputs moved, an instruction that more than one reaches runs once per list,
+//!   the last time on final operands: see [`Tape::resweep`]).
 //! - An input reaching more than half of the instructions keeps no list (memory stays in
 //!   proportion to what an incremental sweep can save); moving it sweeps in full.
 
 use super::{dispatch, lower::Schedule, Code, Instr, Program, Run};
+use crate::cache::{every_moved, next_moved};
 use ddx_ir::Lane;
-use std::cell::RefCell;
+use ddx_ir::Op;
 use std::sync::OnceLock;
 
 /// A lane's tape program and its per-input reach, built on first use.
@@ -29,6 +32,9 @@ pub(crate) struct Tape {
     first: usize,
     /// Each instruction's operation, by instruction index.
     codes: Vec<Code>,
+    /// Whether the program calls user code (which must see only a full sweep's operands,
+    /// and once per call: several moved inputs' lists are then merged, not run in turn).
+    calls_user: bool,
     reach: OnceLock<Reach>,
 }
 
@@ -46,11 +52,6 @@ struct Part {
 }
 
 impl Part {
-    fn clear(&mut self) {
-        self.instrs.clear();
-        self.runs.clear();
-    }
-
     /// Appends instruction `i`, computing `code`.
     fn push(&mut self, code: Code, i: Instr) {
         let at = self.instrs.len() as u32;
@@ -71,11 +72,6 @@ impl Part {
     }
 }
 
-thread_local! {
-    /// The merged instructions of several moved inputs (reused across calls).
-    static MERGED: RefCell<Part> = RefCell::new(Part::default());
-}
-
 impl Tape {
     /// The tape program of `lane`; the reach lists are built on the first
     /// [`Tape::resweep`].
@@ -92,6 +88,7 @@ impl Tape {
             .enumerate()
             .all(|(k, i)| i.dst as usize == first + k));
         Tape {
+            calls_user: codes.contains(&Code::Op(Op::Call)),
             program,
             first,
             codes,
@@ -131,8 +128,20 @@ impl Tape {
     }
 
     /// Moves `tape` — a sweep at `old` — to `new`, running only the instructions the moved
-    /// inputs (those whose bits differ) reach, or everything when they reach more than
-    /// half. Answers the number of instructions run.
+    /// inputs (those whose bits differ) reach, or everything when every input moved, when
+    /// one of them keeps no reach list, or when their lists add up to more than half of
+    /// the program. Answers the number of instructions run.
+    ///
+    /// Several moved inputs run their lists one after the other, each in program order,
+    /// after every moved input is written: an instruction two inputs reach runs twice, and
+    /// its last run reads final operands (every list holding an operand that moved also
+    /// holds the instruction, so the operand's last run comes before it: in an earlier
+    /// list, or earlier in the same one), so the tape ends as a full sweep leaves it, bit
+    /// for bit. That costs at most the lists' total, which is bounded by half a sweep, and
+    /// nothing to merge them (sorting the union cost more than the sweep it saved). A
+    /// program that calls user code is the exception: its lists are merged into their
+    /// union, so that user code runs once per call and never on a mix of old and new
+    /// operands.
     ///
     /// The caller guarantees `tape` came from [`Tape::sweep`] or `resweep` of this tape
     /// at `old`; a tape of the wrong length is swept afresh.
@@ -142,62 +151,84 @@ impl Tape {
             self.sweep(tape, new, true);
             return self.len();
         }
-        let moved = |i: &usize| old[*i].to_bits() != new[*i].to_bits();
-        let mut moved_inputs = (0..p.inputs).filter(moved);
-        let Some(first) = moved_inputs.next() else {
-            return 0;
-        };
-        let reach = self.reach();
-        let base = p.consts.len();
-        let half = self.len() / 2;
         let whole = |tape: &mut Vec<f64>| {
             self.sweep(tape, new, false);
             self.len()
         };
-        let Some(one) = &reach.inputs[first] else {
+        if !new.is_empty() && every_moved(old, new) {
+            // A stream of new points: everything an input reaches runs, and no list is
+            // needed (nor built).
             return whole(tape);
-        };
-        let Some(second) = moved_inputs.next() else {
-            tape[base + first] = new[first];
-            // SAFETY: `one` holds this program's instructions (slots checked at lowering
-            // against `p.slots`, the length of `tape`), its runs tiling them.
-            unsafe { dispatch(&one.runs, &one.instrs, tape.as_mut_ptr()) };
-            return one.instrs.len();
-        };
-        MERGED.with(|cell| {
-            let Ok(mut merged) = cell.try_borrow_mut() else {
-                return whole(tape);
-            };
-            let mut all: Vec<&Part> = vec![one];
-            for i in std::iter::once(second).chain(moved_inputs) {
-                match &reach.inputs[i] {
-                    Some(part) => all.push(part),
-                    None => return whole(tape),
-                }
+        }
+        // The moved inputs: the first few located (skipping eight unmoved at a time: a
+        // coordinate search or a finite difference moves one or two).
+        const FEW: usize = 16;
+        let mut few = [0usize; FEW];
+        let mut count = 0;
+        let mut at = 0;
+        while let Some(i) = next_moved(old, new, at) {
+            if count == FEW {
+                count += 1;
+                break;
             }
-            if all.iter().map(|part| part.instrs.len()).sum::<usize>() > half {
-                // The union may still be small, but the check costs what the sweep saves.
-                return whole(tape);
-            }
-            let mut instrs: Vec<Instr> = all
+            few[count] = i;
+            count += 1;
+            at = i + 1;
+        }
+        if count == 0 {
+            return 0;
+        }
+        // More than the few: filtered again where they are needed (`count` is then only
+        // known to be more than `FEW`).
+        let (listed, rest) = if count <= FEW {
+            (count, 0)
+        } else {
+            (0, p.inputs)
+        };
+        let moved = || {
+            few[..listed]
                 .iter()
+                .copied()
+                .chain((0..rest).filter(move |&i| old[i].to_bits() != new[i].to_bits()))
+        };
+        let reach = self.reach();
+        let half = self.len() / 2;
+        let mut total = 0;
+        for i in moved() {
+            match &reach.inputs[i] {
+                Some(part) if total + part.instrs.len() <= half => total += part.instrs.len(),
+                _ => return whole(tape),
+            }
+        }
+        let base = p.consts.len();
+        for i in moved() {
+            tape[base + i] = new[i];
+        }
+        if self.calls_user && count > 1 {
+            // User code sees each call once, on final operands: the union, in program
+            // order (instruction `k` writes slot `first + k`, so sorting by destination
+            // is program order).
+            let mut instrs: Vec<Instr> = moved()
+                .filter_map(|i| reach.inputs[i].as_ref())
                 .flat_map(|part| part.instrs.iter().copied())
                 .collect();
             instrs.sort_unstable_by_key(|i| i.dst);
             instrs.dedup_by_key(|i| i.dst);
-            merged.clear();
+            let mut merged = Part::default();
             for i in instrs {
                 merged.push(self.codes[i.dst as usize - self.first], i);
             }
-            for (i, (o, n)) in old.iter().zip(new).enumerate() {
-                if o.to_bits() != n.to_bits() {
-                    tape[base + i] = *n;
-                }
-            }
-            // SAFETY: as above; `merged` holds this program's instructions.
+            // SAFETY: `merged` holds this program's instructions (slots checked at
+            // lowering against `p.slots`, the length of `tape`), its runs tiling them.
             unsafe { dispatch(&merged.runs, &merged.instrs, tape.as_mut_ptr()) };
-            merged.instrs.len()
-        })
+            return merged.instrs.len();
+        }
+        for part in moved().filter_map(|i| reach.inputs[i].as_ref()) {
+            // SAFETY: `part` holds this program's instructions (slots checked at lowering
+            // against `p.slots`, the length of `tape`), its runs tiling them.
+            unsafe { dispatch(&part.runs, &part.instrs, tape.as_mut_ptr()) };
+        }
+        total
     }
 
     /// Hands output `k`'s value in `tape` to `sink`, for every output in order.
