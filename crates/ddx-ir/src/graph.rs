@@ -258,7 +258,8 @@ impl Graph {
     }
 
     /// A new graph holding only the nodes `roots` reach, in the same relative order, and
-    /// the roots' ids in it.
+    /// the roots' ids in it. A [`Op::Hold`] is replaced by its argument (and what reads
+    /// it folded again), so no extracted graph holds one.
     pub fn extract(&self, roots: &[NodeId]) -> (Graph, Vec<NodeId>) {
         let mut live = vec![false; self.nodes.len()];
         for r in roots {
@@ -273,9 +274,23 @@ impl Graph {
         }
         let mut out = Graph::new();
         let mut map = vec![NO_ARG; self.nodes.len()];
+        // Whether a node reads a removed `hold` (directly or not): it is folded afresh.
+        let mut held = vec![false; self.nodes.len()];
         for (i, node) in self.nodes.iter().enumerate() {
             if live[i] {
-                map[i] = out.intern(node.map_args(|a| map[a.index()]));
+                map[i] = match *node {
+                    // A stop-gradient has done its work once the AD passes are over: it
+                    // is its argument (`Op::Hold`).
+                    Node::Apply(Op::Hold, args) => {
+                        held[i] = true;
+                        map[args[0].index()]
+                    }
+                    _ if node.args().iter().any(|a| held[a.index()]) => {
+                        held[i] = true;
+                        out.add(node.map_args(|a| map[a.index()]))
+                    }
+                    _ => out.intern(node.map_args(|a| map[a.index()])),
+                };
             }
         }
         let roots = roots.iter().map(|r| map[r.index()]).collect();

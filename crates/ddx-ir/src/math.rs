@@ -282,6 +282,7 @@ pub fn eval(op: crate::Op, args: &[f64]) -> f64 {
         Select => select(a, args[1], args[2]),
         Fma => fma(a, args[1], args[2]),
         Call => crate::user::call(a, args[1], args[2]),
+        Hold => a,
         _ => match (unary_fn(op), binary_fn(op)) {
             (Some(f), _) => f(a),
             (_, Some(f)) => f(a, args[1]),

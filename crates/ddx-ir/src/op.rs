@@ -108,6 +108,12 @@ pub enum Op {
     /// call; not in [`Op::ALL`] (no text spells it, no random graph holds it, no archive
     /// stores it).
     Call,
+    /// `hold(a)`: the value `a`, whose derivative is `0` (a stop-gradient). Made only by
+    /// the AD rules (the exponent a `pow` partial must not differentiate, see
+    /// [`crate::ad::rules`]) and removed by [`crate::Graph::extract`], which every lane,
+    /// model and contracted lane comes out of, so no engine ever meets it; not in
+    /// [`Op::ALL`] (no text spells it, no random graph holds it, no archive stores it).
+    Hold,
 }
 
 /// How an operation prints, and how tightly it binds.
@@ -221,6 +227,7 @@ impl Op {
             Op::Recip => "recip",
             Op::Powi => "powi",
             Op::Call => "call",
+            Op::Hold => "hold",
         }
     }
 
@@ -251,7 +258,8 @@ impl Op {
             | Op::Log1p
             | Op::Expm1
             | Op::Log2
-            | Op::Recip => 1,
+            | Op::Recip
+            | Op::Hold => 1,
             Op::Add
             | Op::Sub
             | Op::Mul

@@ -320,3 +320,113 @@ fn batches_mend_exactly_the_points_the_per_point_calls_mend() {
         }
     }
 }
+
+/// The pow family's Hessian is symmetric where a partial is infinite or a base is `0`, in
+/// every engine, and every second-order route agrees with it: `hvp` along a basis vector
+/// is the Hessian's column, `derivative_tensor(2)` is the Hessian, and `jvp` along a basis
+/// vector is the gradient's entry. `pow`'s exponent does not move the function at `a = 0`
+/// (`∂/∂b = 0` there) and `powi`'s never does, so neither moves the partial `∂/∂a` either
+/// (`ad::rules`): before, `∂/∂b` of `b·a^(b−1)` kept `a^(b−1)`, and `x**y` at `(0, 0.5)`
+/// had `H = [−∞, ∞; 0, 0]`.
+#[test]
+fn the_pow_familys_hessian_is_symmetric_and_every_route_agrees() {
+    let inf = f64::INFINITY;
+    let texts = [
+        "x**y",
+        "x**y*y",
+        "x**(y*y)",
+        "powi(x, y)",
+        "powi(x, y)*y",
+        "x**0.5*y",
+        "x**1.5*y",
+        "sqrt(x)*y",
+        "cbrt(x)*y",
+        "powi(x, 3)*y",
+        "sqrt(x*y)",
+        "(x + y)**y",
+    ];
+    let points: [[f64; 2]; 12] = [
+        [0.0, 0.5],
+        [0.0, 1.0],
+        [0.0, 2.0],
+        [0.0, 3.0],
+        [0.0, -1.0],
+        [0.0, 0.0],
+        [0.0, 1.5],
+        [-0.0, 2.0],
+        [1.0, 0.0],
+        [2.0, 3.0],
+        [0.5, -2.0],
+        [3.0, 0.5],
+    ];
+    // Closed forms where they are numbers (row-major Hessians).
+    let ln2 = std::f64::consts::LN_2;
+    let closed: [(&str, [f64; 2], [f64; 4]); 6] = [
+        // x^y: y(y−1)x^(y−2), x^(y−1)(1 + y ln x), x^y ln²x.
+        (
+            "x**y",
+            [2.0, 3.0],
+            [
+                12.0,
+                4.0 * (1.0 + 3.0 * ln2),
+                4.0 * (1.0 + 3.0 * ln2),
+                8.0 * ln2 * ln2,
+            ],
+        ),
+        // At a = 0 the exponent does not move: only ∂²/∂x² is left, b(b−1)·0^(b−2).
+        ("x**y", [0.0, 0.5], [-inf, 0.0, 0.0, 0.0]),
+        ("x**y", [0.0, 2.0], [2.0, 0.0, 0.0, 0.0]),
+        ("x**y", [0.0, 1.0], [0.0, 0.0, 0.0, 0.0]),
+        // powi's exponent is never differentiated: n(n−1)x^(n−2) alone.
+        ("powi(x, y)", [2.0, 3.0], [12.0, 0.0, 0.0, 0.0]),
+        ("powi(x, y)*y", [2.0, 3.0], [36.0, 12.0, 12.0, 0.0]),
+    ];
+    // Exactly where either is infinite, zero or NaN; within rounding elsewhere (each
+    // Hessian row is its own sweep, ARCHITECTURE.md "Second order").
+    let same = |a: f64, b: f64| close(a, b, 4);
+    for text in texts {
+        let base = rt::equation_text(text).unwrap();
+        for (engine, eq) in engines(&base) {
+            for p in points {
+                let h = eq.hessian(&p[..]).unwrap();
+                let g = eq.gradient(&p[..]).unwrap();
+                let t = eq.derivative_tensor(2, &p[..]).unwrap();
+                let at = format!("{text} {engine} at {p:?}: H = {h:?}");
+                assert!(same(h[1], h[2]), "{at}: not symmetric");
+                // The dense order-2 tensor, row-major like the Hessian.
+                assert_eq!(t.len(), 4);
+                for k in 0..4 {
+                    assert!(same(t[k], h[k]), "{at}: tensor {t:?}");
+                }
+                for j in 0..2 {
+                    let hv = eq.hvp(basis(2, j), &p[..]).unwrap();
+                    for i in 0..2 {
+                        // Where the Hessian meets a value 0 times an infinite partial
+                        // (plain IEEE: NaN), `hvp` along e_j may skip the zero tangent.
+                        if !h[i * 2 + j].is_nan() {
+                            assert!(same(hv[i], h[i * 2 + j]), "{at}: hvp(e_{j}) = {hv:?}");
+                        }
+                    }
+                    let jv = eq.jvp(basis(2, j), &p[..]).unwrap();
+                    // Forward mode skips the zero tangent where reverse meets 0·∞
+                    // (`sqrt(x*y)` at an axis): agreement wherever both are numbers.
+                    if !g[j].is_nan() {
+                        assert!(same(jv[0], g[j]), "{at}: jvp(e_{j}) = {jv:?}, g = {g:?}");
+                    }
+                }
+            }
+        }
+    }
+    for (text, p, want) in closed {
+        let eq = rt::equation_text(text).unwrap();
+        for (engine, e) in engines(&eq) {
+            let h = e.hessian(&p[..]).unwrap();
+            for (k, (&got, &w)) in h.iter().zip(&want).enumerate() {
+                assert!(
+                    close(got, w, 2),
+                    "{text} {engine} at {p:?}: H[{k}] = {got}, want {w}"
+                );
+            }
+        }
+    }
+}

@@ -425,12 +425,17 @@ fn singular_point_conventions_hold_at_second_order() {
     let eq = rt::equation(|| rt::var("x").powf(rt::var("y"))).unwrap();
     assert_eq!(eq.hessian([0.0, 2.0]).unwrap(), [2.0, 0.0, 0.0, 0.0]);
     // At y = 1, x = 0 the function is not twice differentiable (∂²f/∂x∂y =
-    // x^(y−1)·(1 + y·ln x)), and each gradient entry follows its own arms:
-    // ∂/∂y (y·x^(y−1)) = x⁰ + y·0 = 1 (∂/∂b of pow is 0 at a zero base), while
-    // ∂/∂x (x^y·ln x, which the arm makes 0 at x = 0) = 0. So the two mixed cells differ
-    // — no symmetric answer exists — and none is NaN; ∂²/∂x² = y(y−1)·x^(y−2) takes the
-    // arm for y − 1 = 0: 0, not 0·∞.
-    assert_eq!(eq.hessian([0.0, 1.0]).unwrap(), [0.0, 1.0, 0.0, 0.0]);
+    // x^(y−1)·(1 + y·ln x) has no limit). The convention that the exponent does not move
+    // the function at a zero base (∂/∂y = 0 there) holds for the partial ∂f/∂x = y·x^(y−1)
+    // too, so both mixed cells are the 0 that ∂/∂x of the arm-guarded ∂f/∂y gives: the
+    // Hessian is symmetric (it was [0, 1; 0, 0] while ∂/∂y of the factor y survived).
+    // ∂²/∂x² = y(y−1)·x^(y−2) takes the arm for y − 1 = 0: 0, not 0·∞.
+    assert_eq!(eq.hessian([0.0, 1.0]).unwrap(), [0.0; 4]);
+    // Below 1 the mixed cells were ∞ one way and 0 the other; now 0 both ways.
+    assert_eq!(
+        eq.hessian([0.0, 0.5]).unwrap(),
+        [f64::NEG_INFINITY, 0.0, 0.0, 0.0]
+    );
     // hypot and atan2 at the origin: zero partials, so zero second derivatives.
     let eq = rt::equation(|| {
         let (x, y) = (rt::var("x"), rt::var("y"));

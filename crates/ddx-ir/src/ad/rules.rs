@@ -9,7 +9,9 @@
 //! Conventions (the repository's [ARCHITECTURE.md, "Semantics"](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md#semantics)): `abs'(0) = 0` (through `sign`); `sign' = 0`; comparisons have
 //! no derivative; `max`/`min` give each side half at a tie and otherwise flow to the operand
 //! answered (a NaN operand is never answered unless both are); `pow(a, b)` at `a == 0` has
-//! `∂/∂b = 0`, and `∂/∂a = 0` when also `b == 0`, else IEEE's `b·a^(b−1)`; `hypot` and `atan2`
+//! `∂/∂b = 0`, and `∂/∂a = 0` when also `b == 0`, else IEEE's `b·a^(b−1)` with the exponent
+//! held there ([`Op::Hold`]: it does not move `∂/∂a` where it does not move the function, so
+//! the mixed second partials agree; `powi`'s always); `hypot` and `atan2`
 //! have both partials `0` at the origin; `select`'s condition is never differentiated.
 
 use crate::{Graph, Node, NodeId, Op};
@@ -78,6 +80,7 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
     let c = |g: &mut Graph, v: f64| g.constant(v);
     match op {
         Op::Neg => Flow::Plain(g.unary(Op::Neg, s)),
+        Op::Hold => Flow::Zero,
         Op::Add => Flow::Plain(s),
         Op::Sub if i == 0 => Flow::Plain(s),
         Op::Sub => Flow::Plain(g.unary(Op::Neg, s)),
@@ -235,10 +238,27 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             if g.constant_of(b) == Some(0.0) {
                 return Flow::Zero;
             }
+            // The exponent as the partial reads it. Differentiating the partial again
+            // must not move the exponent where the exponent does not move the function:
+            // never for `powi` (∂/∂n = 0), and at a == 0 for `pow` (∂/∂b = 0 there). So
+            // it is held there, and ∂²f/∂b∂a is the ∂²f/∂a∂b = 0 that differentiating
+            // ∂f/∂b gives, at every order (the held exponent's own partials are `pow`s
+            // of a == 0 again). Without it ∂/∂b of b·a^(b−1) keeps a^(b−1) (∞ for
+            // b < 1) and the Hessian is not symmetric.
+            let e = if g.constant_of(b).is_some() || (op == Op::Pow && nonzero_constant(g, a)) {
+                b
+            } else if op == Op::Powi {
+                g.unary(Op::Hold, b)
+            } else {
+                let zero = c(g, 0.0);
+                let a_zero = g.binary(Op::Eq, a, zero);
+                let held = g.unary(Op::Hold, b);
+                g.select(a_zero, held, b)
+            };
             let one = c(g, 1.0);
-            let bm1 = g.binary(Op::Sub, b, one);
-            let p = g.binary(op, a, bm1);
-            let l = g.binary(Op::Mul, b, p);
+            let em1 = g.binary(Op::Sub, e, one);
+            let p = g.binary(op, a, em1);
+            let l = g.binary(Op::Mul, e, p);
             if g.constant_of(b).is_some() || nonzero_constant(g, a) {
                 return scale(g, s, l);
             }

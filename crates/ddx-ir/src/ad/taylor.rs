@@ -216,7 +216,7 @@ fn live(graph: &Graph, op: Op, args: &[NodeId], moves: &[bool]) -> [bool; 3] {
     let m = |k: usize| moves[args[k].index()];
     let zero = |k: usize| graph.constant_of(args[k]) == Some(0.0);
     match op {
-        Op::Sign | Op::Lt | Op::Le | Op::Eq | Op::Ne => [false; 3],
+        Op::Sign | Op::Lt | Op::Le | Op::Eq | Op::Ne | Op::Hold => [false; 3],
         Op::Select => [false, m(1), m(2)],
         Op::Call => [false, m(1), m(2)],
         Op::Mul | Op::Pow => [m(0) && !zero(1), m(1) && !zero(0), false],
@@ -293,6 +293,12 @@ fn apply(
     }
     let mut c = match op {
         Op::Neg => a[0].iter().map(|v| -v).collect(),
+        // The value alone: a held argument does not move.
+        Op::Hold => {
+            let mut c = vec![0.0; w];
+            c[0] = x[0];
+            c
+        }
         Op::Add => zip(a[0], a[1], |x, y| x + y),
         Op::Sub => zip(a[0], a[1], |x, y| x - y),
         // A factor that does not move is a constant: it scales the other's series, and

@@ -180,6 +180,8 @@ fn expression(op: Op, a: &dyn Fn(usize) -> String, exponent: Option<f64>) -> Str
     match op {
         // Refused before any expression is written (`c`).
         Call => "NAN".into(),
+        // Never in a lane (`Graph::extract` removes it); its value is its argument.
+        Hold => a(0),
         Neg => format!("-{}", a(0)),
         Add => format!("{} + {}", a(0), a(1)),
         Sub => format!("{} - {}", a(0), a(1)),

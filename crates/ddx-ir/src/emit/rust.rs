@@ -191,6 +191,8 @@ fn expression(
     match op {
         // Refused before any expression is written (`rust`).
         Call => "f64::NAN".into(),
+        // Never in a lane (`Graph::extract` removes it); its value is its argument.
+        Hold => a(0),
         Neg => format!("-{}", a(0)),
         Add => format!("{} + {}", a(0), a(1)),
         Sub => format!("{} - {}", a(0), a(1)),

@@ -87,6 +87,8 @@ fn expression(op: Op, a: &str, b: &str, c: &str) -> String {
     match op {
         // A lane with a user function is never built for the device (`device::build`).
         Call => "NAN".into(),
+        // Never in a lane (`Graph::extract` removes it); its value is its argument.
+        Hold => a.to_string(),
         Neg => format!("-{a}"),
         Sin => call("sin"),
         Cos => call("cos"),

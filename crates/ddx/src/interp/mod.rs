@@ -269,6 +269,8 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
     for r in runs {
         match r.code {
             Code::Op(Op::Neg) => each!(r, |a| -a(0)),
+            // Never in a lane (`Graph::extract` removes it).
+            Code::Op(Op::Hold) => each!(r, |a| ddx_ir::math::eval(Op::Hold, &[a(0)])),
             Code::Op(Op::Add) => each!(r, |a| a(0) + a(1)),
             Code::Op(Op::Sub) => each!(r, |a| a(0) - a(1)),
             Code::Op(Op::Mul) => each!(r, |a| a(0) * a(1)),
