@@ -178,4 +178,4 @@ def test_pickling_keeps_the_binding_and_remember() -> None:
     assert not plain.remember
     with pytest.raises(ddx.Error) as e:
         plain.evaluate([0.5])
-    assert e.value.code is ddx.errc.unbound_parameter
+    assert e.value.code is ddx.errc.short_point

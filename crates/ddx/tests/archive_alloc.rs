@@ -111,7 +111,10 @@ fn claimed_lengths_are_never_allocated() {
     body.extend_from_slice(&1.0f64.to_le_bytes());
     let (e, peak) = load(&file(&body));
     assert_eq!(e.code(), Errc::ArchiveCorrupt, "{e}");
-    assert!(peak < LIMIT, "{peak} bytes for a claim of 2^60 bound values");
+    assert!(
+        peak < LIMIT,
+        "{peak} bytes for a claim of 2^60 bound values"
+    );
 
     // A writer name of 2^60 bytes.
     let mut body = Vec::new();

@@ -34,6 +34,7 @@ fn forged(bytes: &[u8], edit: impl FnOnce(&mut format::Decoded)) -> Vec<u8> {
             lanes: d.lanes.iter().map(|(c, l)| (*c, l)).collect(),
             options: &d.options,
             kernels: &d.kernels,
+            bound: d.bound.as_deref(),
         },
         Path::new(""),
     )
@@ -171,5 +172,18 @@ fn lanes_of_another_model_never_overrun() {
         let _ = eq.gradient_batch(&xs, &mut dd);
         let _ = eq.hessian_batch(&xs, &mut vv, &mut dd, &mut hh);
         let _ = eq.hvp_batch(&xs, &xs, &mut vv, &mut dd, &mut pp);
+    }
+}
+
+/// A file whose bound values are not one per parameter is refused as corrupt (the count
+/// is checked before any call could read them).
+#[test]
+fn bound_values_of_the_wrong_count_are_refused() {
+    let eq = crate::rt::equation(|| crate::rt::param("k") * crate::rt::var("x")).unwrap();
+    let bytes = eq.with_params([2.0]).unwrap().to_bytes().unwrap();
+    for bad in [vec![], vec![1.0, 2.0]] {
+        let forged = forged(&bytes, |d| d.bound = Some(bad.clone()));
+        let e = Equation::<crate::Scalar>::from_bytes(&forged).unwrap_err();
+        assert_eq!(e.code(), crate::Errc::ArchiveCorrupt, "{e}");
     }
 }
