@@ -345,7 +345,10 @@ fn the_pow_familys_hessian_is_symmetric_and_every_route_agrees() {
         "sqrt(x*y)",
         "(x + y)**y",
     ];
-    let points: [[f64; 2]; 12] = [
+    let points: [[f64; 2]; 14] = [
+        // x + y = 0 for `(x + y)**y`: a zero base that moves with both symbols.
+        [-0.5, 0.5],
+        [-2.0, 2.0],
         [0.0, 0.5],
         [0.0, 1.0],
         [0.0, 2.0],
