@@ -433,3 +433,51 @@ fn the_pow_familys_hessian_is_symmetric_and_every_route_agrees() {
         }
     }
 }
+
+/// A batch longer than one piece of the NaN scan (scanned across threads, the mended
+/// points gathered and run as one batch of the twin): every point is the per-point call's.
+#[test]
+fn a_long_batch_mends_every_point_the_calls_mend() {
+    let base = rt::equation_text("c*exp(-d) + c*d").unwrap();
+    let p = 40_000;
+    let c: Vec<f64> = (0..p).map(|k| 1.0 + (k % 7) as f64).collect();
+    // Every third point overflows e^(−d).
+    let d: Vec<f64> = (0..p)
+        .map(|k| {
+            if k % 3 == 0 {
+                -800.0
+            } else {
+                (k % 5) as f64 * 0.25
+            }
+        })
+        .collect();
+    for (engine, eq) in engines(&base) {
+        for v in [[1.0, 0.0], [0.0, 1.0], [0.5, -2.0]] {
+            let (mut f, mut jv) = (vec![0.0; p], vec![0.0; p]);
+            eq.jvp_batch(
+                &[&c, &d],
+                &[&[v[0]], &[v[1]]],
+                &mut [&mut f],
+                &mut [&mut jv],
+            )
+            .unwrap();
+            let mended = (0..p).filter(|&k| k % 3 == 0).count();
+            for k in 0..p {
+                let one = eq.jvp(&v[..], [c[k], d[k]]).unwrap();
+                assert!(
+                    bits_equal(&[jv[k]], &one),
+                    "{engine}: point {k} along {v:?}: batch {} vs call {one:?}",
+                    jv[k]
+                );
+            }
+            // Along e_c the overflowing points are ∞ (mended), not NaN.
+            if v == [1.0, 0.0] {
+                assert_eq!(
+                    (0..p).filter(|&k| jv[k] == f64::INFINITY).count(),
+                    mended,
+                    "{engine}"
+                );
+            }
+        }
+    }
+}
