@@ -247,7 +247,7 @@ impl<S: Shape> Equation<S> {
         if let Some(twin) = self.twin(kind) {
             // SAFETY: the columns were checked for `table.len` points, and the run that
             // wrote them is over.
-            let mended = unsafe { mend(twin, table) };
+            let mended = unsafe { mend(twin, self.prepared(kind).first_product(), table) };
             failed = failed.or(mended);
         }
         failed.map_or(Ok(()), Err)
@@ -713,7 +713,8 @@ const KERNEL_CHUNK: usize = 64;
 const SCAN: usize = 1 << 14;
 
 /// Runs the zero-skipping `twin` (`ddx_ir::lane::build_twin`) at the points of `table`
-/// whose outputs hold a NaN, writing its outputs there: a `jvp` or `hvp` batch then
+/// whose products (the outputs from `first_product` on) hold a NaN, writing its outputs
+/// there: a `jvp` or `hvp` batch then
 /// answers each point as the per-point call does. The outputs are scanned in pieces
 /// across threads; the points found are gathered into columns of their own and run as
 /// one batch of the twin's block program (the interpreter: every engine answers a lane's
@@ -723,11 +724,23 @@ const SCAN: usize = 1 << 14;
 /// # Safety
 /// Every column of `table` holds `table.len` values (one, broadcast, where `broadcast`
 /// says), and nothing else reads or writes the outputs meanwhile.
-unsafe fn mend(twin: &Prepared, table: &Table) -> Option<Error> {
+unsafe fn mend(twin: &Prepared, first_product: usize, table: &Table) -> Option<Error> {
+    // Column by column (a loop the compiler vectorises), then the points flagged.
     let scan = |start: usize, end: usize| -> Vec<usize> {
+        let mut nan = vec![0u64; end - start];
+        for &o in table.outputs.get(first_product..).unwrap_or(&[]) {
+            // SAFETY: `start..end` lies inside every output column, which nothing writes
+            // while it is read.
+            let column = unsafe { std::slice::from_raw_parts(o.add(start), end - start) };
+            for (flag, v) in nan.iter_mut().zip(column) {
+                // A flag as wide as the value, so the compare and the `or` vectorise.
+                *flag |= u64::from(v.is_nan());
+            }
+        }
         (start..end)
-            // SAFETY: `k < table.len`, inside every output column.
-            .filter(|&k| table.outputs.iter().any(|&o| unsafe { *o.add(k) }.is_nan()))
+            .zip(nan)
+            .filter(|&(_, f)| f != 0)
+            .map(|(k, _)| k)
             .collect()
     };
     let len = table.len;

@@ -40,6 +40,7 @@ impl<S: Shape> Equation<S> {
             Some(twin) => emit::rust_mended(
                 self.lane(lane),
                 &twin.lane,
+                self.prepared(lane).first_product(),
                 self.model().inputs(),
                 name,
                 &style,
@@ -67,7 +68,13 @@ impl<S: Shape> Equation<S> {
     pub fn to_c_source(&self, name: &str, lane: LaneKind) -> Result<String, Error> {
         emit::check_name(name)?;
         match self.twin(lane) {
-            Some(twin) => emit::c_mended(self.lane(lane), &twin.lane, self.model().inputs(), name),
+            Some(twin) => emit::c_mended(
+                self.lane(lane),
+                &twin.lane,
+                self.prepared(lane).first_product(),
+                self.model().inputs(),
+                name,
+            ),
             None => emit::c(self.lane(lane), self.model().inputs(), name),
         }
     }
