@@ -19,6 +19,7 @@
 use crate::device::HostColumns;
 use crate::equation::{Equation, Shape};
 use crate::interp::{Columns, Program};
+use crate::prepared::Prepared;
 use ddx_ir::{Block, Error, LaneKind, Sparsity};
 use rayon::prelude::*;
 use smallvec::SmallVec;
@@ -242,15 +243,14 @@ impl<S: Shape> Equation<S> {
     /// not given); the outputs are written all the same, NaN where it failed.
     fn batch(&self, kind: LaneKind, table: &Table) -> Result<(), Error> {
         let _ = ddx_ir::user::take_failure();
-        let failed = self.batch_run(kind, table);
+        let mut failed = self.batch_run(kind, table);
         if let Some(twin) = self.twin(kind) {
             // SAFETY: the columns were checked for `table.len` points, and the run that
             // wrote them is over.
-            unsafe { mend(twin.program(), table) };
+            let mended = unsafe { mend(twin, self.prepared(kind).first_product(), table) };
+            failed = failed.or(mended);
         }
-        failed
-            .or_else(ddx_ir::user::take_failure)
-            .map_or(Ok(()), Err)
+        failed.map_or(Ok(()), Err)
     }
 
     /// [`Equation::batch`], answering the first failure of user code.
@@ -708,42 +708,94 @@ impl Table {
 /// it, so only a batch's last chunk runs a remainder loop).
 const KERNEL_CHUNK: usize = 64;
 
-/// Runs `program` over the points of `table`, split across threads when large; answers
-/// the first failure of user code.
-/// Runs the zero-skipping twin `program` (`ddx_ir::lane::build_twin`) at each point of
-/// `table` whose outputs hold a NaN, writing its outputs there: a `jvp` or `hvp` batch then
-/// answers each point as the per-point call does.
+/// Points per piece of the NaN scan of [`mend`] (a longer batch is scanned on rayon's
+/// threads).
+const SCAN: usize = 1 << 14;
+
+/// Runs the zero-skipping `twin` (`ddx_ir::lane::build_twin`) at the points of `table`
+/// whose products (the outputs from `first_product` on) hold a NaN, writing its outputs
+/// there: a `jvp` or `hvp` batch then
+/// answers each point as the per-point call does. The outputs are scanned in pieces
+/// across threads; the points found are gathered into columns of their own and run as
+/// one batch of the twin's block program (the interpreter: every engine answers a lane's
+/// bits), split across threads when large, then scattered back. Answers the first
+/// failure of user code in the twin's run.
 ///
 /// # Safety
 /// Every column of `table` holds `table.len` values (one, broadcast, where `broadcast`
 /// says), and nothing else reads or writes the outputs meanwhile.
-unsafe fn mend(program: &Program, table: &Table) {
-    let mut inputs = vec![0.0; table.inputs.len()];
-    let mut out = vec![0.0; table.outputs.len()];
-    for k in 0..table.len {
-        // SAFETY: `k < table.len`, inside every output column.
-        if !table.outputs.iter().any(|&o| unsafe { *o.add(k) }.is_nan()) {
-            continue;
-        }
-        for ((x, &p), &broadcast) in inputs.iter_mut().zip(&table.inputs).zip(&table.broadcast) {
-            // SAFETY: a broadcast input holds one value, any other `table.len`.
-            *x = unsafe {
-                if broadcast {
-                    *p
-                } else {
-                    *p.add(k)
-                }
-            };
-        }
-        if program.run(&inputs, &mut out).is_ok() {
-            for (&o, &v) in table.outputs.iter().zip(&out) {
-                // SAFETY: as above.
-                unsafe { *o.add(k) = v };
+unsafe fn mend(twin: &Prepared, first_product: usize, table: &Table) -> Option<Error> {
+    // Column by column (a loop the compiler vectorises), then the points flagged.
+    let scan = |start: usize, end: usize| -> Vec<usize> {
+        let mut nan = vec![0u64; end - start];
+        for &o in table.outputs.get(first_product..).unwrap_or(&[]) {
+            // SAFETY: `start..end` lies inside every output column, which nothing writes
+            // while it is read.
+            let column = unsafe { std::slice::from_raw_parts(o.add(start), end - start) };
+            for (flag, v) in nan.iter_mut().zip(column) {
+                // A flag as wide as the value, so the compare and the `or` vectorise.
+                *flag |= u64::from(v.is_nan());
             }
         }
+        (start..end)
+            .zip(nan)
+            .filter(|&(_, f)| f != 0)
+            .map(|(k, _)| k)
+            .collect()
+    };
+    let len = table.len;
+    let points: Vec<usize> = if len <= SCAN {
+        scan(0, len)
+    } else {
+        (0..len.div_ceil(SCAN))
+            .into_par_iter()
+            .flat_map_iter(|c| scan(c * SCAN, ((c + 1) * SCAN).min(len)))
+            .collect()
+    };
+    if points.is_empty() {
+        return None;
     }
+    let inputs: Vec<Vec<f64>> = table
+        .inputs
+        .iter()
+        .zip(&table.broadcast)
+        .map(|(&p, &broadcast)| {
+            points
+                .iter()
+                // SAFETY: a broadcast input holds one value, any other `table.len`.
+                .map(|&k| unsafe {
+                    if broadcast {
+                        *p
+                    } else {
+                        *p.add(k)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let mut outputs: Vec<Vec<f64>> = table
+        .outputs
+        .iter()
+        .map(|_| vec![0.0; points.len()])
+        .collect();
+    let gathered = Table {
+        len: points.len(),
+        inputs: inputs.iter().map(|c| c.as_ptr()).collect(),
+        broadcast: inputs.iter().map(|_| false).collect(),
+        outputs: outputs.iter_mut().map(|c| c.as_mut_ptr()).collect(),
+    };
+    let failed = run(twin.batch(), &gathered);
+    for (&o, column) in table.outputs.iter().zip(&outputs) {
+        for (&k, &v) in points.iter().zip(column) {
+            // SAFETY: as above.
+            unsafe { *o.add(k) = v };
+        }
+    }
+    failed
 }
 
+/// Runs `program` over the points of `table`, split across threads when large; answers
+/// the first failure of user code.
 fn run(program: &Program, table: &Table) -> Option<Error> {
     let work = table.len.saturating_mul(program.len().max(1));
     split(table.len, work, program.block_size(), |start, len| {

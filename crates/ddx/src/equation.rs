@@ -308,9 +308,12 @@ impl<S: Shape> Equation<S> {
     /// interpreter: every engine gives a lane's bits, and such points are rare).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
         self.eval_plain_into(kind, inputs, out);
-        // Without a branch per output (the common case has no NaN to find).
-        if out.iter().fold(false, |nan, v| nan | v.is_nan()) {
-            if let Some(twin) = self.twin(kind) {
+        if let Some(twin) = self.twin(kind) {
+            let products = out
+                .get(self.prepared(kind).first_product()..)
+                .unwrap_or(&[]);
+            // Without a branch per output (the common case has no NaN to find).
+            if products.iter().fold(false, |nan, v| nan | v.is_nan()) {
                 // The twin has the plain lane's inputs and outputs.
                 let ran = twin.program().run(inputs, out);
                 debug_assert!(ran.is_ok(), "{ran:?}");

@@ -60,6 +60,18 @@ impl Prepared {
         }
     }
 
+    /// Where the products of a `jvp` or `hvp` lane start among its outputs: the values
+    /// (and an `hvp` lane's gradient cells) before them do not depend on the direction, so
+    /// a twin answers them with the plain lane's bits, NaN or not, and only the products
+    /// decide whether a point needs the twin.
+    pub(crate) fn first_product(&self) -> usize {
+        let cells = match self.lane.kind {
+            LaneKind::Hvp => self.lane.pattern.as_ref().map_or(0, Sparsity::nonzeros),
+            _ => 0,
+        };
+        self.lane.values + cells
+    }
+
     /// The program for one point at a time.
     pub(crate) fn program(&self) -> &Program {
         self.program

@@ -38,7 +38,14 @@ impl<S: Shape> Equation<S> {
         let main = self.lane(lane)?;
         let style = emit::RustStyle::default();
         match self.twin(lane) {
-            Some(twin) => emit::rust_mended(main, &twin.lane, self.model().inputs(), name, &style),
+            Some(twin) => emit::rust_mended(
+                main,
+                &twin.lane,
+                self.prepared(lane).first_product(),
+                self.model().inputs(),
+                name,
+                &style,
+            ),
             None => emit::rust(main, self.model().inputs(), name, &style),
         }
     }
@@ -64,7 +71,13 @@ impl<S: Shape> Equation<S> {
         emit::check_name(name)?;
         let main = self.lane(lane)?;
         match self.twin(lane) {
-            Some(twin) => emit::c_mended(main, &twin.lane, self.model().inputs(), name),
+            Some(twin) => emit::c_mended(
+                main,
+                &twin.lane,
+                self.prepared(lane).first_product(),
+                self.model().inputs(),
+                name,
+            ),
             None => emit::c(main, self.model().inputs(), name),
         }
     }

@@ -81,13 +81,20 @@ pub fn c(lane: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
 }
 
 /// A C function `name` answering what a call of a `jvp` or `hvp` lane answers: the plain
-/// `lane`'s outputs, unless one of them is NaN, and then those of its zero-skipping `twin`
+/// `lane`'s outputs, unless one of its products (the outputs from `first_product` on) is
+/// NaN, and then those of its zero-skipping `twin`
 /// ([`crate::lane::build_twin`]), each a `static` function (`name_plain`, `name_twin`)
 /// before it.
 ///
 /// # Errors
 /// As [`c`].
-pub fn c_mended(lane: &Lane, twin: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
+pub fn c_mended(
+    lane: &Lane,
+    twin: &Lane,
+    first_product: usize,
+    symbols: &[String],
+    name: &str,
+) -> Result<String, Error> {
     check_name(name)?;
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
@@ -115,7 +122,7 @@ pub fn c_mended(lane: &Lane, twin: &Lane, symbols: &[String], name: &str) -> Res
         out,
         "void {name}(const double *x, const double *seeds, double *out) {{\n  \
          {name}_plain(x, seeds, out);\n  \
-         for (int k = 0; k < {m}; k++) {{\n    \
+         for (int k = {first_product}; k < {m}; k++) {{\n    \
          if (isnan(out[k])) {{\n      {name}_twin(x, seeds, out);\n      return;\n    }}\n  }}\n}}"
     );
     Ok(out)

@@ -50,8 +50,9 @@ pub fn rust(
 }
 
 /// A Rust function `name` answering what a call of a `jvp` or `hvp` lane answers: the
-/// plain `lane`'s outputs, unless one of them is NaN, and then those of its zero-skipping
-/// `twin` ([`crate::lane::build_twin`]; the two have one signature). Both are nested
+/// plain `lane`'s outputs, unless one of its products (the outputs from `first_product`
+/// on, after the values and an `hvp`'s gradient cells) is NaN, and then those of its
+/// zero-skipping `twin` ([`crate::lane::build_twin`]; the two have one signature). Both are nested
 /// functions of `name`, which is a `const fn` when both can be.
 ///
 /// # Errors
@@ -59,6 +60,7 @@ pub fn rust(
 pub fn rust_mended(
     lane: &Lane,
     twin: &Lane,
+    first_product: usize,
     symbols: &[String],
     name: &str,
     style: &RustStyle,
@@ -100,7 +102,7 @@ pub fn rust_mended(
     let args = if s > 0 { "x, seeds" } else { "x" };
     let _ = writeln!(
         out,
-        "    let out = plain({args});\n    let mut k = 0;\n    while k < {m} {{\n        \
+        "    let out = plain({args});\n    let mut k = {first_product};\n    while k < {m} {{\n        \
          if out[k] != out[k] {{\n            return twin({args});\n        }}\n        \
          k += 1;\n    }}\n    out\n}}"
     );
