@@ -542,8 +542,5 @@ fn a_binding_survives_saving_and_loading() {
     // Unbound stays unbound.
     let back = Equation::<Scalar>::from_bytes(&eq.to_bytes().unwrap()).unwrap();
     assert_eq!(back.bound_params(), None);
-    assert_eq!(
-        back.evaluate([0.5]).unwrap_err().code(),
-        Errc::ShortPoint
-    );
+    assert_eq!(back.evaluate([0.5]).unwrap_err().code(), Errc::ShortPoint);
 }
