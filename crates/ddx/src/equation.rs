@@ -12,6 +12,7 @@ use crate::options::{JitStatus, OptLevel, Options, Warming};
 use crate::point::{Point, Role};
 use crate::prepared::{Prepared, PreparedLanes};
 use ddx_ir::{Error, Expr, Lane, LaneKind, Model, Sparsity, VectorRole};
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -147,6 +148,13 @@ impl<S: Shape> fmt::Debug for Equation<S> {
 
 /// Inputs of one call up to this many are kept on the stack.
 const STACK_INPUTS: usize = 32;
+/// A thread keeps its input block between calls up to this many values (512 KiB).
+const MAX_KEPT_INPUTS: usize = 1 << 16;
+
+thread_local! {
+    /// Each thread's input block for calls of more than [`STACK_INPUTS`] inputs.
+    static SCRATCH_INPUTS: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
 /// Outputs of one compiled call up to this many are kept on the stack.
 const STACK_OUTPUTS: usize = 64;
 
@@ -225,16 +233,35 @@ impl<S: Shape> Equation<S> {
         seed: impl FnOnce(&mut [f64]) -> Result<(), Error>,
         body: impl FnOnce(&[f64]) -> R,
     ) -> Result<R, Error> {
+        let len = self.arity() + self.lanes.model.param_count() + seeds;
+        if len <= STACK_INPUTS {
+            let mut stack = [0.0; STACK_INPUTS];
+            return self.inputs_in(&mut stack[..len], point, seed, body);
+        }
+        // The thread's reused block (taken, so a call made from inside `body` gets a
+        // block of its own): no allocation and no zeroing per call, since every slot is
+        // written before `body` reads it ([`Point::fill`] writes one value per symbol).
+        let mut heap = SCRATCH_INPUTS.with(Cell::take);
+        if heap.len() < len {
+            heap.resize(len, 0.0);
+        }
+        let r = self.inputs_in(&mut heap[..len], point, seed, body);
+        if heap.len() <= MAX_KEPT_INPUTS {
+            SCRATCH_INPUTS.with(|c| c.set(heap));
+        }
+        r
+    }
+
+    /// [`Equation::with_inputs`] in the block `x` (its length is the input count).
+    fn inputs_in<R>(
+        &self,
+        x: &mut [f64],
+        point: &impl Point,
+        seed: impl FnOnce(&mut [f64]) -> Result<(), Error>,
+        body: impl FnOnce(&[f64]) -> R,
+    ) -> Result<R, Error> {
         let n = self.arity();
         let base = n + self.lanes.model.param_count();
-        let mut stack = [0.0; STACK_INPUTS];
-        let mut heap = Vec::new();
-        let x = if base + seeds <= STACK_INPUTS {
-            &mut stack[..base + seeds]
-        } else {
-            heap.resize(base + seeds, 0.0);
-            &mut heap[..]
-        };
         point.fill(self.symbols(), &mut x[..n])?;
         self.fill_params(&mut x[n..base])?;
         seed(&mut x[base..])?;

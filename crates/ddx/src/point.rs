@@ -24,7 +24,9 @@ pub use ddx_ir::PointRole as Role;
 /// Values for every symbol of an equation, in one of the accepted spellings.
 pub trait Point {
     /// Writes one value per symbol into `out` (canonical order; `out.len() ==
-    /// symbols.len()`).
+    /// symbols.len()`): every entry, or an error. `out` may hold an earlier call's values
+    /// (calls reuse their input block), so an implementation that left an entry unwritten
+    /// would leave such a value there.
     ///
     /// # Errors
     /// As the module documentation lists.
