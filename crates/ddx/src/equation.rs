@@ -239,8 +239,9 @@ impl<S: Shape> Equation<S> {
             return self.inputs_in(&mut stack[..len], point, seed, body);
         }
         // The thread's reused block (taken, so a call made from inside `body` gets a
-        // block of its own): no allocation and no zeroing per call, since every slot is
-        // written before `body` reads it ([`Point::fill`] writes one value per symbol).
+        // block of its own): no allocation per call, and only the seeds are zeroed, since
+        // the point and parameter slots are written before `body` reads them
+        // ([`Point::fill`] writes one value per symbol).
         let mut heap = SCRATCH_INPUTS.with(Cell::take);
         if heap.len() < len {
             heap.resize(len, 0.0);
@@ -264,13 +265,20 @@ impl<S: Shape> Equation<S> {
         let base = n + self.lanes.model.param_count();
         point.fill(self.symbols(), &mut x[..n])?;
         self.fill_params(&mut x[n..base])?;
+        // Seeds start at zero: a seed may set some of them only (`hvp_along`'s basis vector).
+        <[f64]>::fill(&mut x[base..], 0.0);
         seed(&mut x[base..])?;
+        self.user_checked(|| body(x))
+    }
+
+    /// `body()`, or the failure user code recorded on this thread while it ran (a panic,
+    /// a missing derivative) when the model calls user functions.
+    fn user_checked<R>(&self, body: impl FnOnce() -> R) -> Result<R, Error> {
         if !self.lanes.user_calls {
-            return Ok(body(x));
+            return Ok(body());
         }
-        // User code reports a panic or a missing derivative on this thread.
         let _ = ddx_ir::user::take_failure();
-        let r = body(x);
+        let r = body();
         ddx_ir::user::take_failure().map_or(Ok(r), Err)
     }
 
@@ -370,15 +378,18 @@ impl<S: Shape> Equation<S> {
     /// lane's order ([`Lane::outputs`]: the values, then its Jacobian cells in pattern
     /// order where it has them, then its products or compressed Hessian blocks) — the
     /// per-point form of the batch calls, for layers that lay answers out themselves (the
-    /// Python package). `inputs` is `n` symbols in canonical order, then the lane's seeds
-    /// (`n` direction values for `jvp`/`hvp`, `m` weights for `vjp`). Remembered like
-    /// every per-point call ([`Equation::with_cache`]).
+    /// Python package). `inputs` is the lane's input block: `n` symbols in canonical order,
+    /// the `p` parameters, then the lane's seeds (`n` direction values for `jvp`/`hvp`, `m`
+    /// weights for `vjp`); with the parameters bound ([`Equation::with_params`]) it may
+    /// leave them out (`n` symbols, then the seeds). Remembered like every per-point call
+    /// ([`Equation::with_cache`]).
     ///
     /// # Errors
-    /// [`Error::WrongArity`] or [`Error::ShortPoint`] unless `inputs` is the lane's input
-    /// count; [`Error::WrongOutputLength`] unless `out` is its output count (nothing is
-    /// written); [`Error::TensorLane`] for [`LaneKind::Tensor`], whose lanes are
-    /// per order ([`Equation::derivative_tensor`]).
+    /// [`Error::WrongArity`] or [`Error::ShortPoint`] unless `inputs` has one of those
+    /// lengths; [`Error::WrongOutputLength`] unless `out` is the lane's output count
+    /// (nothing is written); [`Error::TensorLane`] for [`LaneKind::Tensor`], whose lanes
+    /// are per order ([`Equation::derivative_tensor`]); [`Error::UserFunction`] when user
+    /// code fails (a panic, a derivative it does not give).
     pub fn lane_point_into(
         &self,
         kind: LaneKind,
@@ -387,7 +398,18 @@ impl<S: Shape> Equation<S> {
     ) -> Result<(), Error> {
         fixed(kind, "lane_point_into")?;
         let lane = &self.prepared(kind).lane;
-        let expected = lane.symbols + lane.seeds;
+        let (n, p, seeds) = (lane.symbols, lane.params, lane.seeds);
+        let whole = n + p + seeds;
+        if p > 0 && inputs.len() == n + seeds && self.bound_params().is_some() {
+            check_output(out, Some(lane.outputs.len()))?;
+            let mut x = Vec::with_capacity(whole);
+            x.extend_from_slice(&inputs[..n]);
+            x.resize(n + p, 0.0);
+            self.fill_params(&mut x[n..])?;
+            x.extend_from_slice(&inputs[n..]);
+            return self.user_checked(|| self.eval_into(kind, &x, out));
+        }
+        let expected = whole;
         if inputs.len() != expected {
             return Err(if inputs.len() > expected {
                 Error::WrongArity {
@@ -402,8 +424,7 @@ impl<S: Shape> Equation<S> {
             });
         }
         check_output(out, Some(lane.outputs.len()))?;
-        self.eval_into(kind, inputs, out);
-        Ok(())
+        self.user_checked(|| self.eval_into(kind, inputs, out))
     }
 
     /// Whether a cache is given and active: per-point calls are remembered.

@@ -544,3 +544,35 @@ fn a_binding_survives_saving_and_loading() {
     assert_eq!(back.bound_params(), None);
     assert_eq!(back.evaluate([0.5]).unwrap_err().code(), Errc::ShortPoint);
 }
+
+/// `lane_point_into` takes the lane's whole input block (symbols, parameters, seeds) or,
+/// bound, the symbols and seeds alone; both give the per-point calls' bits, with a cache
+/// and without (the Python package answers remembered points through it).
+#[test]
+fn lane_point_into_reads_the_parameters() {
+    let plain =
+        rt::equation(|| rt::param("k") * rt::var("x").exp() + rt::var("y") * rt::param("c"))
+            .unwrap();
+    for eq in [
+        plain.clone(),
+        plain.clone().with_cache(ddx::LastValue::new()),
+    ] {
+        let bound = eq.with_params([0.5, 2.0]).unwrap(); // c, k
+        let g = bound.gradient([0.3, -1.0]).unwrap();
+        let mut out = vec![0.0; bound.lane(LaneKind::Gradient).unwrap().outputs.len()];
+        for _ in 0..2 {
+            bound
+                .lane_point_into(LaneKind::Gradient, &[0.3, -1.0], &mut out)
+                .unwrap();
+            assert!(same_bits(&out, &g), "{out:?} vs {g:?}");
+            eq.lane_point_into(LaneKind::Gradient, &[0.3, -1.0, 0.5, 2.0], &mut out)
+                .unwrap();
+            assert!(same_bits(&out, &g), "{out:?} vs {g:?}");
+        }
+        // Unbound, the symbols alone are short.
+        let e = eq
+            .lane_point_into(LaneKind::Gradient, &[0.3, -1.0], &mut out)
+            .unwrap_err();
+        assert_eq!(e.code(), Errc::ShortPoint, "{e}");
+    }
+}

@@ -405,3 +405,27 @@ fn a_failed_call_is_not_remembered() {
     }
     assert!(eq.cache_stats().unwrap().resweeps > 0);
 }
+
+/// `lane_point_into` reports user code's failures as every per-point call does, with a
+/// cache and without: a Hessian through a function without second partials is refused.
+#[test]
+fn lane_point_into_reports_a_missing_order() {
+    let f = xexp(false);
+    let plain = rt::equation(|| f.call(&[rt::var("a"), rt::var("b")])).unwrap();
+    for eq in [
+        plain.clone(),
+        plain.clone().with_cache(ddx::LastValue::new()),
+    ] {
+        let mut out = vec![0.0; eq.lane(LaneKind::Hessian).unwrap().outputs.len()];
+        for _ in 0..2 {
+            let e = eq
+                .lane_point_into(LaneKind::Hessian, &[0.5, 0.25], &mut out)
+                .unwrap_err();
+            assert_eq!(e.code(), Errc::UserFunction, "{e}");
+        }
+        let mut g = vec![0.0; eq.lane(LaneKind::Gradient).unwrap().outputs.len()];
+        eq.lane_point_into(LaneKind::Gradient, &[0.5, 0.25], &mut g)
+            .unwrap();
+        assert!(same_bits(&g, &eq.gradient([0.5, 0.25]).unwrap()));
+    }
+}
