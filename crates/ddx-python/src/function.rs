@@ -135,8 +135,9 @@ fn not_callable(role: &str, obj: &Bound<'_, PyAny>) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (name, arity, value, first, second = None))]
 fn function(
+    py: Python<'_>,
     name: &str,
-    arity: usize,
+    arity: crate::args::Int,
     value: &Bound<'_, PyAny>,
     first: &Bound<'_, PyAny>,
     second: Option<&Bound<'_, PyAny>>,
@@ -152,6 +153,15 @@ fn function(
             }
         }
     }
+    // 1 or 2 (checked by `UserFunction::new`); past that range here, too large or negative.
+    let arity = arity.within(
+        py,
+        "ddx.function",
+        "arity",
+        usize::from(u8::MAX),
+        ddx::Errc::UserFunction,
+        "an argument count",
+    )?;
     let (v, g) = (value.clone().unbind(), first.clone().unbind());
     let (n1, n2) = (name.to_string(), name.to_string());
     let f = UserFunction::new(

@@ -67,6 +67,7 @@ CODES = {
     ("DeviceColumns", "write", "first"): ddx.errc.wrong_column_count,
     ("DeviceColumns", "read", "first"): ddx.errc.wrong_column_count,
     ("DeviceColumns", "read", "count"): ddx.errc.wrong_column_count,
+    (None, "function", "arity"): ddx.errc.user_function,
 }
 
 
@@ -97,7 +98,16 @@ def receiver(owner: str | None):
 def arguments(owner: str | None, name: str, param: str, value: int) -> tuple[list, dict]:
     """Valid arguments for every other parameter of ``owner.name``, and ``value`` for
     ``param``."""
-    valid = {"k": 2, "x0": 0.5, "x": [0.5], "points": 4, "columns": np.zeros((1, 4))}
+    valid = {
+        "k": 2,
+        "x0": 0.5,
+        "x": [0.5],
+        "points": 4,
+        "columns": np.zeros((1, 4)),
+        "name": "f",
+        "value": lambda *a: 0.0,
+        "first": lambda *a: 0.0,
+    }
     target = receiver(owner)
     method = getattr(target, name)
     sig = inspect.signature(method)
@@ -123,7 +133,7 @@ def test_an_integer_out_of_range_is_a_ddx_error(owner, name, param, value):
     assert e.value.code is CODES[(owner, name, param)], message
     assert message.startswith(e.value.code.name), message
     assert f"{param}={value}" in message, message
-    assert f"{owner}.{name}" in message, message
+    assert f"{owner or 'ddx'}.{name}" in message, message
     assert ("negative" if value < 0 else "too large") in message, message
 
 
