@@ -136,6 +136,30 @@ def test_threads_use_the_callers_equation(scalar, points):
     }  # nothing pickled, nothing decoded: the threads share the caller's equation
 
 
+def test_user_functions_run_on_threads_and_are_refused_elsewhere(points, pool):
+    """A Python user function's code cannot travel: the threaded and synchronous
+    schedulers use the caller's equation (the same bits as in-process); a scheduler that
+    must pickle it fails with the saving refusal, naming the function."""
+    import math
+
+    f = ddx.function(
+        "scaled_exp",
+        2,
+        lambda a, b: a * math.exp(b),
+        lambda a, b: (math.exp(b), a * math.exp(b)),
+    )
+    eq = ddx.equation("scaled_exp(x, y) + x * y", functions=[f])
+    want = eq.jacobian(points)
+    for scheduler in ("sync", "threads"):
+        got = dask.compute(*dx.jacobian(eq, da.from_array(points, chunks=(2, 250))), scheduler=scheduler)
+        same_bits(got, want)
+    with pytest.raises(ddx.Error) as e:
+        with dask.config.set(scheduler="processes", pool=pool):
+            dask.compute(*dx.jacobian(eq, da.from_array(points, chunks=(2, 250))))
+    assert e.value.code is ddx.errc.user_function
+    assert "scaled_exp" in str(e.value)
+
+
 # ---------------------------------------------------------------------------------------
 # Data frames.
 

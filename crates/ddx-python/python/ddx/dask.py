@@ -108,12 +108,19 @@ class _Shipped:
 
     __slots__ = ("_live", "data", "digest")
 
-    def __init__(self, live: Equation | None, data: bytes) -> None:
+    def __init__(self, live: Equation | None, data: bytes | Error) -> None:
         self._live = live
         self.data = data
-        self.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        if isinstance(data, Error):
+            # No bytes (a user function's code cannot travel): the live equation only.
+            self.digest = f"live-{id(live):x}"
+        else:
+            self.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        if isinstance(self.data, Error):
+            # Leaving the caller's process needs the bytes: say why there are none.
+            raise self.data
         return (_revive, (self.data,))
 
     def __dask_tokenize__(self) -> str:
@@ -142,7 +149,15 @@ def _ship(eq: Equation, want: Want) -> Any:
     """``eq`` as one Dask key (a ``Delayed``), its kernel for ``want`` included."""
     if eq.options.backend is Backend.COMPILE:
         eq.wait_for_kernel(want=want)
-    shipped = _Shipped(eq, eq.to_bytes())
+    try:
+        data: bytes | Error = eq.to_bytes()
+    except Error as e:
+        if e.code is not errc.user_function:
+            raise
+        # An equation calling Python user functions runs on the threaded and synchronous
+        # schedulers (the caller's equation itself); other schedulers refuse it with this.
+        data = e
+    shipped = _Shipped(eq, data)
     return dask.delayed(shipped, pure=True, name=f"ddx-equation-{shipped.digest}")
 
 
