@@ -104,10 +104,9 @@ def arguments(owner: str | None, name: str, param: str, value: int) -> tuple[lis
         "x": [0.5],
         "points": 4,
         "columns": np.zeros((1, 4)),
-        "name": "f",
-        "value": lambda *a: 0.0,
-        "first": lambda *a: 0.0,
     }
+    if (owner, name) == (None, "function"):
+        valid.update(name="f", value=lambda *a: 0.0, first=lambda *a: 0.0)
     target = receiver(owner)
     method = getattr(target, name)
     sig = inspect.signature(method)
