@@ -978,3 +978,47 @@ fn branch_points_answer_the_one_sided_limits() {
         }
     }
 }
+
+/// At arguments far from 1 the series is swept in a step near |x0| (a power of two), so no
+/// coefficient overflows or underflows where the derivatives themselves are numbers: the
+/// closed forms and the Hessian agree (where the value itself is a number: a series
+/// cannot scale past its own value); near 1 nothing changes (the unit step).
+#[test]
+fn extreme_arguments_keep_their_derivatives() {
+    let rel = |got: f64, want: f64| ((got - want) / want).abs();
+    let xlogx = eq1(|x| x * x.ln());
+    let xsqrtx = eq1(|x| x * x.sqrt());
+    let inv = eq1(|x| 1.0 / x);
+    for x0 in [1e200, 1e-160, 1e155, 3.7e300, 2.5e-300, -1e250, 1e-300] {
+        if x0 > 0.0 {
+            // (x log x)'' = 1/x, (x log x)''' = −1/x²
+            let d = xlogx.univariate_derivatives(3, x0).unwrap();
+            assert!(rel(d[2], 1.0 / x0) < 4e-16, "x log x at {x0}: {d:?}");
+            assert!(rel(d[2], xlogx.hessian([x0]).unwrap()[0]) < 4e-16, "{x0}");
+            let want3 = -1.0 / x0 / x0;
+            if want3.is_normal() {
+                assert!(rel(d[3], want3) < 1e-15, "x log x''' at {x0}: {d:?}");
+            }
+            // (x √x)'' = 3 / (4 √x)
+            if (x0 * x0.sqrt()).is_normal() {
+                let d = xsqrtx.univariate_derivative_of_order(2, x0).unwrap();
+                assert!(rel(d, 0.75 / x0.sqrt()) < 4e-16, "x sqrt x at {x0}: {d}");
+            }
+        }
+        // (1/x)'' = 2/x³ where it is a number
+        let want = 2.0 / x0 / x0 / x0;
+        if want.is_normal() {
+            let d = inv.univariate_derivative_of_order(2, x0).unwrap();
+            assert!(rel(d, want) < 1e-15, "1/x at {x0}: {d} vs {want}");
+        }
+    }
+    // Near 1 the unit step: the bits of the Hessian route, as before.
+    for x0 in [0.5, 3.0, 1e10, 1e-10] {
+        let d = xlogx.univariate_derivative_of_order(2, x0).unwrap();
+        assert_eq!(
+            d.to_bits(),
+            xlogx.hessian([x0]).unwrap()[0].to_bits(),
+            "{x0}"
+        );
+    }
+}

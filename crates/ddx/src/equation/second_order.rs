@@ -430,8 +430,14 @@ impl<S: Shape> Equation<S> {
         let model = self.model();
         // The one symbol moves; the parameters (after it) stay at their bound values.
         let x = self.with_inputs(&[x0], 0, |_| Ok(()), |x| x.to_vec())?;
+        // The series is swept in a step `s` of the symbol (a power of two near |x0| when
+        // x0 is far from 1) and scaled back: Taylor arithmetic is homogeneous (coefficient
+        // k of every node scales as s^k) and a power of two scales without rounding, so
+        // the bits are those of the unit step wherever that step neither overflows nor
+        // underflows — and right where it would (`log`'s −1/(2x²) at x = 1e200).
+        let step = taylor_step(x0);
         let mut direction = vec![0.0; x.len()];
-        direction[0] = 1.0;
+        direction[0] = step;
         let taylor = self.remembered_taylor(order, &x, || {
             let _ = ddx_ir::user::take_failure();
             let mut series =
@@ -439,7 +445,16 @@ impl<S: Shape> Equation<S> {
             if let Some(e) = ddx_ir::user::take_failure() {
                 return Err(e);
             }
-            Ok(series.swap_remove(0))
+            let mut c = series.swap_remove(0);
+            if step != 1.0 {
+                let back = 1.0 / step; // exact: a power of two in range
+                for (k, ck) in c.iter_mut().enumerate() {
+                    for _ in 0..k {
+                        *ck *= back;
+                    }
+                }
+            }
+            Ok(c)
         });
         match taylor {
             Ok(c) => Ok(Series::Taylor(c)),
@@ -478,4 +493,17 @@ enum Series {
 /// `k!` as `f64`, multiplied up from 1 (exact to `22!`, then rounded at each step).
 fn factorial(k: usize) -> f64 {
     (1..=k).map(|i| i as f64).product()
+}
+
+/// The step a univariate Taylor sweep at `x0` takes in its symbol: 1 for `|x0|` within
+/// `2^±64` (and at 0, ±∞, NaN), else the power of two `2^⌊log₂|x0|⌋` (at least `2^−1022`),
+/// so that every coefficient stays near the scale of the value.
+fn taylor_step(x0: f64) -> f64 {
+    let a = x0.abs();
+    if !a.is_finite() || a == 0.0 || (2f64.powi(-64)..=2f64.powi(64)).contains(&a) {
+        return 1.0;
+    }
+    // The biased exponent of a normal number; a subnormal one takes the smallest normal.
+    let biased = ((a.to_bits() >> 52) & 0x7ff).max(1);
+    f64::from_bits(biased << 52)
 }
