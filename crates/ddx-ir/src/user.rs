@@ -322,8 +322,16 @@ pub fn failed() -> bool {
 
 /// Evaluates the call tagged `tag` at `(a, b)`: the value or the partial the tag names,
 /// from the user's code. Never unwinds: a panic, an unknown tag or a derivative not given
-/// answers NaN and is recorded ([`take_failure`]). The engines' one entry into user code.
+/// answers NaN and is recorded ([`take_failure`]); once a failure is recorded on this
+/// thread, later calls answer NaN without running user code until it is taken. The
+/// engines' one entry into user code.
 pub extern "C" fn call(tag: f64, a: f64, b: f64) -> f64 {
+    // The call already fails (every entry takes the record first and answers it after):
+    // user code is not run again, so a function that panics is not re-entered for every
+    // remaining point of a batch.
+    if failed() {
+        return f64::NAN;
+    }
     let Some((id, part)) = decode(tag) else {
         return f64::NAN;
     };

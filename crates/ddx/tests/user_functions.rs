@@ -429,3 +429,47 @@ fn lane_point_into_reports_a_missing_order() {
         assert!(same_bits(&g, &eq.gradient([0.5, 0.25]).unwrap()));
     }
 }
+
+/// After user code panics, the rest of the call does not run it again: a batch of 40 000
+/// failing points enters the function a handful of times (once per task at most), not
+/// 40 000, and the next call runs it afresh.
+#[test]
+fn a_failed_function_is_not_reentered_for_the_rest_of_a_batch() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static PANICS: AtomicUsize = AtomicUsize::new(0);
+    let bad = UserFunction::new(
+        "brittle",
+        1,
+        |x| {
+            if x[0] > 1.0 {
+                PANICS.fetch_add(1, Ordering::Relaxed);
+                panic!("x is too large");
+            }
+            x[0]
+        },
+        |_, g| g[0] = 1.0,
+    )
+    .unwrap();
+    let eq = rt::equation(|| bad.call(&[rt::var("x")]) * rt::var("y")).unwrap();
+    for backend in [Backend::Interpret, Backend::Compile] {
+        let mut b = eq.clone();
+        b.set_options(Options::with_backend(backend));
+        b.wait_for_kernel_of(LaneKind::Value);
+        PANICS.store(0, Ordering::Relaxed);
+        let xs = vec![2.0; 40_000];
+        let ys = vec![1.0; 40_000];
+        let mut out = vec![0.0; 40_000];
+        let e = b.evaluate_batch(&[&xs, &ys], &mut [&mut out]).unwrap_err();
+        assert_eq!(e.code(), Errc::UserFunction);
+        let entered = PANICS.load(Ordering::Relaxed);
+        assert!(
+            (1..=256).contains(&entered),
+            "{entered} panics for one batch"
+        );
+        // The next call runs the function again (and fails again).
+        PANICS.store(0, Ordering::Relaxed);
+        assert!(b.evaluate([2.0, 1.0]).is_err());
+        assert_eq!(PANICS.load(Ordering::Relaxed), 1);
+        assert_eq!(b.evaluate([0.5, 2.0]).unwrap(), 1.0);
+    }
+}
