@@ -80,9 +80,12 @@ impl Lane {
 }
 
 /// The leading comment: the expression, then what each `x`, `seeds` and output slot is.
-fn layout_comment(expr: &str, eq: &Equation, kind: LaneKind) -> String {
+///
+/// # Errors
+/// `tensor_lane` for [`LaneKind::Tensor`] (no fixed lane to describe).
+fn layout_comment(expr: &str, eq: &Equation, kind: LaneKind) -> Result<String, ddx::Error> {
     let names = eq.symbols();
-    let lane = eq.lane(kind).unwrap();
+    let lane = eq.lane(kind)?;
     let mut outputs: Vec<String> = (0..lane.values).map(|_| "f".to_string()).collect();
     let partials: Vec<String> = lane
         .pattern
@@ -136,7 +139,7 @@ fn layout_comment(expr: &str, eq: &Equation, kind: LaneKind) -> String {
     if kind == LaneKind::Hessian {
         text += "// (the Hessian block is colour-compressed: ddx::ir::lane describes its layout)\n";
     }
-    text
+    Ok(text)
 }
 
 /// `[0] a, [1] b, …`, or `none`.
@@ -163,7 +166,7 @@ pub fn run(a: &CodegenArgs) -> Result<(), CliError> {
         Lang::Rust => eq.to_rust_source(&a.name, kind)?,
         Lang::C => eq.to_c_source(&a.name, kind)?,
     };
-    let text = layout_comment(&a.expr, &eq, kind) + &source;
+    let text = layout_comment(&a.expr, &eq, kind)? + &source;
     match &a.output {
         Some(path) => std::fs::write(path, text).map_err(CliError::io(path)),
         None => emit(&text),

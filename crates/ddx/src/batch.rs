@@ -81,7 +81,7 @@ impl Table {
         columns: &[&[f64]],
         expected: usize,
     ) -> Result<&mut Self, Error> {
-        check_inputs(block, columns, expected, self.len)?;
+        check(block, columns, expected, self.len, true)?;
         self.inputs.extend(columns.iter().map(|c| c.as_ptr()));
         let len = self.len;
         self.broadcast
@@ -132,49 +132,21 @@ impl Table {
         columns: &mut [&mut [f64]],
         expected: usize,
     ) -> Result<&mut Self, Error> {
-        check(block, columns, expected, self.len)?;
+        check(block, columns, expected, self.len, false)?;
         self.outputs
             .extend(columns.iter_mut().map(|c| c.as_mut_ptr()));
         Ok(self)
     }
 }
 
-/// Checks that the input `block` has `expected` columns of `len` points or of one
-/// (broadcast).
-fn check_inputs(
-    block: Block,
-    columns: &[&[f64]],
-    expected: usize,
-    len: usize,
-) -> Result<(), Error> {
-    if columns.len() != expected {
-        return Err(Error::WrongColumnCount {
-            block,
-            expected,
-            got: columns.len(),
-        });
-    }
-    match columns
-        .iter()
-        .enumerate()
-        .find(|(_, c)| c.len() != len && c.len() != 1)
-    {
-        Some((column, c)) => Err(Error::ColumnLength {
-            block,
-            column,
-            expected: len,
-            got: c.len(),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// Checks that `block` has `expected` columns of `len` points.
+/// Checks that `block` has `expected` columns of `len` points (or, with `broadcast`, of
+/// one point: an input column broadcast to every point).
 fn check<T: AsRef<[f64]>>(
     block: Block,
     columns: &[T],
     expected: usize,
     len: usize,
+    broadcast: bool,
 ) -> Result<(), Error> {
     if columns.len() != expected {
         return Err(Error::WrongColumnCount {
@@ -185,7 +157,7 @@ fn check<T: AsRef<[f64]>>(
     }
     for (column, c) in columns.iter().enumerate() {
         let got = c.as_ref().len();
-        if got != len {
+        if got != len && !(broadcast && got == 1) {
             return Err(Error::ColumnLength {
                 block,
                 column,
@@ -526,7 +498,7 @@ impl<S: Shape> Equation<S> {
         t.points(xs, self.arity(), self.param_count(), &self.bound, || {
             self.unbound()
         })?;
-        check(Block::Tensors, tensors, size, t.len)?;
+        check(Block::Tensors, tensors, size, t.len, false)?;
         let lane = self.tensor_lane(k)?;
         let dense = lane.unique_of.len().max(1);
         // Each distinct partial is written to the first dense column that holds it, then
