@@ -1,5 +1,7 @@
 //! Batch calls: one column per symbol (then per parameter) in, one column per value,
-//! Jacobian cell or product out; the point count is the longest input column's length.
+//! Jacobian cell or product out; the point count is the longest input column's length
+//! (with no input column at all — an equation of bound parameters only — the output
+//! columns' length).
 //!
 //! **Broadcast.** An input column of length 1 — a symbol's, a parameter's, a direction's
 //! or a weight's — holds one value for every point. Such a batch runs in stages of
@@ -11,7 +13,7 @@
 //! Every column is checked before anything runs, so an error writes nothing. The lane's
 //! block program then runs over the points in blocks (see `interp::block`); above
 //! [`PARALLEL_WORK`] instruction-points a batch is split into chunks across rayon's
-//! threads. Each point is computed by the same instructions whichever block, chunk or
+//! threads (except inside [`on_calling_thread`], for user code under a global lock). Each point is computed by the same instructions whichever block, chunk or
 //! thread it lands in, so results are bit-identical to the per-point calls for any number
 //! of threads. A call allocates nothing but its column-pointer table when the lane has
 //! more than 64 input or output columns; per-thread scratch is reused across calls.
@@ -32,6 +34,31 @@ use smallvec::SmallVec;
 /// 1.1·10⁶ it gained 1.4× (Kirby2); from 4.5·10⁶ on, 1.9–2.1×.
 pub const PARALLEL_WORK: usize = 1 << 18;
 
+thread_local! {
+    /// Set while [`on_calling_thread`] runs: batches are not split across threads.
+    static CALLING_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `body`, every batch call it makes running on this thread alone, whatever its
+/// size (no rayon split; the answers are the same bits, as for any thread count).
+///
+/// For user functions whose code takes a global lock: Python's, under the GIL. There the
+/// other threads would only wait for the lock, and each call of Python code on a thread
+/// Python did not start makes and discards a Python thread state — a batch split across
+/// rayon's threads ran 16× slower per point than the same batch on the caller's thread
+/// (`crates/ddx-python/bench/user_batch.py`, BENCHMARKS.md). Nests; restores the
+/// previous setting on return, and on unwinding.
+pub fn on_calling_thread<R>(body: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CALLING_THREAD.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(CALLING_THREAD.with(|c| c.replace(true)));
+    body()
+}
+
 type Pointers<T> = SmallVec<[T; 64]>;
 
 /// The columns of one call as raw base pointers, taken on the calling thread after each
@@ -44,6 +71,9 @@ struct Table {
     /// a batch of another length).
     broadcast: Pointers<bool>,
     outputs: Pointers<*mut f64>,
+    /// No input column was given (an equation of parameters only, bound, with no
+    /// direction or weight columns): the first output block's length is the point count.
+    sized_by_outputs: bool,
 }
 
 // SAFETY: the pointers are only dereferenced by `Program::run_columns` for disjoint point
@@ -61,14 +91,13 @@ impl Columns for Table {
 
 impl Table {
     /// A table whose point count is the length of the longest column of the input
-    /// `blocks` (columns of length 1 are broadcast to it).
+    /// `blocks` (columns of length 1 are broadcast to it); with no input column at all,
+    /// the length of the first output block's columns ([`Table::write`]).
     fn new(blocks: &[&[&[f64]]]) -> Self {
+        let longest = blocks.iter().flat_map(|b| b.iter().map(|c| c.len())).max();
         Table {
-            len: blocks
-                .iter()
-                .flat_map(|b| b.iter().map(|c| c.len()))
-                .max()
-                .unwrap_or(0),
+            len: longest.unwrap_or(0),
+            sized_by_outputs: longest.is_none(),
             ..Table::default()
         }
     }
@@ -132,6 +161,10 @@ impl Table {
         columns: &mut [&mut [f64]],
         expected: usize,
     ) -> Result<&mut Self, Error> {
+        if std::mem::take(&mut self.sized_by_outputs) {
+            // Every input is a bound value, broadcast (`points` flagged each so).
+            self.len = columns.first().map_or(0, |c| c.len());
+        }
         check(block, columns, expected, self.len, false)?;
         self.outputs
             .extend(columns.iter_mut().map(|c| c.as_mut_ptr()));
@@ -599,6 +632,7 @@ impl Materialised {
                 .collect(),
             broadcast: self.broadcast.iter().map(|_| false).collect(),
             outputs: self.outputs.clone(),
+            sized_by_outputs: false,
         }
     }
 }
@@ -716,7 +750,7 @@ unsafe fn mend(twin: &Prepared, first_product: usize, table: &Table) -> Option<E
             .collect()
     };
     let len = table.len;
-    let points: Vec<usize> = if len <= SCAN {
+    let points: Vec<usize> = if len <= SCAN || CALLING_THREAD.with(std::cell::Cell::get) {
         scan(0, len)
     } else {
         (0..len.div_ceil(SCAN))
@@ -755,6 +789,7 @@ unsafe fn mend(twin: &Prepared, first_product: usize, table: &Table) -> Option<E
         inputs: inputs.iter().map(|c| c.as_ptr()).collect(),
         broadcast: inputs.iter().map(|_| false).collect(),
         outputs: outputs.iter_mut().map(|c| c.as_mut_ptr()).collect(),
+        sized_by_outputs: false,
     };
     let failed = run(twin.batch(), &gathered);
     for (&o, column) in table.outputs.iter().zip(&outputs) {
@@ -778,8 +813,8 @@ fn run(program: &Program, table: &Table) -> Option<Error> {
 }
 
 /// Calls `body(start, len)` over `0..len` points: at once on this thread when `work`
-/// (instruction-points) is below [`PARALLEL_WORK`], else in disjoint chunks of a multiple
-/// of `block` points across rayon's threads.
+/// (instruction-points) is below [`PARALLEL_WORK`] or inside [`on_calling_thread`], else
+/// in disjoint chunks of a multiple of `block` points across rayon's threads.
 ///
 /// Answers the first failure user code recorded (`ddx_ir::user::take_failure`) on any of
 /// the threads, taken after each piece.
@@ -790,7 +825,7 @@ fn split(
     body: impl Fn(usize, usize) + Sync,
 ) -> Option<Error> {
     let threads = rayon::current_num_threads();
-    if threads <= 1 || work < PARALLEL_WORK {
+    if threads <= 1 || work < PARALLEL_WORK || CALLING_THREAD.with(std::cell::Cell::get) {
         body(0, len);
         return ddx_ir::user::take_failure();
     }

@@ -209,6 +209,13 @@ impl<S: Shape> Equation<S> {
         self.lanes.model.outputs().len()
     }
 
+    /// Whether the model calls user functions ([`UserFunction`](crate::UserFunction)).
+    /// A binding whose user code takes a global lock (Python's) runs the batches of such
+    /// an equation on the calling thread ([`crate::on_calling_thread`]).
+    pub fn calls_user_functions(&self) -> bool {
+        self.lanes.user_calls
+    }
+
     /// The point as `n` values in canonical order, from any [`Point`] spelling.
     ///
     /// # Errors
