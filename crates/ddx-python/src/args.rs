@@ -12,11 +12,17 @@
 //!
 //! Invariant: no method of the package takes a Rust unsigned integer from Python directly;
 //! each takes an [`Int`] and calls [`Int::within`].
+//!
+//! Real numbers likewise: a Python `int` past the `float64` range (|n| ≥ 2¹⁰²⁴, where
+//! `float(n)` raises `OverflowError`) given as a value — a constant of a model, a point's
+//! coordinate, a parameter's value, `x0` — is a `ddx.Error` `too_large` saying so
+//! ([`real`]).
 
 use crate::errors::raise;
 use ddx::Errc;
 use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
+use pyo3::types::PyInt;
 
 /// A Python `int` as given: its value when it fits an `i64`, else its decimal text.
 #[derive(Clone, Debug)]
@@ -80,6 +86,39 @@ impl Int {
         })
     }
 
+    /// The value when it lies in `min..=max` (a signed argument: `powi`'s exponent).
+    ///
+    /// # Errors
+    /// `ddx.Error` of `code` otherwise, its message as [`Int::within`]'s.
+    pub(crate) fn signed_within(
+        &self,
+        py: Python<'_>,
+        call: &str,
+        name: &str,
+        (min, max): (i64, i64),
+        code: Errc,
+        meaning: &str,
+    ) -> PyResult<i64> {
+        let (fits, text) = match self {
+            Int::Fits(v) => (Some(*v).filter(|v| (min..=max).contains(v)), v.to_string()),
+            Int::Huge { text, .. } => (None, text.clone()),
+        };
+        fits.ok_or_else(|| {
+            let why = if self.negative() {
+                "is too small"
+            } else {
+                "is too large"
+            };
+            raise(
+                py,
+                code,
+                format!(
+                    "{code}: {call}: {name}={text} {why}; {meaning} is an int from {min} to {max}"
+                ),
+            )
+        })
+    }
+
     fn negative(&self) -> bool {
         match self {
             Int::Fits(v) => *v < 0,
@@ -104,4 +143,40 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
             Err(e) => Err(e),
         }
     }
+}
+
+/// The `f64` value of the Python real number `obj` (a `float`, an `int`, anything with
+/// `__float__`), as `float(obj)` gives it.
+///
+/// # Errors
+/// `ddx.Error` `too_large` for an `int` past the `float64` range, naming `what` (`"the
+/// point"`, `"a constant of the model"`) and the int's size; otherwise the conversion's
+/// own error (`TypeError` for something that is not a number).
+pub(crate) fn real(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    match obj.extract::<f64>() {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => Err(too_large(obj, what)),
+        Err(e) => Err(e),
+    }
+}
+
+fn too_large(obj: &Bound<'_, PyAny>, what: &str) -> PyErr {
+    let py = obj.py();
+    let int = if obj.is_instance_of::<PyInt>() {
+        let digits = obj
+            .str()
+            .map_or(0, |s| s.to_string().trim_start_matches('-').len());
+        format!("an int of {digits} digits")
+    } else {
+        "a number".to_string()
+    };
+    let code = Errc::TooLarge;
+    raise(
+        py,
+        code,
+        format!(
+            "{code}: {what}: {int} is past the float64 range (magnitudes up to about \
+             1.8e308), which a float64 cannot hold"
+        ),
+    )
 }

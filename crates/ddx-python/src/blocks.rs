@@ -82,11 +82,7 @@ pub(crate) struct Out<'a> {
     pub(crate) fresh: bool,
 }
 
-/// Lengths of the buffers each kind fills, for callers sizing them.
-pub(crate) fn product_rows(eq: &AnyEquation, kind: LaneKind) -> usize {
-    product_count(eq.arity(), eq.outputs(), kind)
-}
-
+/// Rows of products `kind` fills (0 for a kind without products).
 fn product_count(n: usize, m: usize, kind: LaneKind) -> usize {
     match kind {
         LaneKind::Jvp => m,
@@ -101,6 +97,11 @@ fn product_count(n: usize, m: usize, kind: LaneKind) -> usize {
 /// of length 1 (broadcast, as the Rust batch calls do). `scratch` holds the compressed
 /// Hessian between the sweep and the scatter.
 ///
+/// An equation calling user functions (Python code, under the GIL) runs on the calling
+/// thread whatever the batch's size ([`ddx::on_calling_thread`]): the GIL lets one call
+/// run at a time anyway, and the calling thread has its Python thread state, while each
+/// call on one of rayon's threads would make and discard one.
+///
 /// # Errors
 /// Those of the Rust batch calls (`not_scalar` for `hvp` on a system; a buffer missing
 /// or of the wrong length is `wrong_column_count`, which the callers never cause).
@@ -113,7 +114,13 @@ pub(crate) fn run(
     out: Out<'_>,
     scratch: &mut Vec<f64>,
 ) -> Result<(), Error> {
-    on!(eq, e => run_shape(e, kind, xs, seeds, p, out, scratch))
+    on!(eq, e => {
+        if e.calls_user_functions() {
+            ddx::on_calling_thread(|| run_shape(e, kind, xs, seeds, p, out, scratch))
+        } else {
+            run_shape(e, kind, xs, seeds, p, out, scratch)
+        }
+    })
 }
 
 fn run_shape<S: Shape>(

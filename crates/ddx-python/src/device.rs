@@ -68,7 +68,10 @@ fn columns<'py>(
         wrong(format!("an array of shape {shape}"))
     })?;
     if arr.shape()[1] != points {
-        return Err(wrong(format!("an array of shape {:?}", arr.shape())));
+        return Err(wrong(format!(
+            "an array of shape {}",
+            crate::points::py_shape(arr.shape())
+        )));
     }
     Ok(arr)
 }

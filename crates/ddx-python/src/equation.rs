@@ -19,7 +19,7 @@
 //! runs and assigning `options` never waits for a batch in flight (the batch finishes
 //! under the options it started with).
 
-use crate::args::Int;
+use crate::args::{real, Int};
 use crate::blocks::{self, Out};
 use crate::errors::{method_of, raise, OrRaise};
 use crate::expression::Expression;
@@ -332,7 +332,8 @@ impl Equation {
         let (mut value_cell, mut product_cell) = ([0.0], [0.0]);
         let limit = eq.options().answer_limit;
         let hessian_shape = self.symbol_shape(m, n, 2, p);
-        let wants_product = blocks::product_rows(&eq, kind) > 0;
+        // Even with no rows (`wᵀ·J` and `H·v` of an equation of parameters only: length 0).
+        let wants_product = matches!(kind, LaneKind::Jvp | LaneKind::Vjp | LaneKind::Hvp);
         let shapes = [
             (wants_values, &value_shape),
             (wants_jacobian, &jac_shape),
@@ -489,13 +490,10 @@ impl Equation {
     fn with_params(&self, values: &Bound<'_, PyAny>) -> PyResult<Equation> {
         let eq = self.rust();
         let names = eq.parameters().to_vec();
-        let v = match points::read(values, &names, names.len(), Kind::Point)? {
+        let v = match points::read(values, &names, names.len(), Kind::Params)? {
             Spelled::One(v) => v,
-            Spelled::Batch(_) => {
-                return Err(PyTypeError::new_err(
-                    "parameter values are one number per parameter, not a batch",
-                ))
-            }
+            // `read` refuses a batch of parameter values.
+            Spelled::Batch(_) => return Err(PyTypeError::new_err("not a batch")),
         };
         Ok(Equation {
             system: self.system,
@@ -557,7 +555,10 @@ impl Equation {
     /// `f` at the point or batch.
     fn evaluate(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let eq = self.rust();
-        if let Spelled::One(v) = points::read(x, eq.symbols(), eq.arity(), Kind::Point)? {
+        // One point straight to the per-point call; a batch (in any spelling the other
+        // calls take: parameter rows, rows one by one, a dict of columns) as theirs.
+        let one = points::read_points(x, eq.symbols(), eq.parameters(), eq.bound_params())?;
+        if let points::PointBlock::Spelled(Spelled::One(v)) = one {
             let m = eq.outputs();
             if !self.system && m == 1 {
                 let mut out = [0.0];
@@ -638,8 +639,14 @@ impl Equation {
 
     /// The `k`-th derivative `dᵏf/dxᵏ` at `x0` of a function of one symbol and one output
     /// (`k = 0` is the value), by one sweep of Taylor arithmetic; `k ≤ ddx.MAX_ORDER`.
-    fn univariate_derivative(&self, py: Python<'_>, k: Int, x0: f64) -> PyResult<f64> {
+    fn univariate_derivative(
+        &self,
+        py: Python<'_>,
+        k: Int,
+        x0: &Bound<'_, PyAny>,
+    ) -> PyResult<f64> {
         let k = order(py, &k, "Equation.univariate_derivative")?;
+        let x0 = real(x0, "Equation.univariate_derivative: x0")?;
         on!(&*self.rust(), e => e.univariate_derivative_of_order(k, x0)).or_raise()
     }
 
@@ -649,9 +656,10 @@ impl Equation {
         &self,
         py: Python<'py>,
         k: Int,
-        x0: f64,
+        x0: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
         let k = order(py, &k, "Equation.univariate_derivatives")?;
+        let x0 = real(x0, "Equation.univariate_derivatives: x0")?;
         let d = on!(&*self.rust(), e => e.univariate_derivatives(k, x0)).or_raise()?;
         Ok(numpy::PyArray1::from_vec(py, d))
     }

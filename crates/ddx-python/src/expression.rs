@@ -10,7 +10,8 @@
 //! builder on the calling thread, so a handle used outside its model is poisoned, exactly
 //! as in Rust, and the equation that uses it reports `no_arena` or `sealed_arena`.
 
-use ddx::Expr;
+use crate::args::{real, Int};
+use ddx::{Errc, Expr};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -27,7 +28,7 @@ pub(crate) fn operand(obj: &Bound<'_, PyAny>) -> PyResult<Option<Expr>> {
         return Ok(Some(e.get().0));
     }
     if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
-        return Ok(Some(Expr::from(obj.extract::<f64>()?)));
+        return Ok(Some(Expr::from(real(obj, "a constant of the model")?)));
     }
     // NumPy scalars and other numbers: anything with `__float__` but not a container.
     if obj.hasattr("__float__")? && !obj.hasattr("__len__")? {
@@ -71,8 +72,11 @@ impl Expression {
     /// A constant expression (`Expression(2.0)`); a model's nodes come from `var` and from
     /// arithmetic on them.
     #[new]
-    fn new(value: f64) -> Self {
-        Expression(Expr::from(value))
+    fn new(value: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(Expression(Expr::from(real(
+            value,
+            "ddx.Expression(value)",
+        )?)))
     }
 
     /// NumPy defers to these operators instead of broadcasting over an object array.
@@ -237,9 +241,14 @@ unary! {
 }
 
 /// `powi(x, n)`: `x` to the integer power `n` (binary powering, the same bits on every
-/// engine); `n` is never differentiated.
+/// engine); `n` is never differentiated. Raises `ddx.Error` `too_large` for `n` outside
+/// the 32-bit range (`x ** y` takes any power).
 #[pyfunction]
-fn powi(x: &Bound<'_, PyAny>, n: i32) -> PyResult<Expression> {
+fn powi(py: Python<'_>, x: &Bound<'_, PyAny>, n: Int) -> PyResult<Expression> {
+    let range = (i64::from(i32::MIN), i64::from(i32::MAX));
+    let n = n.signed_within(py, "ddx.powi", "n", range, Errc::TooLarge, "the exponent")?;
+    // In range: checked just above.
+    let n = i32::try_from(n).unwrap_or_default();
     Ok(Expression(argument(x)?.powi(n)))
 }
 

@@ -19,6 +19,7 @@
 //! Invariant: a [`Spelled::Batch`] has exactly the rows its role needs and is C-contiguous
 //! float64, so its rows are the columns the Rust batch calls take.
 
+use crate::args::real;
 use crate::errors::{raise, OrRaise};
 use ddx::point::{Point, Role};
 use ddx::{Errc, Error, VectorRole};
@@ -43,6 +44,8 @@ pub(crate) enum Kind {
     Direction,
     /// Weights (`vjp`): one per function, positional only.
     Weights,
+    /// Parameter values (`with_params`): one per parameter, never a batch.
+    Params,
 }
 
 impl Kind {
@@ -51,7 +54,31 @@ impl Kind {
             Kind::Point => "point",
             Kind::Direction => "direction",
             Kind::Weights => "weight vector",
+            Kind::Params => "parameter vector",
         }
+    }
+
+    /// The error code of a vector of the wrong shape or dtype.
+    fn code(self) -> Errc {
+        match self {
+            Kind::Point | Kind::Params => Errc::WrongArity,
+            Kind::Direction | Kind::Weights => Errc::WrongDirection,
+        }
+    }
+}
+
+/// A shape as Python spells it: `(2,)`, `(2, 3)`, `()`.
+pub(crate) fn py_shape(shape: &[usize]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }
 
@@ -77,6 +104,15 @@ fn asarray<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
 /// The error for a vector of `got` values where `rows` are needed.
 fn length_error(kind: Kind, rows: usize, got: usize) -> Error {
     match kind {
+        // Raised by `fill` with its own message (the Rust ones count symbols).
+        Kind::Params if got < rows => Error::ShortPoint {
+            expected: rows,
+            got,
+        },
+        Kind::Params => Error::WrongArity {
+            expected: rows,
+            got,
+        },
         Kind::Point if got < rows => Error::ShortPoint {
             expected: rows,
             got,
@@ -100,18 +136,19 @@ fn length_error(kind: Kind, rows: usize, got: usize) -> Error {
 
 /// A `ddx.Error` for an array of the wrong shape or dtype, naming the shape expected.
 fn shape_error(py: Python<'_>, kind: Kind, rows: usize, what: String) -> PyErr {
-    let code = match kind {
-        Kind::Point => Errc::WrongArity,
-        Kind::Direction | Kind::Weights => Errc::WrongDirection,
+    let code = kind.code();
+    let values = format!("{rows} float64 value{}", if rows == 1 { "" } else { "s" });
+    let batch = if kind == Kind::Params {
+        " (one per parameter; not a batch)".to_string()
+    } else {
+        format!(" or a batch of shape ({rows}, points)")
     };
     raise(
         py,
         code,
         format!(
-            "{code}: a {} here is {rows} float64 value{} (shape ({rows},)) or a batch of shape \
-             ({rows}, points); got {what}",
-            kind.noun(),
-            if rows == 1 { "" } else { "s" },
+            "{code}: a {} here is {values} (shape ({rows},)){batch}; got {what}",
+            kind.noun()
         ),
     )
 }
@@ -131,7 +168,7 @@ pub(crate) fn read<'py>(
     kind: Kind,
 ) -> PyResult<Spelled<'py>> {
     let role = match kind {
-        Kind::Point => Role::Point,
+        Kind::Point | Kind::Params => Role::Point,
         Kind::Direction | Kind::Weights => Role::Direction,
     };
     let mut out: Values = SmallVec::from_elem(0.0, rows);
@@ -145,24 +182,24 @@ pub(crate) fn read<'py>(
                     .to_string(),
             ));
         }
-        named(d, symbols, &mut out, role)?;
+        named(d, symbols, &mut out, kind, role)?;
         return Ok(Spelled::One(out));
     }
     if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
-        let v = obj.extract::<f64>()?;
-        fill(&[v], &mut out, kind)?;
+        let v = real(obj, kind.what())?;
+        fill(&[v], &mut out, kind, symbols)?;
         return Ok(Spelled::One(out));
     }
-    if let Some(values) = flat_sequence(obj)? {
-        fill(&values, &mut out, kind)?;
+    if let Some(values) = flat_sequence(obj, kind)? {
+        fill(&values, &mut out, kind, symbols)?;
         return Ok(Spelled::One(out));
     }
-    array(obj, rows, &mut out, kind)
+    array(obj, rows, symbols, &mut out, kind)
 }
 
 /// The values of a list or tuple of plain numbers, or `None` when it is anything else (a
 /// nested list, say: read as an array).
-fn flat_sequence(obj: &Bound<'_, PyAny>) -> PyResult<Option<Values>> {
+fn flat_sequence(obj: &Bound<'_, PyAny>, kind: Kind) -> PyResult<Option<Values>> {
     let items = if let Ok(l) = obj.cast::<PyList>() {
         l.iter().collect::<SmallVec<[_; 16]>>()
     } else if let Ok(t) = obj.cast::<PyTuple>() {
@@ -173,7 +210,7 @@ fn flat_sequence(obj: &Bound<'_, PyAny>) -> PyResult<Option<Values>> {
     let mut values = Values::with_capacity(items.len());
     for item in items {
         if item.is_instance_of::<PyFloat>() || item.is_instance_of::<PyInt>() {
-            values.push(item.extract::<f64>()?);
+            values.push(real(&item, kind.what())?);
         } else {
             return Ok(None);
         }
@@ -181,29 +218,78 @@ fn flat_sequence(obj: &Bound<'_, PyAny>) -> PyResult<Option<Values>> {
     Ok(Some(values))
 }
 
-/// Positional values into `out`, with the role's error on a length mismatch.
-fn fill(values: &[f64], out: &mut [f64], kind: Kind) -> PyResult<()> {
+/// Positional values into `out`, with the role's error on a length mismatch (`names`:
+/// the symbols, or the parameters for [`Kind::Params`]).
+fn fill(values: &[f64], out: &mut [f64], kind: Kind, names: &[String]) -> PyResult<()> {
     if values.len() == out.len() {
         out.copy_from_slice(values);
-        Ok(())
-    } else {
-        Err(length_error(kind, out.len(), values.len())).or_raise()
+        return Ok(());
+    }
+    let e = length_error(kind, out.len(), values.len());
+    if kind != Kind::Params {
+        return Err(e).or_raise();
+    }
+    let code = e.code();
+    Err(Python::attach(|py| {
+        raise(
+            py,
+            code,
+            format!(
+                "{code}: {} given, but the equation has {} ({})",
+                count(values.len(), "parameter value"),
+                count(out.len(), "parameter"),
+                names.join(", ")
+            ),
+        )
+    }))
+}
+
+/// `n` and the noun, plural unless `n` is 1.
+fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+impl Kind {
+    /// What a number given for this kind is, for messages.
+    fn what(self) -> &'static str {
+        match self {
+            Kind::Point => "the point",
+            Kind::Direction => "the direction",
+            Kind::Weights => "the weight vector",
+            Kind::Params => "the parameter values",
+        }
     }
 }
 
 /// A dict keyed by symbol name into `out`, through the Rust named spelling (so the same
-/// errors: unknown, duplicate or missing names).
-fn named(d: &Bound<'_, PyDict>, symbols: &[String], out: &mut [f64], role: Role) -> PyResult<()> {
+/// errors: unknown, duplicate or missing names; for [`Kind::Params`], said of
+/// parameters).
+fn named(
+    d: &Bound<'_, PyDict>,
+    symbols: &[String],
+    out: &mut [f64],
+    kind: Kind,
+    role: Role,
+) -> PyResult<()> {
+    let maps = if kind == Kind::Params {
+        "parameter values map each parameter"
+    } else {
+        "a named point maps each symbol"
+    };
     let mut keys: SmallVec<[(Bound<'_, PyAny>, f64); 16]> = SmallVec::new();
     for (k, v) in d.iter() {
-        let value = v.extract::<f64>().map_err(|_| {
-            PyTypeError::new_err(format!(
-                "a named point maps each symbol to one number; `{k}` maps to {}",
-                v.get_type()
-                    .name()
-                    .map_or_else(|_| "?".to_string(), |n| n.to_string())
-            ))
-        })?;
+        let value = if v.is_instance_of::<PyInt>() {
+            real(&v, kind.what())?
+        } else {
+            v.extract::<f64>().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{maps} to one number; `{k}` maps to {}",
+                    v.get_type()
+                        .name()
+                        .map_or_else(|_| "?".to_string(), |n| n.to_string())
+                ))
+            })?
+        };
         keys.push((k, value));
     }
     let mut pairs: SmallVec<[(&str, f64); 16]> = SmallVec::with_capacity(keys.len());
@@ -215,13 +301,30 @@ fn named(d: &Bound<'_, PyDict>, symbols: &[String], out: &mut [f64], role: Role)
         })?;
         pairs.push((s.to_str()?, *v));
     }
-    pairs.as_slice().fill_as(symbols, out, role).or_raise()
+    match pairs.as_slice().fill_as(symbols, out, role) {
+        Err(e) if kind == Kind::Params => {
+            let code = e.code();
+            let message = match e {
+                Error::UnknownSymbol { name, nearest } => format!(
+                    "{code}: the equation has no parameter `{name}`{}",
+                    nearest.map_or_else(String::new, |n| format!(" (did you mean `{n}`?)"))
+                ),
+                Error::MissingSymbol { name } => {
+                    format!("{code}: the parameter values give no value for parameter `{name}`")
+                }
+                other => other.to_string(),
+            };
+            Err(Python::attach(|py| raise(py, code, message)))
+        }
+        r => r.or_raise(),
+    }
 }
 
 /// An array-like: a point (0-D, 1-D) or a batch (2-D).
 fn array<'py>(
     obj: &Bound<'py, PyAny>,
     rows: usize,
+    names: &[String],
     out: &mut Values,
     kind: Kind,
 ) -> PyResult<Spelled<'py>> {
@@ -244,29 +347,30 @@ fn array<'py>(
     let dtype = arr.dtype();
     let kind_char = dtype.kind();
     let shape: SmallVec<[usize; 4]> = arr.shape().into();
-    let describe = || format!("an array of shape {:?} and dtype {dtype}", shape.as_slice());
+    let describe = || format!("an array of shape {} and dtype {dtype}", py_shape(&shape));
     if !matches!(kind_char, b'f' | b'i' | b'u' | b'b') {
         return Err(shape_error(py, kind, rows, describe()));
     }
     match shape.len() {
         0 => {
             let v: f64 = as_float64(arr)?.call_method0("item")?.extract()?;
-            fill(&[v], out, kind)?;
+            fill(&[v], out, kind, names)?;
             Ok(Spelled::One(std::mem::take(out)))
         }
         1 => {
             let floats = as_float64(arr)?.cast_into::<PyArray1<f64>>()?;
             // SAFETY: read at once, under the GIL, into `out`.
             match unsafe { floats.as_slice() } {
-                Ok(s) => fill(s, out, kind)?,
+                Ok(s) => fill(s, out, kind, names)?,
                 Err(_) => {
                     // SAFETY: as above; a strided view, read once.
                     let v: Values = unsafe { floats.as_array() }.iter().copied().collect();
-                    fill(&v, out, kind)?
+                    fill(&v, out, kind, names)?
                 }
             }
             Ok(Spelled::One(std::mem::take(out)))
         }
+        2 if kind == Kind::Params => Err(shape_error(py, kind, rows, describe())),
         2 => {
             if shape[0] != rows {
                 let e = length_error(kind, rows, shape[0]);
@@ -274,8 +378,8 @@ fn array<'py>(
                     py,
                     e.code(),
                     format!(
-                        "{e} (a batch here has shape ({rows}, points); got {:?})",
-                        shape.as_slice()
+                        "{e} (a batch here has shape ({rows}, points); got {})",
+                        py_shape(&shape)
                     ),
                 ));
             }
@@ -375,7 +479,7 @@ pub(crate) fn read_points<'py>(
             return columns(d, symbols, params, bound).map(PointBlock::Rows);
         }
     } else if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
-        if flat_sequence(obj)?.is_none() {
+        if flat_sequence(obj, Kind::Point)?.is_none() {
             let items: Vec<Bound<'py, PyAny>> = obj.try_iter()?.collect::<PyResult<_>>()?;
             if items.len() == n || items.len() == n + q {
                 let mut rows = Vec::with_capacity(items.len());

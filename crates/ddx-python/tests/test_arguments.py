@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 from pathlib import Path
 
 import numpy as np
@@ -195,3 +196,48 @@ def test_dask_want_out_of_range_is_a_ddx_error(value):
     with pytest.raises(ddx.Error, match=rf"want={value}") as e:
         dx.column_names(univariate(), want=value)
     assert e.value.code is ddx.errc.index_out_of_range
+
+
+def test_ints_past_the_float64_range_are_too_large_errors() -> None:
+    """``float(10**400)`` raises ``OverflowError``; ddx says ``too_large``, naming where the
+    number was given — as a constant of a model, a coordinate, a direction, a parameter
+    value, ``x0`` — and a ``powi`` exponent past 32 bits likewise (signed: ``-2**31`` is
+    in range)."""
+    huge = 10**400
+    eq = ddx.equation("x * y")
+    bound = ddx.equation("k * x", params=["k"])
+    uni = ddx.equation("sin(x)")
+    calls = {
+        "a constant of the model": [
+            lambda: ddx.equation(lambda: ddx.var("x") + huge),
+            lambda: ddx.equation(lambda: ddx.var("x") ** -huge),
+            lambda: ddx.sin(huge),
+        ],
+        "ddx.Expression(value)": [lambda: ddx.Expression(huge)],
+        "the point": [
+            lambda: eq.evaluate([huge, 1.0]),
+            lambda: eq.jacobian({"x": 1.0, "y": -huge}),
+            lambda: uni.evaluate(huge),
+        ],
+        "the direction": [lambda: eq.jvp([huge, 1.0], [1.0, 2.0])],
+        "the parameter values": [lambda: bound.with_params([huge]), lambda: bound.with_params({"k": huge})],
+        "x0": [
+            lambda: uni.univariate_derivative(1, huge),
+            lambda: uni.univariate_derivatives(2, -huge),
+        ],
+    }
+    for where, fns in calls.items():
+        for fn in fns:
+            with pytest.raises(ddx.Error) as e:
+                fn()
+            assert e.value.code is ddx.errc.too_large
+            assert where in str(e.value) and "401 digits" in str(e.value), str(e.value)
+    assert uni.univariate_derivative(0, 10**300) == math.sin(1e300)  # in range: as float()
+    x = ddx.var("x")
+    for n in (2**31, -(2**31) - 1, 2**70, -(2**64)):
+        with pytest.raises(ddx.Error) as e:
+            ddx.powi(x, n)
+        assert e.value.code is ddx.errc.too_large
+        assert f"n={n}" in str(e.value) and "-2147483648 to 2147483647" in str(e.value)
+    low = ddx.equation(lambda: ddx.powi(ddx.var("x"), -(2**31)) + ddx.powi(ddx.var("x"), 2**31 - 1))
+    assert low.evaluate(1.0) == 2.0

@@ -324,3 +324,126 @@ def test_cluster_assign(client, scalar, points):
     pd.testing.assert_frame_equal(
         client.compute(lazy, sync=True), dx.assign(scalar, frame, want=ddx.Want.HESSIAN)
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Parameters: parameter rows after the symbol rows, rows one by one, broadcast rows, and
+# parameter columns of a frame. The truth: the in-process call on the same spelling.
+
+
+def misra() -> ddx.Equation:
+    """NIST Misra1a's residual: symbols b1, b2; the observation (x, y) as parameters."""
+    return ddx.equation("y - b1 * (1 - exp(-b2 * x))", params=["x", "y"])
+
+
+def observations(count: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(23)
+    x = rng.uniform(70, 800, count)
+    return x, 240 * (1 - np.exp(-5.5e-4 * x)) + rng.normal(0, 0.1, count)
+
+
+def test_parameter_rows_every_local_scheduler(scheduler):
+    eq = misra()
+    assert eq.symbols == ["b1", "b2"] and eq.parameters == ["x", "y"]
+    x, y = observations(1000)
+    b = [238.0, 5.6e-4]
+    stacked = np.vstack([np.full(1000, b[0]), np.full(1000, b[1]), x, y])
+    lazy_x, lazy_y = da.from_array(x, chunks=300), da.from_array(y, chunks=250)
+    spellings = [
+        # (symbols + parameters, points), the rows split across chunks on purpose
+        (da.from_array(stacked, chunks=(1, 128)), stacked),
+        # row by row: numbers and a length-1 row broadcast, Dask and NumPy rows
+        ([b[0], [b[1]], lazy_x, y], [b[0], [b[1]], x, y]),
+        # by name, in any order
+        ({"y": lazy_y, "b2": b[1], "x": lazy_x, "b1": b[0]}, {"y": y, "b2": b[1], "x": x, "b1": b[0]}),
+    ]
+    for lazy, eager in spellings:
+        for call in CALLS:
+            want = getattr(eq, call)(eager)
+            got = dask.compute(*_as_tuple(getattr(dx, call)(eq, lazy)))
+            same_bits(got, want)
+        same_bits(dask.compute(*dx.vjp(eq, [2.0], lazy)), eq.vjp([2.0], eager))
+        same_bits(
+            dask.compute(*dx.jvp(eq, [1.0, -3.0], lazy)), eq.jvp([1.0, -3.0], eager)
+        )
+    # The Jacobian in closed form: -(1 - e^{-b2 x}), -b1 x e^{-b2 x}.
+    _, jac = dask.compute(*dx.jacobian(eq, spellings[1][0]))
+    e = np.exp(-b[1] * x)
+    assert np.allclose(jac[0], -(1 - e), rtol=1e-14, atol=0)
+    assert np.allclose(jac[1], -b[0] * x * e, rtol=1e-13, atol=0)
+    # A bound equation takes the symbol rows alone, its parameters broadcast.
+    bound = eq.with_params([300.0, 1.0])
+    sym = da.from_array(stacked[:2], chunks=(2, 400))
+    same_bits(dask.compute(*dx.jacobian(bound, sym)), bound.jacobian(stacked[:2]))
+
+
+def test_parameter_refusals_are_errors_now():
+    eq = misra()
+    x, _ = observations(100)
+    lazy = da.from_array(x, chunks=30)
+    cases = [
+        (da.ones((3, 10)), ddx.errc.wrong_arity),  # neither n nor n + q rows
+        (da.ones((2, 10)), ddx.errc.short_point),  # the parameters unbound
+        ([1.0, 2.0, lazy, da.ones(7)], ddx.errc.column_length),
+        ([1.0, 2.0, 3.0, 4.0], ddx.errc.wrong_arity),  # no row with a point axis
+        ([1.0, 2.0, lazy, np.ones((2, 100))], ddx.errc.wrong_arity),
+        ({"b1": 1.0, "b2": 2.0, "x": lazy}, ddx.errc.short_point),  # y unbound
+        ({"b1": 1.0, "b2": 2.0, "x": lazy, "z": 1.0}, ddx.errc.unknown_symbol),
+    ]
+    for given, code in cases:
+        with pytest.raises(ddx.Error) as e:
+            dx.jacobian(eq, given)
+        assert e.value.code is code, given
+    with pytest.raises(ddx.Error) as e:
+        dx.jacobian(eq, da.ones((3, 10)))
+    assert "2 parameters (x, y)" in str(e.value)
+
+
+def arrhenius() -> ddx.Equation:
+    """A rate with the temperature `T` as a parameter: symbols a, b."""
+    return ddx.equation("a * exp(-b / T)", params=["T"])
+
+
+def test_assign_reads_parameter_columns(scheduler):
+    eq = arrhenius()
+    rng = np.random.default_rng(29)
+    frame = pd.DataFrame(
+        {"T": rng.uniform(250, 400, 600), "a": rng.uniform(1, 2, 600), "b": rng.uniform(10, 90, 600)}
+    )
+    out = dx.assign(eq, frame)
+    assert list(out.columns) == ["T", "a", "b", "f", "df/da", "df/db"]  # no partial in T
+    f, j = eq.jacobian({c: frame[c].to_numpy() for c in ("a", "b", "T")})
+    same_bits(out["f"].to_numpy(), f)
+    same_bits(out["df/db"].to_numpy(), j[1])
+    t, a, b = (frame[c].to_numpy() for c in ("T", "a", "b"))
+    assert np.allclose(out["df/da"], np.exp(-b / t), rtol=1e-15, atol=0)
+    assert np.allclose(out["df/db"], -a / t * np.exp(-b / t), rtol=1e-15, atol=0)
+    lazy = dx.assign(eq, dd.from_pandas(frame, npartitions=3), want=ddx.Want.HESSIAN)
+    pd.testing.assert_frame_equal(lazy.compute(), dx.assign(eq, frame, want=ddx.Want.HESSIAN))
+    # Without the column: the bound value, broadcast; unbound, refused when built.
+    bound = eq.with_params([300.0])
+    no_t = frame[["a", "b"]]
+    same_bits(dx.assign(bound, no_t)["f"].to_numpy(), bound.jacobian(no_t.to_numpy().T)[0])
+    # A column wins over the bound value.
+    same_bits(dx.assign(bound, frame)["f"].to_numpy(), f)
+    for refused in (no_t, dd.from_pandas(no_t, npartitions=2)):
+        with pytest.raises(ddx.Error) as e:
+            dx.assign(eq, refused)
+        assert e.value.code is ddx.errc.short_point and "T" in str(e.value)
+    with pytest.raises(ddx.Error) as e:
+        dx.assign(eq, pd.concat([frame, frame[["T"]]], axis=1))
+    assert e.value.code is ddx.errc.duplicate_symbol
+
+
+def test_cluster_parameter_rows_and_columns(client):
+    eq = misra().compile()
+    n = 200_000
+    t = da.arange(n, chunks=40_000) / n
+    x, y = 70 + 730 * t, 240 * (1 - da.exp(-5.5e-4 * (70 + 730 * t)))
+    rows = {"b1": 238.0, "b2": 5.6e-4, "x": x, "y": y}
+    got = client.compute(list(dx.jacobian(eq, rows)), sync=True)
+    eager = {k: v if isinstance(v, float) else v.compute(scheduler="sync") for k, v in rows.items()}
+    same_bits(tuple(got), eq.jacobian(eager))
+    frame = pd.DataFrame({"T": np.linspace(250, 400, 1000), "a": 1.5, "b": np.linspace(10, 90, 1000)})
+    lazy = dx.assign(arrhenius(), dd.from_pandas(frame, npartitions=4))
+    pd.testing.assert_frame_equal(client.compute(lazy, sync=True), dx.assign(arrhenius(), frame))

@@ -179,3 +179,69 @@ def test_pickling_keeps_the_binding_and_remember() -> None:
     with pytest.raises(ddx.Error) as e:
         plain.evaluate([0.5])
     assert e.value.code is ddx.errc.short_point
+
+
+def test_an_equation_of_parameters_only_answers_at_its_point() -> None:
+    """No symbol: every call answers at the one point there is, with no partial (length-0
+    gradient, a 0×0 Hessian, empty products); a batch is the parameter columns. The
+    truth: the closed form in float64 with the same operations (the same bits)."""
+    eq = ddx.equation("k * sin(k) + c", params=["k", "c"])
+    assert eq.symbols == [] and eq.parameters == ["c", "k"] and eq.arity == 0
+    b = eq.with_params({"k": 0.7, "c": 0.25})
+    want = 0.7 * math.sin(0.7) + 0.25
+    for compiled in (False, True):
+        if compiled and not ddx.has_jit:
+            continue
+        e = b.compile() if compiled else b
+        if compiled:
+            e.evaluate([]), e.jacobian([]), e.hessian([])
+            for w in (ddx.Want.VALUE, ddx.Want.JACOBIAN, ddx.Want.HESSIAN):
+                assert e.wait_for_kernel(want=w)
+        assert e.evaluate([]) == e.evaluate({}) == e([]) == want
+        assert e.gradient([]).shape == (0,)
+        value, grad = e.jacobian([])
+        assert value == want and grad.shape == (0,)
+        value, grad, hess = e.hessian([])
+        assert value == want and grad.shape == (0,) and hess.shape == (0, 0)
+        assert e.jvp([], []) == (want, 0.0)
+        value, wj = e.vjp([2.0], [])
+        assert value == want and wj.shape == (0,)
+        value, grad, hv = e.hvp([], [])
+        assert value == want and grad.shape == (0,) and hv.shape == (0,)
+    # Parameter columns: a batch, each point the bound per-point call's bits.
+    ks = np.array([0.1, -2.0, 3.5])
+    values, jac = eq.jacobian({"k": ks, "c": 1.0})
+    assert jac.shape == (0, 3)
+    for i, k in enumerate(ks):
+        assert values[i] == eq.with_params([1.0, k]).evaluate([]) == k * math.sin(k) + 1.0
+    assert np.array_equal(eq.evaluate(np.vstack([np.ones(3), ks])), values)
+    with pytest.raises(ddx.Error) as err:
+        eq.evaluate([])
+    assert err.value.code is ddx.errc.short_point
+
+
+def test_parameter_messages_say_parameters_and_python_shapes() -> None:
+    eq = ddx.equation("k * x + c", params=["k", "c"])
+    cases = [
+        ([1.0, 2.0, 3.0], ddx.errc.wrong_arity, "3 parameter values given, but the equation has 2 parameters (c, k)"),
+        ([1.0], ddx.errc.short_point, "1 parameter value given, but the equation has 2 parameters"),
+        ({"k": 1.0, "z": 2.0}, ddx.errc.unknown_symbol, "no parameter `z`"),
+        ({"k": 1.0}, ddx.errc.short_point, "no value for parameter `c`"),
+        (np.ones((2, 2, 2)), ddx.errc.wrong_arity, "got an array of shape (2, 2, 2)"),
+        (np.ones((2, 5)), ddx.errc.wrong_arity, "not a batch"),
+    ]
+    for given, code, text in cases:
+        with pytest.raises(ddx.Error) as err:
+            eq.with_params(given)
+        assert err.value.code is code, given
+        assert text in str(err.value), str(err.value)
+        message = str(err.value).split(": ", 1)[1]  # past the code's name
+        assert "symbol" not in message, message
+    point = ddx.equation("x * y")
+    for given, shape in ((np.ones((2, 2, 2)), "(2, 2, 2)"), (np.ones((3, 4)), "(3, 4)")):
+        with pytest.raises(ddx.Error) as err:
+            point.evaluate(given)
+        assert f"got an array of shape {shape}" in str(err.value) or f"got {shape}" in str(
+            err.value
+        ), str(err.value)
+        assert "[" not in str(err.value), str(err.value)

@@ -93,3 +93,43 @@ def test_options_assigned_while_batches_run():
     stop.set()
     t.join()
     assert errors == []
+
+
+def test_a_batch_through_python_code_runs_on_the_calling_thread():
+    """A batch past ``PARALLEL_WORK`` instruction-points is split across rayon's threads,
+    but not one calling a Python user function: the GIL would serialise the calls anyway,
+    and each call on a thread Python did not start would make and discard a Python
+    thread state (16× slower per point). Every call of user code is on the caller's
+    thread, from the main thread and from another Python thread; the answers are those of
+    the same model with the built-in operation."""
+    seen: set[int] = set()
+
+    def value(x: float) -> float:
+        seen.add(threading.get_ident())
+        return float(np.sinh(x))
+
+    def first(x: float) -> float:
+        seen.add(threading.get_ident())
+        return float(np.cosh(x))
+
+    f = ddx.function("noted_sinh", 1, value, first)
+    eq = ddx.equation(lambda: f(ddx.var("x") * ddx.var("y")) + ddx.var("y"))
+    builtin = ddx.equation(lambda: ddx.sinh(ddx.var("x") * ddx.var("y")) + ddx.var("y"))
+    points = 2**18 + 1001  # past ddx::PARALLEL_WORK (2^18) for any lane of one instruction
+    xs = np.random.default_rng(11).uniform(-1, 1, (2, points))
+    want = builtin.jacobian(xs)
+    got = eq.jacobian(xs)
+    assert seen == {threading.get_ident()}
+    for g, w in zip(got, want):
+        assert np.allclose(g, w, rtol=1e-15, atol=1e-15)
+    seen.clear()
+    idents: list[int] = []
+
+    def other() -> None:
+        idents.append(threading.get_ident())
+        eq.evaluate(xs)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert seen == set(idents)

@@ -4,7 +4,15 @@ The calls of an :class:`~ddx.Equation` over a ``dask.array`` of shape ``(symbols
 chunked along points, answering Dask arrays of the shapes the in-process calls answer
 (the point axis last; a system's answers lead with the output axis; the Hessian dense per
 point), and :func:`assign`, which adds value and partial columns to a pandas or Dask frame
-whose columns are named by symbols. Needs the extra: ``pip install ddx-ad[dask]``.
+whose columns are named by symbols (and parameters). Needs the extra:
+``pip install ddx-ad[dask]``.
+
+Points are spelled as the in-process batch calls spell them: a ``(symbols, points)``
+array (bound parameters broadcast), a ``(symbols + parameters, points)`` array (the
+parameter rows after the symbol rows), or rows one by one — a sequence in that order, or a
+dict by name — each a 1-D array of one value per point (NumPy or Dask) or a number (or a
+length-1 array) broadcast to every point. Rows with a point axis are chunked alike; a
+broadcast row travels as a constant inside each task.
 
 How the equation travels (the invariants):
 
@@ -29,6 +37,7 @@ How the equation travels (the invariants):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import operator
 import threading
@@ -174,44 +183,141 @@ _LANES = {
 }
 
 
-def _run_chunk(call: str, shipped: _Shipped, *args: Any) -> Any:
-    """One task: ``call`` over one chunk (``args``: directions, then the points)."""
+def _run_chunk(call: str, layout: tuple[int, Any], shipped: _Shipped, *args: Any) -> Any:
+    """One task: ``call`` over one chunk. ``layout`` is ``(k, form)``: ``args`` are ``k``
+    directions, then the points as ``form`` says (:class:`_Points`): one ``(rows, c)``
+    block (``None``), a row each (``"rows"``), or a row each for the names of a tuple (a
+    dict by name)."""
     eq = shipped.equation()
+    k, form = layout
     blocks = [np.ascontiguousarray(a, dtype=np.float64) for a in args]
-    out = getattr(eq, call)(*blocks)
+    out = getattr(eq, call)(*blocks[:k], _Points.assemble(form, blocks[k:]))
     return out if isinstance(out, tuple) else (out,)
 
 
-def _points(eq: Equation, x: Any) -> Any:
-    x = x if isinstance(x, da.Array) else da.asarray(x)
-    if x.ndim != 2:
-        raise Error(
-            f"ddx.dask takes points as a (symbols, points) array; this one has shape {x.shape}",
-            errc.wrong_arity,
-        )
-    if x.shape[0] != eq.arity:
-        raise Error(
-            f"the equation has {eq.arity} symbols ({', '.join(eq.symbols)}); the points have "
-            f"{x.shape[0]} rows",
-            errc.wrong_arity,
-        )
-    if x.dtype != np.float64:
-        x = x.astype(np.float64)
-    return x.rechunk({0: -1})  # every chunk holds whole points
+class _Points:
+    """The points of a call as its tasks take them: a 2-D ``(rows, points)`` Dask array
+    (the symbol rows, then optionally the parameter rows), or rows one by one — a
+    sequence, or a dict by name — each a 1-D array of the points' length (NumPy or Dask)
+    or a number (or length-1 array) broadcast to every point, as in the in-process
+    batch calls. Rows with a point axis are chunked alike; a broadcast row travels as a
+    constant with each task."""
+
+    def __init__(self, eq: Equation, x: Any) -> None:
+        n, q = eq.arity, len(eq.parameters)
+        self.form: Any = None  # one 2-D block
+        self.rows: list[Any] = []
+        if isinstance(x, dict) or (
+            isinstance(x, (list, tuple)) and any(not _is_number(r) for r in x)
+        ):
+            self._rows(eq, x)
+            return
+        x = x if isinstance(x, da.Array) else da.asarray(x)
+        if x.ndim != 2:
+            raise Error(
+                f"ddx.dask takes points as a (symbols, points) array, or rows one by one "
+                f"(a sequence or a dict by name); this one has shape {_shape(x.shape)}",
+                errc.wrong_arity,
+            )
+        if x.shape[0] not in (n, n + q):
+            then = f", then {q} parameters ({', '.join(eq.parameters)})" if q else ""
+            raise Error(
+                f"the equation has {n} symbols ({', '.join(eq.symbols)}){then}; the points "
+                f"have {x.shape[0]} rows",
+                errc.wrong_arity,
+            )
+        if x.dtype != np.float64:
+            x = x.astype(np.float64)
+        self.rows = [x.rechunk({0: -1})]  # every chunk holds whole points
+        self.chunks = self.rows[0].chunks[1]
+
+    def _rows(self, eq: Equation, x: Any) -> None:
+        names = list(x) if isinstance(x, dict) else None
+        given = list(x.values()) if isinstance(x, dict) else list(x)
+        self.form = "rows" if names is None else tuple(str(k) for k in names)
+        length = None
+        for k, r in enumerate(given):
+            if _is_number(r) or (not isinstance(r, da.Array) and np.size(r) == 1):
+                given[k] = np.asarray(r, dtype=np.float64).reshape(1)
+                continue
+            a = r if isinstance(r, da.Array) else da.asarray(np.asarray(r))
+            if a.ndim != 1:
+                what = f"`{names[k]}`" if names else f"{k}"
+                raise Error(
+                    f"wrong_arity: row {what} of the points has shape {_shape(a.shape)}: a "
+                    f"row is 1-D (one value per point) or a number (broadcast)",
+                    errc.wrong_arity,
+                )
+            if length is not None and a.shape[0] != length:
+                raise Error(
+                    f"column_length: rows of the points have {length} and {a.shape[0]} "
+                    f"values: each has one per point, or one (broadcast)",
+                    errc.column_length,
+                )
+            length = a.shape[0]
+            given[k] = a.astype(np.float64)
+        arrays = [r for r in given if isinstance(r, da.Array)]
+        if not arrays:
+            raise Error(
+                "wrong_arity: ddx.dask needs a row with a point axis (one value per point); "
+                "every row given is one number",
+                errc.wrong_arity,
+            )
+        chunks = arrays[0].chunks
+        self.rows = [r.rechunk(chunks) if isinstance(r, da.Array) else r for r in given]
+        self.chunks = chunks[0]
+
+    @staticmethod
+    def assemble(form: Any, rows: list[np.ndarray]) -> Any:
+        """The points argument of the in-process call, from the task's rows."""
+        if form is None:
+            return rows[0]
+        if form == "rows":
+            return rows
+        return dict(zip(form, rows))
+
+    def probe(self) -> Any:
+        """The points with no point: every row empty (a broadcast row too, so the
+        lengths agree), for the call that finds the answers' shapes and the errors."""
+        if self.form is None:
+            return np.zeros((self.rows[0].shape[0], 0))
+        return _Points.assemble(self.form, [np.zeros(0) for _ in self.rows])
+
+    def task_args(self, i: int) -> list[Any]:
+        """Chunk ``i``'s arguments: a key of each Dask row, each constant as it is."""
+        if self.form is None:
+            return [(self.rows[0].name, 0, i)]
+        return [(r.name, i) if isinstance(r, da.Array) else r for r in self.rows]
+
+    def dependencies(self) -> list[Any]:
+        return [r for r in self.rows if isinstance(r, da.Array)]
+
+    def token(self) -> list[Any]:
+        return [self.form, *[r.name if isinstance(r, da.Array) else r for r in self.rows]]
 
 
-def _direction(d: Any, x: Any) -> tuple[Any, Any]:
+def _is_number(r: Any) -> bool:
+    return isinstance(r, (int, float, np.integer, np.floating)) and not isinstance(r, bool)
+
+
+def _shape(shape: Sequence[int]) -> str:
+    """A shape as Python spells it: ``(2,)``, ``(2, 3)``."""
+    return str(tuple(int(s) for s in shape))
+
+
+def _direction(d: Any, points: _Points) -> tuple[Any, Any]:
     """A direction as a task argument: a small array (the same for every point) as a
-    constant, one with a point axis as a Dask array chunked like ``x``; and its shape
-    with no points, for the probe call."""
+    constant, one with a point axis as a Dask array chunked like the points; and its
+    shape with no points, for the probe call."""
     if isinstance(d, da.Array) or np.ndim(d) == 2:
         d = d if isinstance(d, da.Array) else da.asarray(d)
-        if d.ndim != 2 or d.shape[1] != x.shape[1]:
+        count = sum(points.chunks)
+        if d.ndim != 2 or d.shape[1] != count:
             raise Error(
-                f"a direction per point has shape (k, {x.shape[1]}); this one has {d.shape}",
+                f"a direction per point has shape (k, {count}); this one has {_shape(d.shape)}",
                 errc.wrong_direction,
             )
-        d = d.astype(np.float64).rechunk(((d.shape[0],), x.chunks[1]))
+        d = d.astype(np.float64).rechunk(((d.shape[0],), points.chunks))
         return d, np.zeros((d.shape[0], 0))
     const = np.asarray(d, dtype=np.float64)
     return const, const
@@ -220,18 +326,19 @@ def _direction(d: Any, x: Any) -> tuple[Any, Any]:
 def _call(call: str, eq: Equation, directions: Sequence[Any], x: Any) -> tuple[Any, ...]:
     if not isinstance(eq, Equation):
         raise TypeError(f"ddx.dask needs a ddx.Equation, not {type(eq).__name__}")
-    x = _points(eq, x)
-    args = [_direction(d, x) for d in directions]
+    points = _Points(eq, x)
+    args = [_direction(d, points) for d in directions]
     # The call with no points: its shapes (less the point axis) are the answers' leading
-    # shapes, and its errors (a system's hvp, a wrong direction) are the caller's, now.
-    probe = getattr(eq, call)(*[p for _, p in args], np.zeros((eq.arity, 0)))
+    # shapes, and its errors (a system's hvp, a wrong direction, a parameter neither given
+    # nor bound) are the caller's, now.
+    probe = getattr(eq, call)(*[p for _, p in args], points.probe())
     probe = probe if isinstance(probe, tuple) else (probe,)
     eq_key = _ship(eq, _LANES[call])
 
-    token = tokenize(call, eq_key.key, x.name, *[a for a, _ in args])
+    token = tokenize(call, eq_key.key, *points.token(), *[a for a, _ in args])
     name = f"ddx-{call}-{token}"
-    chunks = x.chunks[1]
-    deps: list[Any] = [x, eq_key]
+    chunks = points.chunks
+    deps: list[Any] = [*points.dependencies(), eq_key]
     task_args: list[Any] = []
     for a, _ in args:
         if isinstance(a, da.Array):
@@ -243,13 +350,13 @@ def _call(call: str, eq: Equation, directions: Sequence[Any], x: Any) -> tuple[A
     def chunk_arg(a: Any, i: int) -> Any:
         return (a, 0, i) if isinstance(a, str) else a
 
+    run = functools.partial(_run_chunk, call, (len(args), points.form))
     layer = {
         (name, i): (
-            _run_chunk,
-            call,
+            run,
             eq_key.key,
             *[chunk_arg(a, i) for a in task_args],
-            (x.name, 0, i),
+            *points.task_args(i),
         )
         for i in range(len(chunks))
     }
@@ -278,8 +385,9 @@ def _call(call: str, eq: Equation, directions: Sequence[Any], x: Any) -> tuple[A
 
 
 def evaluate(eq: Equation, x: Any) -> Any:
-    """The values at every point of ``x``, a ``(symbols, points)`` Dask array: shape
-    ``(points,)``, a system's ``(outputs, points)``. Errors as :meth:`Equation.evaluate`
+    """The values at every point of ``x`` (a ``(symbols, points)`` Dask array, or any
+    spelling of the module's docstring): shape ``(points,)``, a system's
+    ``(outputs, points)``. Errors as :meth:`Equation.evaluate`
     (``wrong_arity`` for points of the wrong shape, now; others when computed)."""
     return _call("evaluate", eq, (), x)[0]
 
@@ -346,7 +454,8 @@ def column_names(eq: Equation, want: Want = Want.JACOBIAN) -> list[str]:
 
 
 def _is_system(eq: Equation) -> bool:
-    return np.ndim(eq.evaluate(np.zeros((eq.arity, 0)))) == 2
+    # No point, every parameter row given (bound or not).
+    return np.ndim(eq.evaluate(np.zeros((eq.arity + len(eq.parameters), 0)))) == 2
 
 
 def _frame_want(want: Any, call: str = "ddx.dask.assign") -> Want:
@@ -371,6 +480,7 @@ def _check_columns(eq: Equation, columns: Sequence[str], added: Sequence[str]) -
                 f"{', '.join(present) or 'no columns'})",
                 errc.short_point,
             )
+    for name in [*eq.symbols, *eq.parameters]:
         if present.count(name) > 1:
             raise Error(f"two columns are named `{name}`", errc.duplicate_symbol)
     clash = [c for c in added if c in present]
@@ -382,8 +492,15 @@ def _check_columns(eq: Equation, columns: Sequence[str], added: Sequence[str]) -
 
 
 def _assign_pandas(frame: Any, eq: Equation, want: Want, names: list[str]) -> Any:
-    x = np.ascontiguousarray(frame[eq.symbols].to_numpy(dtype=np.float64).T)
-    n, p = eq.arity, x.shape[1]
+    # The symbols' columns, and each parameter's where the frame has one (else its
+    # bound value, broadcast; neither is the in-process call's `short_point`).
+    present = {str(c) for c in frame.columns}
+    x = {
+        name: frame[name].to_numpy(dtype=np.float64)
+        for name in [*eq.symbols, *eq.parameters]
+        if name in present
+    }
+    n, p = eq.arity, len(frame)
     if want == Want.VALUE:
         answers: tuple[Any, ...] = (eq.evaluate(x),)
     elif want == Want.JACOBIAN:
@@ -412,13 +529,15 @@ def _assign_partition(frame: Any, shipped: _Shipped, want: int, names: list[str]
 
 def assign(eq: Equation, df: Any, want: Want = Want.JACOBIAN) -> Any:
     """``df`` with the value and partial columns of ``eq`` added, computed from the
-    columns named by its symbols (see :func:`column_names` for the names). ``df`` is a
+    columns named by its symbols, and by its parameters where the frame has them (a
+    parameter without a column takes its bound value, ``Equation.with_params``); see
+    :func:`column_names` for the names added (a parameter has no partial). ``df`` is a
     pandas frame (computed now) or a Dask frame (one task per partition, the equation
     shipped as for the arrays). ``want``: ``Want.VALUE``, ``JACOBIAN`` or ``HESSIAN``.
 
-    Raises :class:`ddx.Error`: ``short_point`` naming a symbol with no column,
-    ``duplicate_symbol`` for a symbol named by two columns or an added column the frame
-    already has."""
+    Raises :class:`ddx.Error`: ``short_point`` naming a symbol with no column, or a
+    parameter with neither a column nor a bound value; ``duplicate_symbol`` for a symbol
+    or parameter named by two columns or an added column the frame already has."""
     if not isinstance(eq, Equation):
         raise TypeError(f"assign needs a ddx.Equation, not {type(eq).__name__}")
     want = _frame_want(want)
