@@ -49,9 +49,21 @@ pub struct Wants {
     pub param: Vec<String>,
 }
 
-/// A number from a command-line argument.
+/// A number from a command-line argument, spelled as in the expressions (and Python):
+/// `1.5`, `-2e-3`, `inf`, and `1_000` — an underscore between two digits groups them.
 pub fn number(arg: &str, text: &str) -> Result<f64, CliError> {
-    text.trim()
+    let t = text.trim();
+    let b = t.as_bytes();
+    let grouped = (0..b.len()).filter(|&i| b[i] == b'_').all(|i| {
+        i > 0 && b[i - 1].is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit)
+    });
+    if !grouped {
+        return Err(CliError::argument(
+            arg,
+            format!("`{text}` is not a number (an underscore stands between two digits: `1_000`)"),
+        ));
+    }
+    t.replace('_', "")
         .parse::<f64>()
         .map_err(|_| CliError::argument(arg, format!("`{text}` is not a number")))
 }

@@ -266,3 +266,32 @@ fn a_million_rows_in_bounded_memory_with_library_bits() {
     assert_eq!(row, ROWS);
     assert!(first_bad.is_empty(), "{first_bad}");
 }
+
+#[test]
+fn the_output_may_not_be_the_input() {
+    // Writing the input file would truncate it before it is read: refused, the file
+    // left as it was, under any spelling of its path (and through a hard link).
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let d = dir.path();
+    let text = "x,y\n1,2\n3,4\n";
+    std::fs::write(d.join("in.csv"), text).expect("written");
+    std::fs::create_dir(d.join("sub")).expect("a subdirectory");
+    std::fs::hard_link(d.join("in.csv"), d.join("link.csv")).expect("a hard link");
+    for out in ["in.csv", "./in.csv", "sub/../in.csv", "link.csv"] {
+        fails_in(
+            d,
+            &["batch", "x*y", "-i", "in.csv", "-o", out],
+            1,
+            0,
+            &["--output", "is the input file"],
+        );
+        assert_eq!(std::fs::read_to_string(d.join("in.csv")).unwrap(), text);
+    }
+    // Another file is written as before.
+    let r = run_in(d, &["batch", "x*y", "-i", "in.csv", "-o", "out.csv"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let (header, rows) = read_csv(&d.join("out.csv"));
+    assert_eq!(header, ["f"]);
+    let f: Vec<f64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+    assert_eq!(f, [2.0, 12.0]);
+}

@@ -135,3 +135,51 @@ fn codegen_errors_are_one_line() {
     let r = run(&["codegen", "x*y", "--lang", "fortran"]);
     assert_eq!(r.code, 2, "{r:?}");
 }
+
+#[test]
+fn parameters_follow_the_symbols_in_x() {
+    // `--params k`: the function takes `x = [a, k]` and answers `f` and `df/da` only,
+    // with the library's bits for the equation bound to each `k`.
+    let text = ok(&[
+        "codegen",
+        "k * exp(a * k)",
+        "--params",
+        "k",
+        "--lane",
+        "jacobian",
+    ]);
+    assert!(
+        text.contains("// jacobian lane; x: [0] a, [1] k\n"),
+        "{text}"
+    );
+    assert!(text.contains("x[1..] are parameters"), "{text}");
+    assert!(text.contains("// outputs: [0] f, [1] df/da\n"), "{text}");
+    let cases = [(0.5, 2.0), (-1.25, 0.75), (3.0, -0.5)];
+    let mut program = text.clone() + "\nfn main() {\n";
+    for (a, k) in cases {
+        program +=
+            &format!("    for v in f(&[{a:e}, {k:e}]) {{ println!(\"{{:x}}\", v.to_bits()); }}\n");
+    }
+    program += "}\n";
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let src = dir.path().join("param.rs");
+    std::fs::write(&src, program).expect("written");
+    let exe = dir.path().join("param");
+    let mut rustc = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()));
+    rustc
+        .args(["-O", "--edition", "2021", "-o"])
+        .arg(&exe)
+        .arg(&src);
+    let eq = rt::equation_text_with_params("k * exp(a * k)", &["k"]).expect("parses");
+    let want: Vec<u64> = cases
+        .iter()
+        .flat_map(|&(a, k)| {
+            let b = eq.with_params([k]).expect("bound");
+            let mut out = vec![b.evaluate([a]).expect("value")];
+            out.extend(b.gradient([a]).expect("gradient"));
+            out
+        })
+        .map(f64::to_bits)
+        .collect();
+    assert_eq!(run_program(rustc, &exe), want);
+}

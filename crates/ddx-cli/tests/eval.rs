@@ -199,3 +199,27 @@ fn help_shows_an_example_per_subcommand() {
         );
     }
 }
+
+#[test]
+fn values_group_digits_with_underscores_as_the_expressions_do() {
+    // The expression `1_000 * x` and the point `x=2_500.000_5` read the same rule: an
+    // underscore between two digits; the answers are those of the plain spellings.
+    let grouped = ok(&[
+        "eval",
+        "1_000 * x * y",
+        "x=2_500.000_5",
+        "y=1e1_0",
+        "--json",
+    ]);
+    let plain = ok(&["eval", "1000 * x * y", "x=2500.0005", "y=1e10", "--json"]);
+    assert_eq!(grouped, plain);
+    for bad in ["x=_1", "x=1_", "x=1__0", "x=1._5", "x=1_.5", "x=1e_5"] {
+        let value = &bad[2..];
+        fails(
+            &["eval", "x", bad],
+            1,
+            0,
+            &[&format!("`{value}` is not a number"), "between two digits"],
+        );
+    }
+}

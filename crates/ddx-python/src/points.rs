@@ -471,9 +471,11 @@ pub(crate) fn read_points<'py>(
     let py = obj.py();
     let (n, q) = (symbols.len(), params.len());
     if let Ok(d) = obj.cast::<PyDict>() {
+        // A column is a sequence or an array; a string is neither (the named point's
+        // `TypeError` says what is wrong with it).
         let mut columnar = false;
         for (_, v) in d.iter() {
-            columnar |= !plain_number(&v)?;
+            columnar |= !plain_number(&v)? && !v.is_instance_of::<PyString>();
         }
         if columnar {
             return columns(d, symbols, params, bound).map(PointBlock::Rows);

@@ -399,10 +399,31 @@ enum Sink {
     Parquet(Box<parquet::ParquetOutput>),
 }
 
+/// Whether `a` and `b` name one existing file (the same inode on Unix, so a hard link or
+/// another spelling of the path is caught; the same canonical path elsewhere).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        }
+    }
+}
+
 /// Runs `ddx batch`.
 ///
 /// # Errors
-/// A parse error of the expression; an unreadable input or unwritable output; a header
+/// A parse error of the expression; an unreadable input or unwritable output; an output
+/// that is the input file (refused before anything is written); a header
 /// that lacks a symbol's column or names one twice; a malformed row; a cell that is not a
 /// number (in Parquet: a null, or a column that is not numeric). Rows before a bad row
 /// may already have been written.
@@ -428,6 +449,16 @@ pub fn run(a: &BatchArgs) -> Result<(), CliError> {
     }
 
     let to_file = a.output.as_deref().filter(|p| *p != Path::new("-"));
+    if let Some(p) = to_file.filter(|p| path != Path::new("-") && same_file(path, p)) {
+        return Err(CliError::argument(
+            "--output",
+            format!(
+                "`{}` is the input file: writing it would truncate the input before it is \
+                 read; write to another file",
+                p.display()
+            ),
+        ));
+    }
     let mut sink = match out_format {
         Format::Csv => {
             let output: Box<dyn Write> = match to_file {
