@@ -357,6 +357,9 @@ def test_parameter_rows_every_local_scheduler(scheduler):
         # by name, in any order
         ({"y": lazy_y, "b2": b[1], "x": lazy_x, "b1": b[0]}, {"y": y, "b2": b[1], "x": x, "b1": b[0]}),
     ]
+    # A NumPy row before the Dask rows: the Dask rows' chunks are kept.
+    _, j = dx.jacobian(eq, [b[0], b[1], x, lazy_y])
+    assert j.chunks[1] == lazy_y.chunks[0] == (250,) * 4
     for lazy, eager in spellings:
         for call in CALLS:
             want = getattr(eq, call)(eager)

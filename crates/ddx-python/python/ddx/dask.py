@@ -236,6 +236,8 @@ class _Points:
         given = list(x.values()) if isinstance(x, dict) else list(x)
         self.form = "rows" if names is None else tuple(str(k) for k in names)
         length = None
+        # The chunks of the first row given as a Dask array (NumPy rows follow them).
+        lazy = [r for r in given if isinstance(r, da.Array)]
         for k, r in enumerate(given):
             if _is_number(r) or (not isinstance(r, da.Array) and np.size(r) == 1):
                 given[k] = np.asarray(r, dtype=np.float64).reshape(1)
@@ -263,7 +265,7 @@ class _Points:
                 "every row given is one number",
                 errc.wrong_arity,
             )
-        chunks = arrays[0].chunks
+        chunks = (lazy or arrays)[0].chunks
         self.rows = [r.rechunk(chunks) if isinstance(r, da.Array) else r for r in given]
         self.chunks = chunks[0]
 
