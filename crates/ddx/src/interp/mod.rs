@@ -331,7 +331,7 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
                     // its first operand: `sum` is that slot's value, just stored.
                     let mut sum = *s.add(run[0].args[0] as usize);
                     for i in run {
-                        sum = add_in_order(sum, *s.add(i.args[1] as usize));
+                        sum = add_in_order(sum, s, i.args[1] as usize);
                         *s.add(i.dst as usize) = sum;
                     }
                 }
@@ -340,30 +340,36 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
     }
 }
 
-/// `a + b` with `a` as the instruction's first operand, as the `Add` loop computes it: the
-/// same value in every case, and (where both are NaN) `a`'s payload. The compiler may
+/// `a + s[k]` with `a` as the instruction's first operand, as the `Add` loop computes it:
+/// the same value in every case, and (where both are NaN) `a`'s payload. The compiler may
 /// swap the operands of a plain `+` (an addition commutes, up to which NaN comes out),
 /// and did in the accumulate loop, where the sum sits in a register and the term is
 /// loaded; on x86-64 the order is therefore fixed by hand.
+///
+/// # Safety
+/// `s.add(k)` must point to an initialised `f64`.
 #[inline(always)]
-fn add_in_order(a: f64, b: f64) -> f64 {
+unsafe fn add_in_order(a: f64, s: *const f64, k: usize) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
         let mut a = a;
-        // SAFETY: `addsd` of two registers: no memory, no stack, no flags.
+        // SAFETY: `addsd` reads the 8 bytes at `s + 8k` (the caller's promise) and writes
+        // only the register `a`; no stack, no flags.
         unsafe {
             std::arch::asm!(
-                "addsd {a}, {b}",
+                "addsd {a}, qword ptr [{s} + {k} * 8]",
                 a = inout(xmm_reg) a,
-                b = in(xmm_reg) b,
-                options(pure, nomem, nostack, preserves_flags)
+                s = in(reg) s,
+                k = in(reg) k,
+                options(pure, readonly, nostack, preserves_flags)
             );
         }
         a
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        a + b
+        // SAFETY: the caller's promise.
+        a + unsafe { *s.add(k) }
     }
 }
 
