@@ -390,9 +390,10 @@ impl Tape {
         // goes down such a stretch without the stack.
         let mut next_only = vec![false; len];
         for r in p.runs.iter().filter(|r| r.code == Code::Accumulate) {
-            for k in r.start as usize..r.end as usize - 1 {
+            let run = r.start as usize..r.end as usize - 1;
+            for (k, only) in run.clone().zip(&mut next_only[run]) {
                 let dst = p.instrs[k].dst as usize;
-                next_only[k] = start[dst + 1] - start[dst] == 1;
+                *only = start[dst + 1] - start[dst] == 1;
             }
         }
         // The instructions the current input reaches (cleared after each input).
@@ -451,8 +452,8 @@ impl Tape {
                 // Read the set in order: maximal intervals, joined across words.
                 pieces.clear();
                 let mut open: Option<(usize, usize)> = None;
-                for w in lo..=hi {
-                    let mut word = std::mem::take(&mut seen[w]);
+                for (w, word) in seen.iter_mut().enumerate().take(hi + 1).skip(lo) {
+                    let mut word = std::mem::take(word);
                     while word != 0 {
                         let tz = word.trailing_zeros() as usize;
                         let ones = (!(word >> tz)).trailing_zeros() as usize;
