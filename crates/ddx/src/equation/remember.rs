@@ -45,8 +45,9 @@ impl<S: Shape> Equation<S> {
 
     /// Bytes lane `kind` holds for incremental sweeps: its tape program and, once a moved
     /// point has been re-swept, the per-symbol reach lists (each input's instructions in
-    /// sweep order). `0` until a remembered call has used the lane. The entries
-    /// themselves are the cache's ([`crate::cache::Entry::memory`]).
+    /// sweep order, as pieces of the program's runs: a few per symbol where a symbol
+    /// reaches the tail of a running sum). `0` until a remembered call has used the lane.
+    /// The entries themselves are the cache's ([`crate::cache::Entry::memory`]).
     pub fn tape_memory(&self, kind: LaneKind) -> usize {
         if super::fixed(kind, "tape_memory").is_err() {
             return 0; // the tensor lanes are never remembered
