@@ -130,7 +130,14 @@ pub struct Entry {
     pub(crate) tape: Vec<f64>,
     /// Whether `tape` is the sweep at `point` (false when a kernel answered).
     pub(crate) taped: bool,
+    /// Which write made the entry what it is: unique in the process (`0`: none), so a
+    /// comparison made under a read lease ([`Moved`]) is reused under the write lease only
+    /// if no write came between.
+    pub(crate) stamp: u64,
 }
+
+/// The next [`Entry::stamp`].
+static NEXT_STAMP: AtomicU64 = AtomicU64::new(1);
 
 impl Entry {
     /// The extent of the call held, or `None` when empty.
@@ -163,6 +170,7 @@ impl Entry {
     /// Empties the entry (keeping its buffers for reuse).
     pub fn clear(&mut self) {
         self.extent = None;
+        self.stamp = 0;
         self.point.clear();
         self.outputs.clear();
         self.taped = false;
@@ -189,7 +197,104 @@ impl Entry {
         if !taped {
             self.tape.clear();
         }
+        self.stamp = NEXT_STAMP.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// [`Entry::set`] with a tape, from an entry of `extent` whose point differs from
+    /// `inputs` only where `moved` says: only the moved coordinates are copied.
+    pub(crate) fn set_moved(&mut self, extent: Extent, inputs: &[f64], moved: &Moved) {
+        match moved.few() {
+            Some(few) if self.extent == Some(extent) && self.point.len() == inputs.len() => {
+                for &i in few {
+                    self.point[i as usize] = inputs[i as usize];
+                }
+                self.taped = true;
+                self.stamp = NEXT_STAMP.fetch_add(1, Ordering::Relaxed);
+            }
+            _ => self.set(extent, inputs, true),
+        }
+    }
+}
+
+/// Where an input block differs from a remembered one (bits compared): every coordinate,
+/// or the first [`Moved::FEW`] that do (in order), or word that more than those do.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Moved {
+    few: [u32; Moved::FEW],
+    /// How many of `few` are set; `FEW + 1` when more than `FEW` moved (or all did).
+    count: usize,
+    all: bool,
+}
+
+impl Moved {
+    /// How many moved coordinates are listed (a coordinate search or a finite difference
+    /// moves one or two).
+    pub(crate) const FEW: usize = 16;
+
+    /// Compares `new` with `old` (one length), many coordinates at a time where nothing
+    /// moved (compiled with AVX2 where the CPU has it).
+    pub(crate) fn find(old: &[f64], new: &[f64]) -> Moved {
+        debug_assert_eq!(old.len(), new.len());
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: the feature is present.
+                return unsafe { find_avx2(old, new) };
+            }
+        }
+        find(old, new)
+    }
+
+    /// Whether nothing moved.
+    pub(crate) fn none(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Whether every coordinate moved (and there is at least one).
+    pub(crate) fn all(&self) -> bool {
+        self.all
+    }
+
+    /// The moved coordinates, in order, unless more than [`Moved::FEW`] moved.
+    pub(crate) fn few(&self) -> Option<&[u32]> {
+        (self.count <= Self::FEW).then(|| &self.few[..self.count])
+    }
+}
+
+/// [`Moved::find`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn find_avx2(old: &[f64], new: &[f64]) -> Moved {
+    find(old, new)
+}
+
+/// [`Moved::find`]'s body.
+#[inline(always)]
+fn find(old: &[f64], new: &[f64]) -> Moved {
+    let mut m = Moved {
+        few: [0; Moved::FEW],
+        count: 0,
+        all: false,
+    };
+    if !new.is_empty() && every_moved(old, new) {
+        m.all = true;
+        m.count = Moved::FEW + 1;
+        return m;
+    }
+    let mut at = 0;
+    while let Some(i) = scan(old, new, at) {
+        if m.count == Moved::FEW {
+            m.count += 1;
+            break;
+        }
+        m.few[m.count] = i as u32;
+        m.count += 1;
+        at = i + 1;
+    }
+    m
 }
 
 /// Whether `a` and `b` hold the same bits.
@@ -199,38 +304,86 @@ pub(crate) fn same_bits(a: &[f64], b: &[f64]) -> bool {
 
 /// Whether every coordinate of `a` differs in bits from `b`'s (one length), compared
 /// eight at a time without a branch.
-pub(crate) fn every_moved(a: &[f64], b: &[f64]) -> bool {
+#[inline(always)]
+fn every_moved(a: &[f64], b: &[f64]) -> bool {
     const LANES: usize = 8;
-    let same = |(x, y): (&f64, &f64)| x.to_bits() == y.to_bits();
-    let (a8, b8) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (ra, rb) = (a8.remainder(), b8.remainder());
-    a8.zip(b8)
-        .all(|(x, y)| !x.iter().zip(y).fold(false, |f, p| f | same(p)))
-        && !ra.iter().zip(rb).any(same)
-}
-
-/// The first index `i ≥ from` (below the shorter length) at which `a[i]` and `b[i]` differ
-/// in bits, or `None`. Eight coordinates are compared at a time without a branch, so a
-/// long stretch that did not move costs a fraction of an element-wise scan.
-pub(crate) fn next_moved(a: &[f64], b: &[f64], from: usize) -> Option<usize> {
-    const LANES: usize = 8;
-    let n = a.len().min(b.len());
-    if from < n && a[from].to_bits() != b[from].to_bits() {
-        return Some(from); // the next one moved too (a stream of new points)
-    }
-    let mut i = from;
-    while i + LANES <= n {
-        let (x, y) = (&a[i..i + LANES], &b[i..i + LANES]);
-        let diff = x
-            .iter()
-            .zip(y)
-            .fold(0u64, |d, (x, y)| d | (x.to_bits() ^ y.to_bits()));
-        if diff != 0 {
-            break;
+    let mut i = 0;
+    while let (Some(x), Some(y)) = (a[i..].first_chunk::<LANES>(), b[i..].first_chunk::<LANES>()) {
+        let mut same = false;
+        for k in 0..LANES {
+            same |= x[k].to_bits() == y[k].to_bits();
+        }
+        if same {
+            return false;
         }
         i += LANES;
     }
+    !a[i..]
+        .iter()
+        .zip(&b[i..])
+        .any(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// The first index `i ≥ from` (below the shorter length) at which `a[i]` and `b[i]` differ
+/// in bits, or `None` (compiled with AVX2 where the CPU has it).
+pub(crate) fn next_moved(a: &[f64], b: &[f64], from: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the feature is present.
+            return unsafe { next_moved_avx2(a, b, from) };
+        }
+    }
+    scan(a, b, from)
+}
+
+/// [`next_moved`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn next_moved_avx2(a: &[f64], b: &[f64], from: usize) -> Option<usize> {
+    scan(a, b, from)
+}
+
+/// [`next_moved`]'s loop: thirty-two coordinates compared at a time without a branch
+/// (four AVX2 registers' worth), then eight, so a long stretch that did not move costs a
+/// fraction of an element-wise scan.
+#[inline(always)]
+fn scan(a: &[f64], b: &[f64], from: usize) -> Option<usize> {
+    let n = a.len().min(b.len());
+    if from >= n {
+        return None;
+    }
+    if a[from].to_bits() != b[from].to_bits() {
+        return Some(from); // the next one moved too (a stream of new points)
+    }
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut i = from + 1;
+    while let (Some(x), Some(y)) = (a[i..].first_chunk::<32>(), b[i..].first_chunk::<32>()) {
+        if differ(x, y) {
+            break;
+        }
+        i += 32;
+    }
+    while let (Some(x), Some(y)) = (a[i..].first_chunk::<8>(), b[i..].first_chunk::<8>()) {
+        if differ(x, y) {
+            break;
+        }
+        i += 8;
+    }
     (i..n).find(|&k| a[k].to_bits() != b[k].to_bits())
+}
+
+/// Whether `x` and `y` differ in any bit.
+#[inline(always)]
+fn differ<const N: usize>(x: &[f64; N], y: &[f64; N]) -> bool {
+    let mut d = 0u64;
+    for k in 0..N {
+        d |= x[k].to_bits() ^ y[k].to_bits();
+    }
+    d != 0
 }
 
 /// What a remembered call did, as reported to [`ValueCache::note`].

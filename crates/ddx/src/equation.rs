@@ -241,6 +241,15 @@ impl<S: Shape> Equation<S> {
         body: impl FnOnce(&[f64]) -> R,
     ) -> Result<R, Error> {
         let len = self.arity() + self.lanes.model.param_count() + seeds;
+        if let Some(x) = point
+            .as_positional()
+            .filter(|x| x.len() == len && len == self.arity())
+        {
+            // The point is the whole input block (no parameters, no seeds): read where it
+            // is, as `Point::fill` would have copied it.
+            seed(&mut [])?;
+            return self.user_checked(|| body(x));
+        }
         if len <= STACK_INPUTS {
             let mut stack = [0.0; STACK_INPUTS];
             return self.inputs_in(&mut stack[..len], point, seed, body);

@@ -40,6 +40,14 @@ pub trait Point {
     /// # Errors
     /// As the module documentation lists.
     fn fill_as(&self, symbols: &[String], out: &mut [f64], role: Role) -> Result<(), Error>;
+
+    /// The values as they are, for a positional spelling (a slice, array or `Vec` of
+    /// `f64`, or a bare `f64`): what [`Point::fill`] would copy when the lengths agree.
+    /// `None` (the default) for named spellings. A call whose input block is the point
+    /// alone (no parameters, no seeds) reads it where it is instead of copying it.
+    fn as_positional(&self) -> Option<&[f64]> {
+        None
+    }
 }
 
 fn positional(values: &[f64], out: &mut [f64], role: Role) -> Result<(), Error> {
@@ -100,11 +108,17 @@ impl Point for [f64] {
     fn fill_as(&self, _: &[String], out: &mut [f64], role: Role) -> Result<(), Error> {
         positional(self, out, role)
     }
+    fn as_positional(&self) -> Option<&[f64]> {
+        Some(self)
+    }
 }
 
 impl<const N: usize> Point for [f64; N] {
     fn fill_as(&self, _: &[String], out: &mut [f64], role: Role) -> Result<(), Error> {
         positional(self, out, role)
+    }
+    fn as_positional(&self) -> Option<&[f64]> {
+        Some(self)
     }
 }
 
@@ -112,11 +126,17 @@ impl Point for Vec<f64> {
     fn fill_as(&self, _: &[String], out: &mut [f64], role: Role) -> Result<(), Error> {
         positional(self, out, role)
     }
+    fn as_positional(&self) -> Option<&[f64]> {
+        Some(self)
+    }
 }
 
 impl Point for f64 {
     fn fill_as(&self, _: &[String], out: &mut [f64], role: Role) -> Result<(), Error> {
         positional(std::slice::from_ref(self), out, role)
+    }
+    fn as_positional(&self) -> Option<&[f64]> {
+        Some(std::slice::from_ref(self))
     }
 }
 
@@ -168,5 +188,8 @@ impl<K: AsRef<str>> Point for BTreeMap<K, f64> {
 impl<P: Point + ?Sized> Point for &P {
     fn fill_as(&self, symbols: &[String], out: &mut [f64], role: Role) -> Result<(), Error> {
         (**self).fill_as(symbols, out, role)
+    }
+    fn as_positional(&self) -> Option<&[f64]> {
+        (**self).as_positional()
     }
 }

@@ -571,6 +571,175 @@ fn user_code_sees_only_full_sweep_operands_when_several_inputs_move() {
     assert!(on.cache_stats().expect("counts").resweeps >= 2);
 }
 
+/// A running sum of `n` terms, left to right (the interpreter keeps the sum in a register
+/// over such a chain, and a coordinate's reach into it is one piece): the terms
+/// `sin(xᵢ·xᵢ₊₁) + xᵢ²`, the sum on the right every `flip`-th term, and every `tap`-th
+/// partial sum also an output of its own (a partial sum with another use).
+fn running_sum(n: usize, flip: usize, tap: usize) -> Equation<System> {
+    rt::equation(move || {
+        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:03}"))).collect();
+        let mut f = x[0] * 0.5;
+        let mut outputs = Vec::new();
+        for i in 0..n {
+            let t = (x[i] * x[(i + 1) % n]).sin() + x[i] * x[i];
+            f = if flip > 0 && i % flip == flip - 1 {
+                t + f
+            } else {
+                f + t
+            };
+            if tap > 0 && i % tap == tap - 1 {
+                outputs.push(f.tanh());
+            }
+        }
+        outputs.insert(0, f);
+        outputs
+    })
+    .expect("builds")
+}
+
+#[test]
+fn running_sums_answer_the_twins_bits_on_random_walks() {
+    for (seed, (n, flip, tap)) in [
+        (3, 0, 0),
+        (9, 0, 0),
+        (12, 5, 0),
+        (30, 0, 7),
+        (70, 11, 0),
+        (70, 0, 0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let off = running_sum(n, flip, tap);
+        let on = off.clone().with_cache(LastValue::new());
+        twin_walk(&on, &off, 1400 + seed as u64, 40);
+        // Each coordinate of the chain moved at the start, the end and in the middle,
+        // one at a time and together, there and back.
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.7).sin()).collect();
+        for moved in [
+            vec![0],
+            vec![n - 1],
+            vec![n / 2],
+            vec![0, n - 1],
+            vec![1, n / 2],
+        ] {
+            let mut y = x.clone();
+            for &i in &moved {
+                y[i] += 0.375;
+            }
+            for p in [&y, &x] {
+                assert_eq!(
+                    bits(&on.evaluate(&p[..]).expect("evaluates")),
+                    bits(&off.evaluate(&p[..]).expect("evaluates")),
+                    "n {n}: {moved:?}"
+                );
+                assert_eq!(
+                    bits(&on.jacobian(&p[..]).expect("differentiates")),
+                    bits(&off.jacobian(&p[..]).expect("differentiates")),
+                    "n {n}: {moved:?}"
+                );
+            }
+        }
+        assert!(on.cache_stats().expect("counts").resweeps > 10);
+    }
+}
+
+/// The arguments every call of `pair` received (the test below).
+static PAIRS: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+#[test]
+fn a_running_sum_of_user_calls_calls_each_once_on_final_operands() {
+    let pair = ddx::UserFunction::new(
+        "pair",
+        2,
+        |x| {
+            PAIRS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((x[0].to_bits(), x[1].to_bits()));
+            x[0] * x[1].sin()
+        },
+        |x, g| {
+            g[0] = x[1].sin();
+            g[1] = x[0] * x[1].cos();
+        },
+    )
+    .expect("a user function");
+    let n = 40;
+    let model = || {
+        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:02}"))).collect();
+        let mut f = Expr::from(0.0);
+        for i in 0..n - 1 {
+            f = if i == 0 {
+                pair.call(&[x[0], x[1]])
+            } else {
+                f + pair.call(&[x[i], x[i + 1]])
+            };
+        }
+        f
+    };
+    let on = rt::equation_with(model, LastValue::new()).expect("builds");
+    let off = rt::equation(model).expect("builds");
+    let x0: Vec<f64> = (0..n).map(|i| 1.0 + i as f64 / 8.0).collect();
+    let mut x = x0.clone();
+    // 39 calls and 38 additions: the first call sweeps them; a coordinate past the
+    // middle reaches less than half (two calls and the sum after them), and so do three
+    // of them together (the union: their calls and one tail of the sum), though their
+    // lists add up to more; the first coordinate reaches more than half.
+    let mut len = 0;
+    for moved in [
+        vec![],
+        vec![30],
+        vec![0, n - 1],
+        vec![25, 26, 35],
+        vec![30, 31, 32, 33],
+    ] {
+        for &i in &moved {
+            x[i] += 0.5 + i as f64 / 4096.0; // no two coordinates equal
+        }
+        PAIRS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let f = on.evaluate(&x[..]).expect("evaluates");
+        let calls = std::mem::take(&mut *PAIRS.lock().unwrap_or_else(|e| e.into_inner()));
+        // Each term at most once, on the new point; every term a moved coordinate reaches
+        // among them (all of them where the re-sweep would have run more than half the
+        // program, and at the first call, which sweeps in full).
+        let point_pairs: Vec<(u64, u64)> = (0..n - 1)
+            .map(|i| (x[i].to_bits(), x[i + 1].to_bits()))
+            .collect();
+        let mut got = calls.clone();
+        got.sort_unstable();
+        got.dedup();
+        assert_eq!(
+            got.len(),
+            calls.len(),
+            "{moved:?}: a term called twice: {calls:?}"
+        );
+        assert!(
+            calls.iter().all(|c| point_pairs.contains(c)),
+            "{moved:?}: {calls:?}"
+        );
+        let reached = (0..n - 1)
+            .filter(|i| moved.is_empty() || moved.contains(i) || moved.contains(&(i + 1)));
+        for i in reached {
+            assert!(
+                calls.contains(&point_pairs[i]),
+                "{moved:?}: term {i} not called"
+            );
+        }
+        assert_eq!(
+            f.to_bits(),
+            off.evaluate(&x[..]).expect("evaluates").to_bits()
+        );
+        if moved.is_empty() {
+            len = on.cache_stats().expect("counts").instructions;
+        }
+    }
+    let s = on.cache_stats().expect("counts");
+    assert_eq!((s.sweeps, s.resweeps, len), (1, 4, 77), "{s:?}");
+    // One sweep, one whole re-sweep, three unions of less than half.
+    assert!(s.instructions < 2 * len + 3 * len / 2, "{s:?}");
+}
+
 /// Value, gradient, Hessian and one `hvp` column at a point, as bits.
 type Truth = (u64, Vec<u64>, Vec<u64>, Vec<u64>);
 

@@ -10,7 +10,7 @@
 //! their own slot, [`CallKind::Taylor`].
 
 use super::{Equation, Shape};
-use crate::cache::{CacheStats, CallKind, Entry, Event, Extent, ValueCache};
+use crate::cache::{CacheStats, CallKind, Entry, Event, Extent, Moved, ValueCache};
 use ddx_ir::{Error, LaneKind};
 use std::sync::Arc;
 
@@ -45,8 +45,9 @@ impl<S: Shape> Equation<S> {
 
     /// Bytes lane `kind` holds for incremental sweeps: its tape program and, once a moved
     /// point has been re-swept, the per-symbol reach lists (each input's instructions in
-    /// sweep order). `0` until a remembered call has used the lane. The entries
-    /// themselves are the cache's ([`crate::cache::Entry::memory`]).
+    /// sweep order, as pieces of the program's runs: a few per symbol where a symbol
+    /// reaches the tail of a running sum). `0` until a remembered call has used the lane.
+    /// The entries themselves are the cache's ([`crate::cache::Entry::memory`]).
     pub fn tape_memory(&self, kind: LaneKind) -> usize {
         if super::fixed(kind, "tape_memory").is_err() {
             return 0; // the tensor lanes are never remembered
@@ -73,7 +74,27 @@ impl<S: Shape> Equation<S> {
             p.lane.outputs.len(),
             0,
         );
-        if self.served(cache, &extent, inputs, sink) {
+        // Under the read lease: a repeat is served; otherwise, over a tape, where the
+        // point moved (compared once: the write lease reuses it unless a write came
+        // between, which the entry's stamp tells).
+        let mut hit = false;
+        let mut seen: Option<(u64, Moved)> = None;
+        cache.read(&extent, &mut |e: &Entry| {
+            if e.taped_for(&extent) && e.point.len() == inputs.len() {
+                let moved = Moved::find(&e.point, inputs);
+                if moved.none() && e.outputs.len() == extent.outputs() {
+                    serve(e, sink);
+                    hit = true;
+                } else {
+                    seen = Some((e.stamp, moved));
+                }
+            } else if e.holds(&extent, inputs) && e.outputs.len() == extent.outputs() {
+                serve(e, sink);
+                hit = true;
+            }
+        });
+        if hit {
+            cache.note(Event::Hit);
             return true;
         }
         let kernel = self.jit.point(&self.lanes, kind);
@@ -88,22 +109,25 @@ impl<S: Shape> Equation<S> {
                 event = Event::Sweep { instructions: 0 };
             } else {
                 let tape = p.tape();
-                if e.taped_for(&extent) {
-                    let instructions = tape.resweep(&mut e.tape, &e.point, inputs);
+                if e.taped_for(&extent) && e.point.len() == inputs.len() {
+                    let moved = match seen {
+                        Some((stamp, moved)) if stamp == e.stamp => moved,
+                        _ => Moved::find(&e.point, inputs),
+                    };
+                    let instructions = tape.resweep(&mut e.tape, &e.point, inputs, &moved);
                     event = Event::Resweep { instructions };
+                    e.set_moved(extent, inputs, &moved);
                 } else {
                     tape.sweep(&mut e.tape, inputs, true);
                     event = Event::Sweep {
                         instructions: tape.len(),
                     };
+                    e.set(extent, inputs, true);
                 }
-                e.set(extent, inputs, true);
                 e.outputs.clear();
                 tape.read(&e.tape, |_, v| e.outputs.push(v));
             }
-            for (k, &v) in e.outputs.iter().enumerate() {
-                sink(k, v);
-            }
+            serve(e, sink);
             // A sweep through failed user code answers an error (the caller takes it):
             // never remembered, so a repeat calls the user's code again.
             if user_calls && ddx_ir::user::failed() {
@@ -126,9 +150,7 @@ impl<S: Shape> Equation<S> {
         let mut hit = false;
         cache.read(extent, &mut |e: &Entry| {
             if e.holds(extent, inputs) && e.outputs.len() == extent.outputs() {
-                for (k, &v) in e.outputs.iter().enumerate() {
-                    sink(k, v);
-                }
+                serve(e, sink);
                 hit = true;
             }
         });
@@ -168,5 +190,12 @@ impl<S: Shape> Equation<S> {
             Event::Busy
         });
         Ok(out)
+    }
+}
+
+/// Hands each of `e`'s outputs to `sink`, in order.
+fn serve(e: &Entry, sink: &mut dyn FnMut(usize, f64)) {
+    for (k, &v) in e.outputs.iter().enumerate() {
+        sink(k, v);
     }
 }

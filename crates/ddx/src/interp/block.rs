@@ -136,7 +136,8 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usiz
             Code::Op(Op::Neg) => run!(r, 1, |a| -a),
             // Never in a lane (`Graph::extract` removes it).
             Code::Op(Op::Hold) => run!(r, 1, |a| a),
-            Code::Op(Op::Add) => run!(r, 2, |a, c| a + c),
+            // Block schedules never have it; it is `Add` over slots either way.
+            Code::Op(Op::Add) | Code::Accumulate => run!(r, 2, |a, c| a + c),
             Code::Op(Op::Sub) => run!(r, 2, |a, c| a - c),
             Code::Op(Op::Mul) => run!(r, 2, |a, c| a * c),
             Code::Op(Op::Div) => run!(r, 2, |a, c| a / c),

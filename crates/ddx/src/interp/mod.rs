@@ -47,6 +47,12 @@ pub enum Code {
     MulSub,
     /// `c - a*b`.
     SubMul,
+    /// `a + b`, in a run where each instruction after the first takes the one before's
+    /// result as `a` (a running sum, one term per instruction): the sum stays in a register
+    /// between terms and every partial sum is still stored, so the run computes what its
+    /// `Add`s compute, in the same order, to the bit. Only tape programs have it
+    /// (`interp::tape`).
+    Accumulate,
 }
 
 impl Code {
@@ -54,6 +60,7 @@ impl Code {
     pub fn arity(self) -> usize {
         match self {
             Code::Op(op) => op.arity(),
+            Code::Accumulate => 2,
             Code::MulAdd | Code::MulSub | Code::SubMul => 3,
         }
     }
@@ -315,7 +322,54 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
             Code::MulAdd => each!(r, |a| a(0) * a(1) + a(2)),
             Code::MulSub => each!(r, |a| a(0) * a(1) - a(2)),
             Code::SubMul => each!(r, |a| a(2) - a(0) * a(1)),
+            Code::Accumulate => {
+                // SAFETY: runs lie inside `instrs` and every slot index is in bounds
+                // (checked at lowering); the run is not empty.
+                unsafe {
+                    let run = instrs.get_unchecked(r.start as usize..r.end as usize);
+                    // Every instruction after the first reads the one before's result as
+                    // its first operand: `sum` is that slot's value, just stored.
+                    let mut sum = *s.add(run[0].args[0] as usize);
+                    for i in run {
+                        sum = add_in_order(sum, s, i.args[1] as usize);
+                        *s.add(i.dst as usize) = sum;
+                    }
+                }
+            }
         }
+    }
+}
+
+/// `a + s[k]` with `a` as the instruction's first operand, as the `Add` loop computes it:
+/// the same value in every case, and (where both are NaN) `a`'s payload. The compiler may
+/// swap the operands of a plain `+` (an addition commutes, up to which NaN comes out),
+/// and did in the accumulate loop, where the sum sits in a register and the term is
+/// loaded; on x86-64 the order is therefore fixed by hand.
+///
+/// # Safety
+/// `s.add(k)` must point to an initialised `f64`.
+#[inline(always)]
+unsafe fn add_in_order(a: f64, s: *const f64, k: usize) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut a = a;
+        // SAFETY: `addsd` reads the 8 bytes at `s + 8k` (the caller's promise) and writes
+        // only the register `a`; no stack, no flags.
+        unsafe {
+            std::arch::asm!(
+                "addsd {a}, qword ptr [{s} + {k} * 8]",
+                a = inout(xmm_reg) a,
+                s = in(reg) s,
+                k = in(reg) k,
+                options(pure, readonly, nostack, preserves_flags)
+            );
+        }
+        a
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        // SAFETY: the caller's promise.
+        a + unsafe { *s.add(k) }
     }
 }
 
