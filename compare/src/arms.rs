@@ -321,6 +321,30 @@ mod tests {
     }
 
     #[test]
+    fn the_batch_arm_answers_the_per_point_gradients_and_times_per_point() {
+        // Against the per-point gradient, bit for bit: the batch lane's partials, scattered
+        // through the pattern into dense gradients.
+        let eq = ddx::rt::equation_text("x * exp(y) + y").unwrap();
+        let pool = [1.0, 0.5, 2.0, -1.0, 3.0, 0.25];
+        let mut arm = BatchArm::new("b", &eq, &pool, 2, 5).unwrap();
+        // The pool tiled to 5 points, one column per symbol.
+        assert_eq!(
+            arm.columns,
+            [
+                vec![1.0, 2.0, 3.0, 1.0, 2.0],
+                vec![0.5, -1.0, 0.25, 0.5, -1.0]
+            ]
+        );
+        let points: Vec<Vec<f64>> = pool.chunks(2).map(<[f64]>::to_vec).collect();
+        let got = arm.gradients(&points).unwrap();
+        for (x, g) in points.iter().zip(&got) {
+            assert_eq!(g, &eq.gradient(x.as_slice()).unwrap());
+        }
+        let ns = arm.time(Duration::from_millis(2), Clock::Cpu).unwrap();
+        assert!(ns > 0.0 && ns.is_finite());
+    }
+
+    #[test]
     fn failures_surface() {
         let call: Call<'_> = Box::new(|_, _| Err("boom".to_string()));
         let mut arm = RustArm::new("t", call, Rc::new(vec![0.0; 4]), 2);
