@@ -146,6 +146,106 @@ pub fn time_loop(
     }
 }
 
+/// `Equation::gradient_batch` over a batch of points, timed per point: the ddx batch
+/// arms, beside `jax/vmap`.
+///
+/// The batch is the pool tiled to `batch` points, as the JAX peer tiles it, held as one
+/// column per symbol; the partials land in one column per cell of the gradient's pattern
+/// (scattered into a dense gradient only for the gate). The timing loop runs on the one
+/// thread of its own rayon pool, so ddx's batch splitting stays on the timing thread and
+/// its CPU clock counts all of the work.
+pub struct BatchArm<'a> {
+    name: String,
+    eq: &'a ddx::Equation,
+    n: usize,
+    columns: Vec<Vec<f64>>,
+    partials: Vec<Vec<f64>>,
+    threads: rayon::ThreadPool,
+    chunk: usize,
+}
+
+impl<'a> BatchArm<'a> {
+    /// The arm `name` for `eq`, over the flattened `pool` of points of `n` inputs each,
+    /// tiled to `batch` points.
+    ///
+    /// # Errors
+    /// When the one-thread pool cannot be made.
+    pub fn new(
+        name: &str,
+        eq: &'a ddx::Equation,
+        pool: &[f64],
+        n: usize,
+        batch: usize,
+    ) -> Result<Self, String> {
+        let points = pool.len() / n.max(1);
+        let columns = (0..n)
+            .map(|j| (0..batch).map(|k| pool[(k % points) * n + j]).collect())
+            .collect();
+        let cells = eq.jacobian_pattern().nonzeros();
+        let threads = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            name: name.to_string(),
+            eq,
+            n,
+            columns,
+            partials: vec![vec![0.0; batch]; cells],
+            threads,
+            chunk: 1,
+        })
+    }
+}
+
+/// Runs `eq`'s gradient batch over `columns` into `partials`.
+fn gradient_batch(
+    eq: &ddx::Equation,
+    columns: &[Vec<f64>],
+    partials: &mut [Vec<f64>],
+) -> Result<(), String> {
+    let xs: Vec<&[f64]> = columns.iter().map(Vec::as_slice).collect();
+    let mut out: Vec<&mut [f64]> = partials.iter_mut().map(Vec::as_mut_slice).collect();
+    eq.gradient_batch(black_box(&xs), black_box(&mut out))
+        .map_err(|e| e.to_string())
+}
+
+impl Arm for BatchArm<'_> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn gradients(&mut self, points: &[Vec<f64>]) -> Result<Vec<Vec<f64>>, String> {
+        let columns: Vec<Vec<f64>> = (0..self.n)
+            .map(|j| points.iter().map(|x| x[j]).collect())
+            .collect();
+        let pattern = self.eq.jacobian_pattern();
+        let mut partials = vec![vec![0.0; points.len()]; pattern.nonzeros()];
+        gradient_batch(self.eq, &columns, &mut partials)?;
+        Ok((0..points.len())
+            .map(|k| {
+                let mut g = vec![0.0; self.n];
+                for c in pattern.entries() {
+                    g[c.column] = partials[c.slot][k];
+                }
+                g
+            })
+            .collect())
+    }
+
+    fn time(&mut self, target: Duration, clock: Clock) -> Result<f64, String> {
+        let (eq, columns, partials, chunk) =
+            (self.eq, &self.columns, &mut self.partials, &mut self.chunk);
+        let batch = columns.first().map_or(1, Vec::len).max(1);
+        let per_call = self.threads.install(|| {
+            let mut call: Call<'_> = Box::new(|_, _| gradient_batch(eq, columns, partials));
+            // One "point" of the loop is one whole batch.
+            time_loop(&[0.0], 1, target, clock, chunk, &mut call)
+        })?;
+        Ok(per_call / batch as f64)
+    }
+}
+
 /// One of the JAX figures, timed by the peer.
 pub struct JaxArm {
     name: String,
@@ -218,6 +318,30 @@ mod tests {
         // Consecutive calls never see the same point.
         assert!(seen.windows(2).all(|w| w[0] != w[1]));
         assert_eq!(&seen[..3], &[1.0, 3.0, 5.0]);
+    }
+
+    #[test]
+    fn the_batch_arm_answers_the_per_point_gradients_and_times_per_point() {
+        // Against the per-point gradient, bit for bit: the batch lane's partials, scattered
+        // through the pattern into dense gradients.
+        let eq = ddx::rt::equation_text("x * exp(y) + y").unwrap();
+        let pool = [1.0, 0.5, 2.0, -1.0, 3.0, 0.25];
+        let mut arm = BatchArm::new("b", &eq, &pool, 2, 5).unwrap();
+        // The pool tiled to 5 points, one column per symbol.
+        assert_eq!(
+            arm.columns,
+            [
+                vec![1.0, 2.0, 3.0, 1.0, 2.0],
+                vec![0.5, -1.0, 0.25, 0.5, -1.0]
+            ]
+        );
+        let points: Vec<Vec<f64>> = pool.chunks(2).map(<[f64]>::to_vec).collect();
+        let got = arm.gradients(&points).unwrap();
+        for (x, g) in points.iter().zip(&got) {
+            assert_eq!(g, &eq.gradient(x.as_slice()).unwrap());
+        }
+        let ns = arm.time(Duration::from_millis(2), Clock::Cpu).unwrap();
+        assert!(ns > 0.0 && ns.is_finite());
     }
 
     #[test]

@@ -11,11 +11,12 @@ mod casadi;
 mod clock;
 mod export;
 mod gate;
+mod heap;
 mod python;
 mod report;
 mod stats;
 
-use arms::{Arm, Call, JaxArm, RustArm};
+use arms::{Arm, BatchArm, Call, JaxArm, RustArm};
 use clap::Parser;
 use ddx::{Backend, LaneKind, Options};
 use ddx_models::coverage::Coverage;
@@ -69,17 +70,22 @@ struct Cli {
     sabotage: Option<String>,
 }
 
+#[global_allocator]
+static HEAP: heap::Counting = heap::Counting;
+
 /// Distinct points each timing cycles through.
 const POOL: usize = 256;
 /// Points at which the gate compares the arms.
 const GATE_POINTS: usize = 4;
-/// Points per call of the batched JAX figures.
+/// Points per call of the batched figures (JAX's and ddx's).
 const JAX_BATCH: usize = 1024;
 
 /// The columns, in table order.
-const ARM_ORDER: [&str; 8] = [
+const ARM_ORDER: [&str; 10] = [
     "ddx-interp",
     "ddx-jit",
+    "ddx-interp/batch",
+    "ddx-jit/batch",
     "num-dual",
     "casadi/r",
     "casadi/j",
@@ -326,10 +332,12 @@ fn fastest_num_dual<'a, M: BenchModel>(
     })
 }
 
-fn ddx_jit(model: &impl BenchModel) -> Result<Option<ddx::Equation>, String> {
+/// The model's equation under `Backend::Compile` for batches of `points`, once its
+/// gradient kernel is ready; `None` when none lands.
+fn ddx_jit(model: &impl BenchModel, points: usize) -> Result<Option<ddx::Equation>, String> {
     let mut eq = equation(model).map_err(|e| e.to_string())?;
     let mut options = Options::with_backend(Backend::Compile);
-    options.points = 1;
+    options.points = points;
     eq.set_options(options);
     eq.wait_for_kernel_of(LaneKind::Gradient);
     Ok(eq.uses_kernel_of(LaneKind::Gradient).then_some(eq))
@@ -354,9 +362,16 @@ fn measure<M: BenchModel>(
         .chunks_exact(n)
         .map(<[f64]>::to_vec)
         .collect();
-    // The equations outlive the arms that borrow them.
+    // The equations outlive the arms that borrow them. The heap they take, from here until
+    // each has run once (lanes, programs, kernels compiled), is the row's "ddx heap".
+    let base = heap::reset_peak();
     let eq = equation(model).map_err(|e| other(e.to_string()))?;
-    let jit = ddx_jit(model).map_err(other)?;
+    let jit = ddx_jit(model, 1).map_err(other)?;
+    // The batch arms are in the main table only (the trend is per point).
+    let jit_batch = match with_peers {
+        true => ddx_jit(model, JAX_BATCH).map_err(other)?,
+        false => None,
+    };
     let mut skipped: Vec<(String, String)> = Vec::new();
     let mut notes: Vec<(String, String)> = Vec::new();
     let mut arms: Vec<Box<dyn Arm + '_>> = Vec::new();
@@ -399,6 +414,35 @@ fn measure<M: BenchModel>(
         }
         None => skipped.push(("ddx-jit".into(), JIT_SKIP.into())),
     }
+    if with_peers {
+        let batch = BatchArm::new("ddx-interp/batch", &eq, &pool, n, JAX_BATCH).map_err(other)?;
+        arms.push(Box::new(batch));
+        match &jit_batch {
+            Some(eq) => {
+                let arm = BatchArm::new("ddx-jit/batch", eq, &pool, n, JAX_BATCH).map_err(other)?;
+                arms.push(Box::new(arm));
+            }
+            None => skipped.push(("ddx-jit/batch".into(), JIT_SKIP.into())),
+        }
+    }
+    let ddx_heap = {
+        let x = &gate_points[0];
+        let mut g = vec![0.0; n];
+        for e in [Some(&eq), jit.as_ref(), jit_batch.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            e.gradient_into(x, &mut g)
+                .map_err(|e| other(e.to_string()))?;
+            let columns: Vec<&[f64]> = x.iter().map(std::slice::from_ref).collect();
+            let cells = e.jacobian_pattern().nonzeros();
+            let mut partials = vec![[0.0]; cells];
+            let mut out: Vec<&mut [f64]> = partials.iter_mut().map(|c| &mut c[..]).collect();
+            e.gradient_batch(&columns, &mut out)
+                .map_err(|e| other(e.to_string()))?;
+        }
+        heap::peak() - base
+    };
 
     let (num_dual, how) = fastest_num_dual(model, &pool, cli).map_err(other)?;
     arms.push(Box::new(num_dual));
@@ -507,6 +551,7 @@ fn measure<M: BenchModel>(
             n,
             cells,
             native_ns: stats::median(&native_ns),
+            heap: Some(ddx_heap),
         },
         skipped,
         notes,
@@ -577,6 +622,8 @@ const ARMS_DOC: &str = "\
 | `native` | one `f64` evaluation of the model's native Rust function (the denominator of every ratio) |
 | `ddx-interp` | `Equation::gradient_into`: the gradient lane interpreted, written into the arm's buffer (as the CasADi arms write into theirs) |
 | `ddx-jit` | the same equation under `Backend::Compile`, `points = 1`, after `wait_for_kernel(Gradient)`; present only where `uses_kernel(Gradient)` is then true |
+| `ddx-interp/batch` | `Equation::gradient_batch` over 1024 points (the pool tiled, one column per symbol, one per partial), time ÷ 1024: the block interpreter, on one thread (ddx's batch splitting runs inside a one-thread pool on the timing thread) |
+| `ddx-jit/batch` | the same under `Backend::Compile` with `points = 1024` (the column kernel), after `wait_for_kernel(Gradient)` |
 | `num-dual` | the same generic Rust function on num-dual's dual numbers, the faster (measured per model, listed below) of one forward pass on `DualSVec64<n>` (`num_dual::gradient`, all `n` tangents at once) and `n` forward passes on `Dual64` |
 | `casadi/r` | CasADi's SX gradient `Function` (reverse mode, `casadi.gradient`), serialized, loaded into `libcasadi.so` through its C API and evaluated by CasADi's virtual machine from Rust: no Python in the loop |
 | `casadi/j` | the C that CasADi generates for that `Function`, compiled by `cc -O3 -shared -fPIC` and called from Rust through FFI |

@@ -12,6 +12,8 @@ pub struct Row {
     pub cells: Vec<(String, Option<Cell>)>,
     /// Median time of one native `f64` evaluation, ns.
     pub native_ns: f64,
+    /// The most Rust heap ddx's equations for the row took, in bytes (see `main.rs`).
+    pub heap: Option<usize>,
 }
 
 /// A family's table.
@@ -35,6 +37,15 @@ fn fmt_cell(c: &Cell, best: bool) -> String {
     format!("{ratio} ±{:.0}%", 100.0 * c.spread)
 }
 
+/// `bytes` in KiB below 1 MiB, else in MiB with one decimal.
+fn fmt_bytes(bytes: usize) -> String {
+    if bytes < 1 << 20 {
+        format!("{:.0} KiB", bytes as f64 / 1024.0)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+    }
+}
+
 /// The Markdown of one table; the lowest ratio of each row is bold.
 pub fn render_table(t: &Table) -> String {
     let mut arms: Vec<String> = Vec::new();
@@ -51,8 +62,18 @@ pub fn render_table(t: &Table) -> String {
         let _ = writeln!(s, "\n{note}");
     }
     let _ = writeln!(s);
-    let _ = writeln!(s, "| n | {} | one evaluation, ns |", arms.join(" | "));
-    let _ = writeln!(s, "|---|{}---|", "---|".repeat(arms.len()));
+    let heap = t.rows.iter().any(|r| r.heap.is_some());
+    let (heap_head, heap_rule) = if heap {
+        (" ddx heap |", "---|")
+    } else {
+        ("", "")
+    };
+    let _ = writeln!(
+        s,
+        "| n | {} | one evaluation, ns |{heap_head}",
+        arms.join(" | ")
+    );
+    let _ = writeln!(s, "|---|{}---|{heap_rule}", "---|".repeat(arms.len()));
     for row in &t.rows {
         let best = row
             .cells
@@ -73,9 +94,14 @@ pub fn render_table(t: &Table) -> String {
                 }
             })
             .collect();
+        let heap = match (heap, row.heap) {
+            (false, _) => String::new(),
+            (true, None) => " — |".to_string(),
+            (true, Some(b)) => format!(" {} |", fmt_bytes(b)),
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {:.0} |",
+            "| {} | {} | {:.0} |{heap}",
             row.n,
             cells.join(" | "),
             row.native_ns
@@ -185,17 +211,47 @@ mod tests {
                     ("ddx-jit".into(), None),
                 ],
                 native_ns: 812.4,
+                heap: None,
             }],
         };
         let s = render_table(&t);
         assert!(
-            s.contains("| n | ddx-interp | num-dual | ddx-jit | one evaluation, ns |"),
+            s.contains("| n | ddx-interp | num-dual | ddx-jit | one evaluation, ns |\n"),
             "{s}"
         );
         assert!(
-            s.contains("| 16 | **2.50x** ±3% | 4.00x ±10% | — | 812 |"),
+            s.contains("| 16 | **2.50x** ±3% | 4.00x ±10% | — | 812 |\n"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn the_heap_column_is_there_when_a_row_has_one() {
+        let row = |n, heap| Row {
+            n,
+            cells: vec![(
+                "ddx-interp".into(),
+                Some(Cell {
+                    ratio: 2.0,
+                    spread: 0.0,
+                }),
+            )],
+            native_ns: 10.0,
+            heap,
+        };
+        let t = Table {
+            title: "T".into(),
+            note: None,
+            rows: vec![row(16, Some(3 << 19)), row(32, Some(2048)), row(64, None)],
+        };
+        let s = render_table(&t);
+        assert!(
+            s.contains("| n | ddx-interp | one evaluation, ns | ddx heap |\n|---|---|---|---|\n"),
+            "{s}"
+        );
+        assert!(s.contains("| 16 | **2.00x** ±0% | 10 | 1.5 MiB |\n"), "{s}");
+        assert!(s.contains("| 32 | **2.00x** ±0% | 10 | 2 KiB |\n"), "{s}");
+        assert!(s.contains("| 64 | **2.00x** ±0% | 10 | — |\n"), "{s}");
     }
 
     #[test]

@@ -11,8 +11,10 @@
 //! [`Graph::add`] is the only way to make a node.
 
 use crate::{fold, NodeId, Op, SeedId, SymbolId};
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use rustc_hash::FxBuildHasher;
 use std::fmt;
+use std::hash::BuildHasher;
 
 /// A constant, held by its bits so that it can be hashed; all NaNs share one bit pattern,
 /// while `+0.0` and `-0.0` stay distinct.
@@ -100,10 +102,22 @@ impl Node {
 
 /// A hash-consed, topologically ordered expression DAG. See the module doc for its
 /// invariants.
+///
+/// **Memory.** Hash-consing needs an index from each node to its id; it holds ids only
+/// (4 bytes a bucket; the node is read from [`Graph::nodes`] to compare), and a graph that
+/// is only read needs none: a graph made by [`Graph::extract`] (every lane, every sealed
+/// model) or [`Graph::from_nodes`] has no index until something adds to it, when it is
+/// built once from the nodes. So the index holds either every node or, in a graph not
+/// added to since it was made, none.
 #[derive(Clone, Default)]
 pub struct Graph {
     nodes: Vec<Node>,
-    intern: FxHashMap<Node, NodeId>,
+    intern: HashTable<NodeId>,
+}
+
+/// The hash the interning index files `node` under.
+fn hash_of(node: &Node) -> u64 {
+    FxBuildHasher.hash_one(node)
 }
 
 impl fmt::Debug for Graph {
@@ -190,33 +204,93 @@ impl Graph {
         symbols: usize,
         seeds: usize,
     ) -> Result<Graph, crate::Violation> {
-        let mut intern = FxHashMap::default();
-        intern.reserve(nodes.len());
+        let mut seen: HashTable<NodeId> = HashTable::new();
+        let rehash = |id: &NodeId| hash_of(&nodes[id.index()]);
+        seen.reserve(nodes.len(), rehash);
         for (i, node) in nodes.iter().enumerate() {
             let id = NodeId::from_index(i);
             let what =
                 crate::verify::node_violation(&nodes[..i], node, symbols, seeds).or_else(|| {
-                    intern
-                        .insert(*node, id)
-                        .map(|prev| format!("duplicates {prev}"))
+                    let hash = hash_of(node);
+                    match seen.find(hash, |p| nodes[p.index()] == *node) {
+                        Some(prev) => Some(format!("duplicates {prev}")),
+                        None => {
+                            seen.insert_unique(hash, id, rehash);
+                            None
+                        }
+                    }
                 });
             if let Some(what) = what {
                 return Err(crate::Violation { node: id, what });
             }
         }
-        Ok(Graph { nodes, intern })
+        drop(seen);
+        // Read, not added to: no index until something adds (see [`Graph`]).
+        Ok(Graph {
+            nodes,
+            intern: HashTable::new(),
+        })
     }
 
     /// Adds a node exactly as given, without folding: for copying nodes that were folded
     /// when first made.
     pub(crate) fn intern(&mut self, node: Node) -> NodeId {
-        if let Some(&id) = self.intern.get(&node) {
-            return id;
+        if self.intern.len() != self.nodes.len() {
+            self.index();
         }
+        let nodes = &self.nodes;
+        let entry = self.intern.entry(
+            hash_of(&node),
+            |id| nodes[id.index()] == node,
+            |id| hash_of(&nodes[id.index()]),
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let id = NodeId::from_index(self.nodes.len());
+                e.insert(id);
+                self.nodes.push(node);
+                id
+            }
+        }
+    }
+
+    /// Appends `node`, which the caller knows is not in the graph yet (a node of another
+    /// hash-consed graph whose arguments are mapped one-to-one), without looking it up:
+    /// into the index too if the graph has one, so the index stays complete or absent.
+    pub(crate) fn push_distinct(&mut self, node: Node) -> NodeId {
         let id = NodeId::from_index(self.nodes.len());
+        if !self.intern.is_empty() {
+            let nodes = &self.nodes;
+            debug_assert!(self
+                .intern
+                .find(hash_of(&node), |i| nodes[i.index()] == node)
+                .is_none());
+            self.intern
+                .insert_unique(hash_of(&node), id, |i| hash_of(&nodes[i.index()]));
+        }
         self.nodes.push(node);
-        self.intern.insert(node, id);
         id
+    }
+
+    /// Builds the interning index from the nodes (a graph made without one is being added
+    /// to).
+    fn index(&mut self) {
+        let nodes = &self.nodes;
+        let rehash = |id: &NodeId| hash_of(&nodes[id.index()]);
+        self.intern.clear();
+        self.intern.reserve(nodes.len(), rehash);
+        for (i, node) in nodes.iter().enumerate() {
+            self.intern
+                .insert_unique(hash_of(node), NodeId::from_index(i), rehash);
+        }
+    }
+
+    /// Drops the interning index and the spare capacity of the node list: for a graph that
+    /// is finished (it is rebuilt, once, if the graph is added to again).
+    pub(crate) fn freeze(&mut self) {
+        self.intern = HashTable::new();
+        self.nodes.shrink_to_fit();
     }
 
     /// The constant `value`.
@@ -259,20 +333,39 @@ impl Graph {
 
     /// A new graph holding only the nodes `roots` reach, in the same relative order, and
     /// the roots' ids in it. A [`Op::Hold`] is replaced by its argument (and what reads
-    /// it folded again), so no extracted graph holds one.
+    /// it folded again), so no extracted graph holds one. The new graph has no interning
+    /// index and no spare capacity (see [`Graph`]).
     pub fn extract(&self, roots: &[NodeId]) -> (Graph, Vec<NodeId>) {
         let mut live = vec![false; self.nodes.len()];
         for r in roots {
             live[r.index()] = true;
         }
+        let (mut count, mut holds) = (0, false);
         for i in (0..self.nodes.len()).rev() {
             if live[i] {
+                count += 1;
+                holds |= self.nodes[i].op() == Some(Op::Hold);
                 for a in self.nodes[i].args() {
                     live[a.index()] = true;
                 }
             }
         }
-        let mut out = Graph::new();
+        let mut out = Graph {
+            nodes: Vec::with_capacity(count),
+            intern: HashTable::new(),
+        };
+        if !holds {
+            // Live nodes of a hash-consed graph with their arguments renumbered one-to-one
+            // stay distinct: copied without an index.
+            let mut map = vec![NO_ARG; self.nodes.len()];
+            for (i, node) in self.nodes.iter().enumerate() {
+                if live[i] {
+                    map[i] = out.push_distinct(node.map_args(|a| map[a.index()]));
+                }
+            }
+            let roots = roots.iter().map(|r| map[r.index()]).collect();
+            return (out, roots);
+        }
         let mut map = vec![NO_ARG; self.nodes.len()];
         // Whether a node reads a removed `hold` (directly or not): it is folded afresh.
         let mut held = vec![false; self.nodes.len()];
@@ -294,6 +387,7 @@ impl Graph {
             }
         }
         let roots = roots.iter().map(|r| map[r.index()]).collect();
+        out.freeze();
         (out, roots)
     }
 
@@ -337,5 +431,71 @@ impl Graph {
             };
         }
         roots.iter().map(|r| v[r.index()]).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `x*y + sin(x)` and a node no root reaches, in a fresh graph.
+    fn sample() -> (Graph, NodeId, NodeId) {
+        let mut g = Graph::new();
+        let x = g.symbol(SymbolId(0));
+        let y = g.symbol(SymbolId(1));
+        let _dead = g.binary(Op::Sub, x, y);
+        let xy = g.binary(Op::Mul, x, y);
+        let s = g.unary(Op::Sin, x);
+        let root = g.binary(Op::Add, xy, s);
+        (g, xy, root)
+    }
+
+    #[test]
+    fn an_extracted_graph_hash_conses_when_added_to() {
+        let (g, _, root) = sample();
+        let (mut e, roots) = g.extract(&[root]);
+        // Made without an index, with no spare room.
+        assert_eq!((e.intern.len(), e.len(), e.nodes.capacity()), (0, 5, 5));
+        // Adding finds every node already there (the index is built from the nodes)…
+        let x = e.symbol(SymbolId(0));
+        let y = e.symbol(SymbolId(1));
+        let xy = e.binary(Op::Mul, x, y);
+        let s = e.unary(Op::Sin, x);
+        assert_eq!(e.binary(Op::Add, xy, s), roots[0]);
+        assert_eq!(e.len(), 5);
+        // …and a new node is new, once.
+        let d = e.binary(Op::Div, x, y);
+        assert_eq!((d, e.binary(Op::Div, x, y), e.len()), (NodeId(5), d, 6));
+        assert_eq!(e.intern.len(), 6);
+        assert!(crate::verify(&e, 2, 0).is_empty());
+    }
+
+    #[test]
+    fn extraction_through_a_hold_still_merges_equal_nodes() {
+        // `hold(x)*y` becomes `x*y` once the hold is gone: one node with the `x*y` the
+        // graph already had, not two equal ones.
+        let (mut g, xy, _) = sample();
+        let x = g.symbol(SymbolId(0));
+        let y = g.symbol(SymbolId(1));
+        let h = g.unary(Op::Hold, x);
+        let hy = g.binary(Op::Mul, h, y);
+        let root = g.binary(Op::Add, hy, xy);
+        let (e, roots) = g.extract(&[root]);
+        assert_eq!(e.len(), 4, "{e:?}");
+        assert_eq!(e.intern.len(), 0);
+        assert!(crate::verify(&e, 2, 0).is_empty());
+        assert_eq!(e.eval_reference(&roots, &[3.0, 5.0], &[]), [30.0]);
+    }
+
+    #[test]
+    fn nodes_read_from_outside_are_checked_then_hash_consed_on_add() {
+        let x = Node::Symbol(SymbolId(0));
+        let sin = Node::Apply(Op::Sin, [NodeId(0), NO_ARG, NO_ARG]);
+        let err = Graph::from_nodes(vec![x, sin, sin], 1, 0).err().unwrap();
+        assert_eq!((err.node, err.what.as_str()), (NodeId(2), "duplicates n1"));
+        let mut g = Graph::from_nodes(vec![x, sin], 1, 0).unwrap();
+        assert_eq!(g.intern.len(), 0);
+        assert_eq!(g.add(sin), NodeId(1));
+        assert_eq!(g.len(), 2);
     }
 }

@@ -233,7 +233,13 @@ pub fn build(model: &Model, kind: LaneKind) -> Lane {
 /// outputs and layout as [`build`]'s lane of `kind`, answering where a plain output is NaN.
 /// `None` for the other kinds, whose seeds (if any) never meet an infinite partial alone.
 pub fn build_twin(model: &Model, kind: LaneKind) -> Option<Lane> {
-    matches!(kind, LaneKind::Jvp | LaneKind::Hvp).then(|| build_with(model, kind, Zeros::Skip))
+    has_twin(kind).then(|| build_with(model, kind, Zeros::Skip))
+}
+
+/// Whether lane `kind` has a zero-skipping twin ([`build_twin`] answers one): the `jvp`
+/// and `hvp` lanes.
+pub fn has_twin(kind: LaneKind) -> bool {
+    matches!(kind, LaneKind::Jvp | LaneKind::Hvp)
 }
 
 /// [`build`], the run-time direction's zeros treated as `zeros` says.

@@ -62,8 +62,10 @@ impl Model {
                 Node::Symbol(s) => Node::Symbol(rank[s.index()]),
                 other => other.map_args(|a| map[a.index()]),
             };
-            map[i] = out.intern(node);
+            // Symbols renumbered by a permutation: the nodes stay distinct.
+            map[i] = out.push_distinct(node);
         }
+        out.freeze();
         let outputs = roots.iter().map(|r| map[r.index()]).collect();
         let names = order.into_iter().map(|i| names[i].clone()).collect();
         Model {

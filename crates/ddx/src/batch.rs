@@ -249,10 +249,11 @@ impl<S: Shape> Equation<S> {
     fn batch(&self, kind: LaneKind, table: &Table) -> Result<(), Error> {
         let _ = ddx_ir::user::take_failure();
         let mut failed = self.batch_run(kind, table);
-        if let Some(twin) = self.twin(kind) {
+        if ddx_ir::lane::has_twin(kind) {
             // SAFETY: the columns were checked for `table.len` points, and the run that
             // wrote them is over.
-            let mended = unsafe { mend(twin, self.prepared(kind).first_product(), table) };
+            let first = self.prepared(kind).first_product();
+            let mended = unsafe { mend(|| self.twin(kind), first, table) };
             failed = failed.or(mended);
         }
         failed.map_or(Ok(()), Err)
@@ -718,8 +719,8 @@ const KERNEL_CHUNK: usize = 64;
 /// threads).
 const SCAN: usize = 1 << 14;
 
-/// Runs the zero-skipping `twin` (`ddx_ir::lane::build_twin`) at the points of `table`
-/// whose products (the outputs from `first_product` on) hold a NaN, writing its outputs
+/// Runs the zero-skipping twin (`ddx_ir::lane::build_twin`; `twin` builds it, asked only
+/// when some point needs it) at the points of `table` whose products (the outputs from `first_product` on) hold a NaN, writing its outputs
 /// there: a `jvp` or `hvp` batch then
 /// answers each point as the per-point call does. The outputs are scanned in pieces
 /// across threads; the points found are gathered into columns of their own and run as
@@ -730,7 +731,11 @@ const SCAN: usize = 1 << 14;
 /// # Safety
 /// Every column of `table` holds `table.len` values (one, broadcast, where `broadcast`
 /// says), and nothing else reads or writes the outputs meanwhile.
-unsafe fn mend(twin: &Prepared, first_product: usize, table: &Table) -> Option<Error> {
+unsafe fn mend<'a>(
+    twin: impl FnOnce() -> Option<&'a Prepared>,
+    first_product: usize,
+    table: &Table,
+) -> Option<Error> {
     // Column by column (a loop the compiler vectorises), then the points flagged.
     let scan = |start: usize, end: usize| -> Vec<usize> {
         let mut nan = vec![0u64; end - start];
@@ -761,6 +766,7 @@ unsafe fn mend(twin: &Prepared, first_product: usize, table: &Table) -> Option<E
     if points.is_empty() {
         return None;
     }
+    let twin = twin()?;
     let inputs: Vec<Vec<f64>> = table
         .inputs
         .iter()

@@ -302,7 +302,7 @@ impl<S: Shape> Equation<S> {
     /// order: from the kernel when one answers the lane, else from the interpreter (the
     /// same bits either way).
     pub(crate) fn eval(&self, kind: LaneKind, inputs: &[f64], mut sink: impl FnMut(usize, f64)) {
-        if self.twin(kind).is_some() {
+        if ddx_ir::lane::has_twin(kind) {
             // The answer may be mended after the run, so it is gathered first (on the
             // stack for an `hvp` of up to 62 symbols, whose `2n + 1` outputs the smaller
             // buffer would not hold).
@@ -349,7 +349,9 @@ impl<S: Shape> Equation<S> {
     }
 
     /// The zero-skipping twin of lane `kind` under the equation's options, for `jvp` and
-    /// `hvp` ([`ddx_ir::lane::build_twin`]).
+    /// `hvp` ([`ddx_ir::lane::build_twin`]), built on first use: a call asks for it only
+    /// at a point where the plain lane's answer holds a NaN, so an equation that never
+    /// meets one never builds it (it is as large as the lane).
     pub(crate) fn twin(&self, kind: LaneKind) -> Option<&Prepared> {
         self.lanes.twin(kind, self.options.codegen.contract)
     }
@@ -359,15 +361,17 @@ impl<S: Shape> Equation<S> {
     /// interpreter: every engine gives a lane's bits, and such points are rare).
     pub(crate) fn eval_into(&self, kind: LaneKind, inputs: &[f64], out: &mut [f64]) {
         self.eval_plain_into(kind, inputs, out);
-        if let Some(twin) = self.twin(kind) {
+        if ddx_ir::lane::has_twin(kind) {
             let products = out
                 .get(self.prepared(kind).first_product()..)
                 .unwrap_or(&[]);
             // Without a branch per output (the common case has no NaN to find).
             if products.iter().fold(false, |nan, v| nan | v.is_nan()) {
-                // The twin has the plain lane's inputs and outputs.
-                let ran = twin.program().run(inputs, out);
-                debug_assert!(ran.is_ok(), "{ran:?}");
+                if let Some(twin) = self.twin(kind) {
+                    // The twin has the plain lane's inputs and outputs.
+                    let ran = twin.program().run(inputs, out);
+                    debug_assert!(ran.is_ok(), "{ran:?}");
+                }
             }
         }
     }
@@ -457,7 +461,7 @@ impl<S: Shape> Equation<S> {
     fn value_and_tail(&self, kind: LaneKind, inputs: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let p = self.prepared(kind);
         let values = p.lane.values;
-        if self.twin(kind).is_some() {
+        if ddx_ir::lane::has_twin(kind) {
             // Into the answer itself: the twin may mend it after the run.
             let mut head = zeros(p.lane.outputs.len());
             self.eval_into(kind, inputs, &mut head);

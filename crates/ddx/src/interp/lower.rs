@@ -34,14 +34,16 @@ pub enum Schedule {
     Tape,
 }
 
-/// One instruction before slots are assigned: what it computes and from which nodes.
+/// One instruction before slots are assigned: what it computes and from which nodes (node
+/// indices as `u32`, as a graph's ids are: 24 bytes an instruction, one per operation of
+/// the lane while it is lowered).
 struct Emit {
     /// Schedule key (the dependency level, or 0 for the graph's order).
     key: u32,
     code: Code,
     /// The node whose value it produces.
-    node: usize,
-    operands: [usize; 3],
+    node: u32,
+    operands: [u32; 3],
 }
 
 impl Program {
@@ -56,14 +58,16 @@ impl Program {
         let emits = select(lane, schedule);
 
         // Last use of every node in schedule order; outputs live to the end.
-        let mut last_use = vec![0usize; nodes.len()];
+        // (`u32`: instructions are fewer than nodes, whose ids are `u32`.)
+        let mut last_use = vec![0u32; nodes.len()];
         for (k, e) in emits.iter().enumerate() {
             for &a in &e.operands[..e.code.arity()] {
-                last_use[a] = last_use[a].max(k);
+                let a = a as usize;
+                last_use[a] = last_use[a].max(k as u32);
             }
         }
         for o in &lane.outputs {
-            last_use[o.index()] = usize::MAX;
+            last_use[o.index()] = u32::MAX;
         }
 
         let mut slot = vec![NONE; nodes.len()];
@@ -87,15 +91,16 @@ impl Program {
             let used = &e.operands[..e.code.arity()];
             let mut args = [0u32; 3];
             for (a, &node) in args.iter_mut().zip(used) {
-                *a = slot[node];
+                *a = slot[node as usize];
             }
             // Temporaries used for the last time here (once each) go back to the free list:
             // one point at a time, before the result takes a slot, so it may reuse one;
             // for blocks, after, so a block's destination never overlaps its operands.
             let release = |free: &mut Vec<u32>| {
-                for (j, &a) in used.iter().enumerate() {
+                for (j, &id) in used.iter().enumerate() {
+                    let a = id as usize;
                     let temp = matches!(nodes[a], Node::Apply(..));
-                    if temp && !used[..j].contains(&a) && last_use[a] == k {
+                    if temp && !used[..j].contains(&id) && last_use[a] == k as u32 {
                         free.push(slot[a]);
                     }
                 }
@@ -110,7 +115,7 @@ impl Program {
             if schedule == Schedule::Graph {
                 release(&mut free);
             }
-            slot[e.node] = dst;
+            slot[e.node as usize] = dst;
             match runs.last_mut() {
                 Some(r) if r.code == e.code => r.end += 1,
                 _ => runs.push(Run {
@@ -188,43 +193,44 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
     let nodes = g.nodes();
     let uses = lane.use_counts();
     // The product `(a, b)` a node is, when it is one a single consumer may absorb.
-    let product = |id: usize| -> Option<[usize; 2]> {
+    let product = |id: usize| -> Option<[u32; 2]> {
         match nodes[id] {
-            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 => Some([a.index(), b.index()]),
+            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 => Some([a.0, b.0]),
             Node::Apply(Op::Pow | Op::Powi, [a, b, _])
                 if uses[id] == 1 && g.constant_of(b) == Some(2.0) =>
             {
-                Some([a.index(), a.index()])
+                Some([a.0, a.0])
             }
             _ => None,
         }
     };
     let mut fused = vec![false; nodes.len()];
     let mut level = vec![0u32; nodes.len()];
-    let mut emits: Vec<Emit> = Vec::new();
+    let operations = nodes.iter().filter(|n| n.op().is_some()).count();
+    let mut emits: Vec<Emit> = Vec::with_capacity(operations);
     for (i, n) in nodes.iter().enumerate() {
         let Node::Apply(op, args) = *n else { continue };
         level[i] = 1 + n.args().iter().map(|a| level[a.index()]).max().unwrap_or(0);
-        let (x, y) = (args[0].index(), args[1].index());
+        let (x, y) = (args[0].0, args[1].0);
         let (code, operands) = match op {
-            Op::Add if x != y && product(y).is_some() => {
-                let [a, b] = product(y).unwrap_or_default();
-                fused[y] = true;
+            Op::Add if x != y && product(y as usize).is_some() => {
+                let [a, b] = product(y as usize).unwrap_or_default();
+                fused[y as usize] = true;
                 (Code::MulAdd, [a, b, x])
             }
-            Op::Add if x != y && product(x).is_some() => {
-                let [a, b] = product(x).unwrap_or_default();
-                fused[x] = true;
+            Op::Add if x != y && product(x as usize).is_some() => {
+                let [a, b] = product(x as usize).unwrap_or_default();
+                fused[x as usize] = true;
                 (Code::MulAdd, [a, b, y])
             }
-            Op::Sub if x != y && product(y).is_some() => {
-                let [a, b] = product(y).unwrap_or_default();
-                fused[y] = true;
+            Op::Sub if x != y && product(y as usize).is_some() => {
+                let [a, b] = product(y as usize).unwrap_or_default();
+                fused[y as usize] = true;
                 (Code::SubMul, [a, b, x])
             }
-            Op::Sub if x != y && product(x).is_some() => {
-                let [a, b] = product(x).unwrap_or_default();
-                fused[x] = true;
+            Op::Sub if x != y && product(x as usize).is_some() => {
+                let [a, b] = product(x as usize).unwrap_or_default();
+                fused[x as usize] = true;
                 (Code::MulSub, [a, b, y])
             }
             Op::Pow | Op::Powi if g.constant_of(args[1]) == Some(2.0) => {
@@ -232,7 +238,7 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
             }
             _ => (
                 Code::Op(op),
-                [x, args[1].index(), args[2].index()].map(|a| a.min(nodes.len())),
+                [x, args[1].0, args[2].0].map(|a| a.min(nodes.len() as u32)),
             ),
         };
         let key = match schedule {
@@ -242,19 +248,21 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
         emits.push(Emit {
             key,
             code,
-            node: i,
+            node: i as u32,
             operands,
         });
     }
     // A fused product is computed inside its consumer (which comes later in node order).
-    emits.retain(|e| !fused[e.node]);
+    emits.retain(|e| !fused[e.node as usize]);
     for e in &mut emits {
         for k in e.code.arity()..3 {
             e.operands[k] = 0;
         }
     }
     if schedule != Schedule::Graph {
-        emits.sort_by_key(|e| (e.key, e.code, e.node));
+        // The keys are distinct (one node each): an unstable sort gives the stable order,
+        // without the stable sort's buffer of half the list.
+        emits.sort_unstable_by_key(|e| (e.key, e.code, e.node));
     }
     emits
 }
