@@ -15,7 +15,7 @@
 //! keeps its slot.
 
 use super::{next_id, Code, Instr, Program, Run};
-use ddx_ir::{Lane, Node, Op};
+use ddx_ir::{Lane, Node, NodeId, Op};
 
 /// Sentinel for "this node has no slot yet".
 const NONE: u32 = u32::MAX;
@@ -42,6 +42,8 @@ struct Emit {
     /// The node whose value it produces.
     node: usize,
     operands: [usize; 3],
+    /// A [`Code::CallN`]'s arguments (empty otherwise).
+    leaves: Vec<usize>,
 }
 
 impl Program {
@@ -58,7 +60,7 @@ impl Program {
         // Last use of every node in schedule order; outputs live to the end.
         let mut last_use = vec![0usize; nodes.len()];
         for (k, e) in emits.iter().enumerate() {
-            for &a in &e.operands[..e.code.arity()] {
+            for &a in e.operands[..e.code.arity()].iter().chain(&e.leaves) {
                 last_use[a] = last_use[a].max(k);
             }
         }
@@ -83,11 +85,22 @@ impl Program {
         let mut free: Vec<u32> = Vec::new();
         let mut instrs = Vec::with_capacity(emits.len());
         let mut runs: Vec<Run> = Vec::new();
+        let mut lists: Vec<u32> = Vec::new();
+        let mut reads: Vec<usize> = Vec::new();
         for (k, e) in emits.iter().enumerate() {
-            let used = &e.operands[..e.code.arity()];
+            reads.clear();
+            reads.extend_from_slice(&e.operands[..e.code.arity()]);
+            reads.extend_from_slice(&e.leaves);
+            let used = &reads[..];
             let mut args = [0u32; 3];
-            for (a, &node) in args.iter_mut().zip(used) {
+            for (a, &node) in args.iter_mut().zip(&e.operands[..e.code.arity()]) {
                 *a = slot[node];
+            }
+            if e.code == Code::CallN {
+                // The arguments' slots, read through the list (live until here).
+                args[1] = lists.len() as u32;
+                args[2] = e.leaves.len() as u32;
+                lists.extend(e.leaves.iter().map(|&a| slot[a]));
             }
             // Temporaries used for the last time here (once each) go back to the free list:
             // one point at a time, before the result takes a slot, so it may reuse one;
@@ -133,6 +146,7 @@ impl Program {
             instrs,
             outputs,
             schedule,
+            lists,
         };
         program.check();
         program
@@ -143,18 +157,25 @@ impl Program {
     /// destination never overlaps an operand.
     fn check(&self) {
         let n = self.slots as u32;
-        for i in &self.instrs {
-            assert!(
-                i.dst < n && i.args.iter().all(|&a| a < n),
-                "slot out of range in {i:?}"
-            );
-        }
-        if self.schedule == Schedule::Graph {
-            for r in &self.runs {
-                for i in &self.instrs[r.start as usize..r.end as usize] {
-                    let used = &i.args[..r.code.arity()];
+        for r in &self.runs {
+            let instrs = self.instrs.get(r.start as usize..r.end as usize);
+            for i in instrs.expect("runs lie inside the instructions") {
+                if r.code == Code::CallN {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(
-                        !used.contains(&i.dst),
+                        start + k <= self.lists.len(),
+                        "argument list out of range in {i:?}"
+                    );
+                } else {
+                    assert!(i.args.iter().all(|&a| a < n), "slot out of range in {i:?}");
+                }
+                assert!(
+                    i.dst < n && self.reads(r.code, i).all(|a| a < n),
+                    "slot out of range in {i:?}"
+                );
+                if self.schedule == Schedule::Graph {
+                    assert!(
+                        self.reads(r.code, i).all(|a| a != i.dst),
                         "block destination overlaps an operand"
                     );
                 }
@@ -205,8 +226,19 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
     for (i, n) in nodes.iter().enumerate() {
         let Node::Apply(op, args) = *n else { continue };
         level[i] = 1 + n.args().iter().map(|a| level[a.index()]).max().unwrap_or(0);
+        if op == Op::Pack {
+            // No value of its own: the call reading it reads its arguments.
+            continue;
+        }
+        let id = NodeId::from_index(i);
+        let leaves: Vec<usize> = if g.is_packed_call(id) {
+            g.call_args(id).map(NodeId::index).collect()
+        } else {
+            Vec::new()
+        };
         let (x, y) = (args[0].index(), args[1].index());
         let (code, operands) = match op {
+            Op::Call if !leaves.is_empty() => (Code::CallN, [x, 0, 0]),
             Op::Add if x != y && product(y).is_some() => {
                 let [a, b] = product(y).unwrap_or_default();
                 fused[y] = true;
@@ -244,6 +276,7 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
             code,
             node: i,
             operands,
+            leaves,
         });
     }
     // A fused product is computed inside its consumer (which comes later in node order).

@@ -88,7 +88,7 @@ impl Tape {
             .enumerate()
             .all(|(k, i)| i.dst as usize == first + k));
         Tape {
-            calls_user: codes.contains(&Code::Op(Op::Call)),
+            calls_user: codes.contains(&Code::Op(Op::Call)) || codes.contains(&Code::CallN),
             program,
             first,
             codes,
@@ -124,7 +124,7 @@ impl Tape {
         }
         tape[base..base + p.inputs].copy_from_slice(inputs);
         // SAFETY: `lower` checked every slot index against `p.slots`, the length of `tape`.
-        unsafe { dispatch(&p.runs, &p.instrs, tape.as_mut_ptr()) };
+        unsafe { dispatch(&p.runs, &p.instrs, &p.lists, tape.as_mut_ptr()) };
     }
 
     /// Moves `tape` — a sweep at `old` — to `new`, running only the instructions the moved
@@ -220,13 +220,13 @@ impl Tape {
             }
             // SAFETY: `merged` holds this program's instructions (slots checked at
             // lowering against `p.slots`, the length of `tape`), its runs tiling them.
-            unsafe { dispatch(&merged.runs, &merged.instrs, tape.as_mut_ptr()) };
+            unsafe { dispatch(&merged.runs, &merged.instrs, &p.lists, tape.as_mut_ptr()) };
             return merged.instrs.len();
         }
         for part in moved().filter_map(|i| reach.inputs[i].as_ref()) {
             // SAFETY: `part` holds this program's instructions (slots checked at lowering
             // against `p.slots`, the length of `tape`), its runs tiling them.
-            unsafe { dispatch(&part.runs, &part.instrs, tape.as_mut_ptr()) };
+            unsafe { dispatch(&part.runs, &part.instrs, &p.lists, tape.as_mut_ptr()) };
         }
         total
     }
@@ -251,8 +251,10 @@ impl Tape {
         let base = p.consts.len();
         // consumers[slot] = instructions reading `slot` (CSR over slots).
         let mut start = vec![0u32; p.slots + 1];
+        let mut used: Vec<u32> = Vec::new();
         for (k, i) in p.instrs.iter().enumerate() {
-            let used = &i.args[..self.codes[k].arity()];
+            used.clear();
+            used.extend(p.reads(self.codes[k], i));
             for (j, &a) in used.iter().enumerate() {
                 if !used[..j].contains(&a) {
                     start[a as usize + 1] += 1;
@@ -265,7 +267,8 @@ impl Tape {
         let mut fill = start.clone();
         let mut consumers = vec![0u32; start[p.slots] as usize];
         for (k, i) in p.instrs.iter().enumerate() {
-            let used = &i.args[..self.codes[k].arity()];
+            used.clear();
+            used.extend(p.reads(self.codes[k], i));
             for (j, &a) in used.iter().enumerate() {
                 if !used[..j].contains(&a) {
                     consumers[fill[a as usize] as usize] = k as u32;
