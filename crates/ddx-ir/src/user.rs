@@ -601,3 +601,107 @@ pub fn unsupported(tag: f64, what: &'static str) -> Error {
         problem: UserProblem::Unsupported(what),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{build, var, Graph, Node, SymbolId};
+
+    /// The part numbering is one-to-one for every arity, and for one or two arguments it
+    /// is the layout the tags had before functions of more arguments (0–6).
+    #[test]
+    fn parts_number_one_to_one() {
+        for arity in 1..=12 {
+            let k = arity.max(2);
+            let mut all = vec![Part::Value, Part::Third];
+            all.extend((0..k).map(Part::First));
+            all.extend((0..k).flat_map(|j| (0..=j).map(move |i| Part::Second(i, j))));
+            let mut numbers: Vec<u64> = all.iter().map(|p| p.number(arity)).collect();
+            for (p, &n) in all.iter().zip(&numbers) {
+                assert_eq!(Part::of(n, arity), Some(*p), "arity {arity}");
+            }
+            numbers.sort_unstable();
+            assert_eq!(numbers, (0..all.len() as u64).collect::<Vec<_>>());
+            assert_eq!(Part::of(all.len() as u64, arity), None);
+        }
+        let old = [
+            Part::Value,
+            Part::First(0),
+            Part::First(1),
+            Part::Second(0, 0),
+            Part::Second(0, 1),
+            Part::Second(1, 1),
+            Part::Third,
+        ];
+        for arity in [1, 2] {
+            for (n, p) in old.iter().enumerate() {
+                assert_eq!(p.number(arity), n as u64);
+            }
+        }
+        assert!(MAX_ARITY * (MAX_ARITY + 1) / 2 + MAX_ARITY + 2 <= PARTS as usize);
+    }
+
+    fn sum3() -> UserFunction {
+        UserFunction::new("sum3", 3, |x| x[0] + x[1] + x[2], |_, g| g.fill(1.0)).unwrap()
+    }
+
+    /// A call of three arguments is `call(tag, a, pack(b, c))`: the graph verifies, the
+    /// arguments read back in order, a pack of constants stays a node, and its partials'
+    /// names print.
+    #[test]
+    fn a_call_reads_its_arguments_through_a_pack_chain() {
+        let f = sum3();
+        let m = build(|| vec![f.call(&[var("x"), 2.0.into(), 3.0.into()])]).unwrap();
+        let g = m.graph();
+        assert!(crate::verify(g, 1, 0).is_empty(), "{:?}", crate::verify(g, 1, 0));
+        let call = m.outputs()[0];
+        assert!(g.is_packed_call(call));
+        let args: Vec<Option<f64>> = g.call_args(call).map(|a| g.constant_of(a)).collect();
+        assert_eq!(args, [None, Some(2.0), Some(3.0)]);
+        assert_eq!(g.eval_reference(&[call], &[1.0], &[]), [6.0]);
+        let tag = g.constant_of(g.node(call).args()[0]).unwrap();
+        let d2 = partial_tag(tag, 2).unwrap();
+        assert_eq!(describe(d2), Some(("sum3_d2".into(), 3)));
+        let d12 = partial_tag(d2, 1).unwrap();
+        assert_eq!(describe(d12), Some(("sum3_d12".into(), 3)));
+        assert_eq!(partial_tag(tag, 3), None);
+        assert_eq!(call_slice(d2, &[1.0, 2.0, 3.0]), 1.0);
+        // The second partial was not given: NaN, recorded.
+        let _ = take_failure();
+        assert!(call_slice(d12, &[1.0, 2.0, 3.0]).is_nan());
+        assert!(take_failure().is_some());
+        // The wrong number of values: NaN, recorded.
+        assert!(call_slice(tag, &[1.0, 2.0]).is_nan());
+        assert!(take_failure().is_some());
+    }
+
+    /// A pack anywhere but a call's or a pack's last operand is a violation.
+    #[test]
+    fn a_misplaced_pack_is_a_violation() {
+        let mut g = Graph::new();
+        let x = g.symbol(SymbolId(0));
+        let y = g.symbol(SymbolId(1));
+        let p = g.binary(Op::Pack, x, y);
+        assert!(crate::verify(&g, 2, 0).is_empty());
+        let _ = g.binary(Op::Add, p, x);
+        let v = crate::verify(&g, 2, 0);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].what.contains("a pack is argument 0 of add"), "{v:?}");
+        let _ = g.binary(Op::Pack, p, y);
+        assert_eq!(crate::verify(&g, 2, 0).len(), 2);
+        assert!(matches!(g.node(p), Node::Apply(Op::Pack, _)));
+    }
+
+    /// Calling through the JIT's entry reads `k` values from a pointer.
+    #[test]
+    fn call_n_reads_k_values() {
+        let f = sum3();
+        let x = [1.0, 2.0, 4.0];
+        // SAFETY: three values.
+        let v = unsafe { call_n(f.value_tag(), x.as_ptr(), 3) };
+        assert_eq!(v, 7.0);
+        // SAFETY: as above (through the table's entry).
+        let t = unsafe { (crate::math::MATH_TABLE.call_n[0])(f.value_tag(), x.as_ptr(), 3) };
+        assert_eq!(t, 7.0);
+    }
+}
