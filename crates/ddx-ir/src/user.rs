@@ -271,7 +271,11 @@ pub(crate) fn call_tagged(tag: f64, args: &[Expr]) -> Expr {
         let b = args.get(1).copied().unwrap_or(Expr::from(0.0));
         return builder::apply(Op::Call, &[t, args[0], b]);
     }
-    if let Some(x) = args.iter().map(Expr::as_constant).collect::<Option<Vec<f64>>>() {
+    if let Some(x) = args
+        .iter()
+        .map(Expr::as_constant)
+        .collect::<Option<Vec<f64>>>()
+    {
         return builder::call_now(|| call_slice(tag, &x));
     }
     let (last, init) = args[1..].split_last().unwrap_or((&args[0], &[]));
@@ -284,11 +288,7 @@ pub(crate) fn call_tagged(tag: f64, args: &[Expr]) -> Expr {
 
 /// [`call_tagged`] in `graph`, for the parser (folded alike: a user function at constant
 /// arguments runs now, its failure recorded for the caller to take).
-pub(crate) fn call_in(
-    graph: &mut crate::Graph,
-    tag: f64,
-    args: &[crate::NodeId],
-) -> crate::NodeId {
+pub(crate) fn call_in(graph: &mut crate::Graph, tag: f64, args: &[crate::NodeId]) -> crate::NodeId {
     let t = graph.constant(tag);
     if args.len() <= 2 {
         let b = match args.get(1) {
@@ -653,7 +653,11 @@ mod tests {
         let f = sum3();
         let m = build(|| vec![f.call(&[var("x"), 2.0.into(), 3.0.into()])]).unwrap();
         let g = m.graph();
-        assert!(crate::verify(g, 1, 0).is_empty(), "{:?}", crate::verify(g, 1, 0));
+        assert!(
+            crate::verify(g, 1, 0).is_empty(),
+            "{:?}",
+            crate::verify(g, 1, 0)
+        );
         let call = m.outputs()[0];
         assert!(g.is_packed_call(call));
         let args: Vec<Option<f64>> = g.call_args(call).map(|a| g.constant_of(a)).collect();

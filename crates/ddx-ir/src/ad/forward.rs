@@ -90,13 +90,13 @@ pub fn forward_with(
             Node::Apply(op, args) => {
                 let mut terms = Terms::new();
                 // A call's operands run through its pack chain (a pack has none).
-                let packed = matches!(op, Op::Call | Op::Pack);
-                if packed {
+                if matches!(op, Op::Call | Op::Pack) {
                     graph.operands_into(id, &mut operands);
+                } else {
+                    operands.clear();
+                    operands.extend_from_slice(&args[..op.arity()]);
                 }
-                let n = if packed { operands.len() } else { op.arity() };
-                for k in 0..n {
-                    let a = &if packed { operands[k] } else { args[k] };
+                for (k, a) in operands.iter().enumerate() {
                     if let Some(t) = tangent[a.index()].clone() {
                         let mut edge = flow(graph, id, k, t.value);
                         if zeros == Zeros::Skip {

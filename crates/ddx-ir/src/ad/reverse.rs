@@ -71,17 +71,14 @@ impl Sweep {
                 }
                 Node::Apply(op, args) => {
                     // A call's operands run through its pack chain (a pack has none).
-                    let packed = matches!(op, Op::Call | Op::Pack);
-                    if packed {
-                        graph.operands_into(id, &mut self.operands);
-                    }
-                    let n = if packed {
-                        self.operands.len()
+                    let mut ops = std::mem::take(&mut self.operands);
+                    if matches!(op, Op::Call | Op::Pack) {
+                        graph.operands_into(id, &mut ops);
                     } else {
-                        op.arity()
-                    };
-                    for k in 0..n {
-                        let a = &if packed { self.operands[k] } else { args[k] };
+                        ops.clear();
+                        ops.extend_from_slice(&args[..op.arity()]);
+                    }
+                    for (k, a) in ops.iter().enumerate() {
                         if matches!(graph.node(*a), Node::Const(_) | Node::Seed(_)) {
                             continue;
                         }
@@ -90,6 +87,7 @@ impl Sweep {
                             self.add(a.index(), t);
                         }
                     }
+                    self.operands = ops;
                 }
                 Node::Const(_) | Node::Seed(_) => {}
             }

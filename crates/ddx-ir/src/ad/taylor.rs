@@ -154,10 +154,8 @@ pub fn expand(
                         .iter()
                         .map(|a| &coef[a.index() * w..(a.index() + 1) * w])
                         .collect();
-                    let c = inherited.map_or_else(
-                        || call_packed(tag, &a, &x, value).ok_or(Op::Call),
-                        Err,
-                    );
+                    let c = inherited
+                        .map_or_else(|| call_packed(tag, &a, &x, value).ok_or(Op::Call), Err);
                     c.unwrap_or_else(|at| {
                         failed[i] = Some(at);
                         let mut c = vec![f64::NAN; w];
@@ -505,14 +503,16 @@ fn call_packed(tag: f64, a: &[&[f64]], x: &[f64], value: f64) -> Option<Vec<f64>
         if w > 2 {
             let h = |i: usize, j: usize| part(d[i].and_then(|t| crate::user::partial_tag(t, j)));
             let k = a.len();
-            let quad = sum(&mut (0..k).flat_map(|i| (i..k).map(move |j| (i, j))).map(|(i, j)| {
-                let (u, v) = (a[i][1], a[j][1]);
-                if i == j {
-                    h(i, i) * u * u
-                } else {
-                    2.0 * h(i, j) * u * v
-                }
-            }));
+            let quad = sum(&mut (0..k)
+                .flat_map(|i| (i..k).map(move |j| (i, j)))
+                .map(|(i, j)| {
+                    let (u, v) = (a[i][1], a[j][1]);
+                    if i == j {
+                        h(i, i) * u * u
+                    } else {
+                        2.0 * h(i, j) * u * v
+                    }
+                }));
             c[2] = sum(&mut g.iter().zip(a).map(|(g, a)| g * a[2])) + 0.5 * quad;
         }
     }

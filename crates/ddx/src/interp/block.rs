@@ -78,14 +78,7 @@ impl Program {
 ///
 /// # Safety
 /// As [`execute`].
-unsafe fn dispatch(
-    runs: &[Run],
-    instrs: &[Instr],
-    lists: &[u32],
-    s: *mut f64,
-    b: usize,
-    n: usize,
-) {
+unsafe fn dispatch(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b: usize, n: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
@@ -124,14 +117,7 @@ unsafe fn execute_avx2(
 /// holds `slots * b` values), `n <= b`, runs must lie inside `instrs` and every `CallN`'s
 /// list inside `lists`, and no destination may equal one of its operands.
 #[inline(always)]
-unsafe fn execute(
-    runs: &[Run],
-    instrs: &[Instr],
-    lists: &[u32],
-    s: *mut f64,
-    b: usize,
-    n: usize,
-) {
+unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b: usize, n: usize) {
     // SAFETY (all three): the caller's contract makes every block in bounds, and the
     // destination block disjoint from the operand blocks.
     let block = |slot: u32| unsafe { std::slice::from_raw_parts(s.add(slot as usize * b), n) };
@@ -221,7 +207,11 @@ unsafe fn execute(
                         x.clear();
                         // SAFETY: every listed slot's block is in bounds (the caller's
                         // contract) and `p < n`.
-                        x.extend(slots.iter().map(|&slot| unsafe { *s.add(slot as usize * b + p) }));
+                        x.extend(
+                            slots
+                                .iter()
+                                .map(|&slot| unsafe { *s.add(slot as usize * b + p) }),
+                        );
                         *d = ddx_ir::user::call_slice(tag[p], &x);
                     }
                 }

@@ -706,10 +706,9 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             }
             let t = scalar(e, tag);
             let addr = e.b.ins().stack_addr(e.ptr, slot, 0);
-            let inst = e
-                .b
-                .ins()
-                .call_indirect(e.math.call_n, callee, &[t, addr, count]);
+            let inst =
+                e.b.ins()
+                    .call_indirect(e.math.call_n, callee, &[t, addr, count]);
             e.b.inst_results(inst)[0]
         };
         if self.width == 1 {

@@ -294,7 +294,11 @@ fn k_argument_user_calls_agree_with_the_interpreter_to_the_bit() {
         vec![c + x, a * b]
     })
     .unwrap();
-    assert!(model.graph().nodes().iter().any(|n| n.op() == Some(Op::Pack)));
+    assert!(model
+        .graph()
+        .nodes()
+        .iter()
+        .any(|n| n.op() == Some(Op::Pack)));
     let mut rng = Rng(17);
     check_model(&model, &mut rng, &[1, 3, 33]).unwrap();
     for per in [2, 5] {
