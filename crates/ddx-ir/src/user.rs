@@ -336,11 +336,11 @@ impl Functions {
         Self::default()
     }
 
-    /// Adds `f` under its name. Adding a *different* function (another registration, even
-    /// of equal code, or the same one [`UserFunction::with_second`]) under a name already
-    /// taken keeps the first and makes every parse with this set fail
+    /// Adds `f` under its name. Adding a *different* function under a name already taken
+    /// (another registration, even of the same code, and so also `f` and
+    /// `f.with_second(…)`) keeps the first and makes every parse with this set fail
     /// ([`Functions::check`]): which of the two a text means would otherwise be a silent
-    /// choice. Adding the same function again changes nothing.
+    /// choice. Adding the same function (a clone) again changes nothing.
     pub fn add(&mut self, f: &UserFunction) -> &mut Self {
         match self.by_name.get(f.name()) {
             Some(old) if old.id != f.id => {

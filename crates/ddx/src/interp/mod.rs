@@ -342,18 +342,26 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
             Code::MulSub => each!(r, |a| a(0) * a(1) - a(2)),
             Code::SubMul => each!(r, |a| a(2) - a(0) * a(1)),
             Code::CallN => {
-                let mut x: Vec<f64> = Vec::new();
+                // The arguments gathered on the stack (a few) or in one buffer per run.
+                let mut heap: Vec<f64> = Vec::new();
                 // SAFETY: runs lie inside `instrs`, every list inside `lists`, and every
                 // slot index is in bounds (all checked at lowering).
                 for i in unsafe { instrs.get_unchecked(r.start as usize..r.end as usize) } {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
-                    x.clear();
-                    for &slot in unsafe { lists.get_unchecked(start..start + k) } {
-                        x.push(unsafe { *s.add(slot as usize) });
+                    let mut stack = [0.0f64; 8];
+                    let x: &mut [f64] = if k <= stack.len() {
+                        &mut stack[..k]
+                    } else {
+                        heap.resize(k, 0.0);
+                        &mut heap[..]
+                    };
+                    let list = unsafe { lists.get_unchecked(start..start + k) };
+                    for (xj, &slot) in x.iter_mut().zip(list) {
+                        *xj = unsafe { *s.add(slot as usize) };
                     }
                     unsafe {
                         let tag = *s.add(i.args[0] as usize);
-                        *s.add(i.dst as usize) = ddx_ir::user::call_slice(tag, &x);
+                        *s.add(i.dst as usize) = ddx_ir::user::call_slice(tag, x);
                     }
                 }
             }
