@@ -190,7 +190,8 @@ pub(crate) fn apply(op: Op, args: &[Expr]) -> Expr {
         record(p.error());
         return Expr(Repr::Poison(p));
     }
-    if args.iter().all(|a| matches!(a.0, Repr::Const(_))) {
+    // A pack has no value: one of constants stays a node (for the call reading it).
+    if op != Op::Pack && args.iter().all(|a| matches!(a.0, Repr::Const(_))) {
         let mut x = [0.0; 3];
         for (xi, a) in x.iter_mut().zip(args) {
             if let Repr::Const(v) = a.0 {
@@ -200,13 +201,7 @@ pub(crate) fn apply(op: Op, args: &[Expr]) -> Expr {
         if op != Op::Call {
             return Expr(Repr::Const(math::eval(op, &x)));
         }
-        // A user function at constant arguments runs now: its failure fails the build.
-        let _ = crate::user::take_failure();
-        let v = math::eval(op, &x);
-        if let Some(e) = crate::user::take_failure() {
-            record(e);
-        }
-        return Expr(Repr::Const(v));
+        return call_now(|| math::eval(op, &x));
     }
     STACK.with(|s| {
         let mut s = s.borrow_mut();
@@ -245,6 +240,16 @@ pub(crate) fn apply(op: Op, args: &[Expr]) -> Expr {
             id,
         })
     })
+}
+
+/// A user function at constant arguments, run now by `run`: its failure fails the build.
+pub(crate) fn call_now(run: impl FnOnce() -> f64) -> Expr {
+    let _ = crate::user::take_failure();
+    let v = run();
+    if let Some(e) = crate::user::take_failure() {
+        record(e);
+    }
+    Expr(Repr::Const(v))
 }
 
 /// Records `e` as the innermost arena's error, if it has none yet (so the model's build

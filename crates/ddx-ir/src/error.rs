@@ -54,7 +54,8 @@ impl fmt::Display for VectorRole {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UserProblem {
-    /// It was registered with this many arguments; 1 or 2 are taken.
+    /// It was registered with this many arguments; 1 to [`crate::user::MAX_ARITY`] are
+    /// taken.
     Arity(usize),
     /// Its name is not an identifier, or is a built-in function's.
     Name,
@@ -69,12 +70,19 @@ pub enum UserProblem {
     NotGiven(usize),
     /// What cannot hold one: saving, the device, emitted source, the kernel cache.
     Unsupported(&'static str),
+    /// Two different functions of this name were given to one parse (a
+    /// [`crate::Functions`] set, or a Python `functions=` list).
+    Duplicate,
 }
 
 impl fmt::Display for UserProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            UserProblem::Arity(k) => write!(f, "a user function takes 1 or 2 arguments, not {k}"),
+            UserProblem::Arity(k) => write!(
+                f,
+                "a user function takes 1 to {} arguments, not {k}",
+                crate::user::MAX_ARITY
+            ),
             UserProblem::Name => f.write_str(
                 "the name must be an identifier (ASCII letters, digits, `_`) and no built-in \
                  function's",
@@ -91,6 +99,10 @@ impl fmt::Display for UserProblem {
                 "the call needs partials of order {k}; user functions give at most 2"
             ),
             UserProblem::Unsupported(what) => write!(f, "{what} cannot hold a user function"),
+            UserProblem::Duplicate => f.write_str(
+                "two different functions of this name were given to one parse; give each \
+                 name once",
+            ),
         }
     }
 }

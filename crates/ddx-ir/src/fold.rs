@@ -31,6 +31,10 @@ fn negated(graph: &Graph, id: NodeId) -> Option<NodeId> {
 
 /// What `op(args)` folds to, or `None` when it must be made as a node.
 pub fn fold(graph: &Graph, op: Op, args: &[NodeId]) -> Option<Folded> {
+    if op == Op::Pack {
+        // No value of its own (the call reading it folds, or not, as a whole).
+        return None;
+    }
     let consts: Vec<Option<f64>> = args.iter().map(|&a| graph.constant_of(a)).collect();
     if consts.iter().all(Option::is_some) {
         let mut x = [0.0; 3];

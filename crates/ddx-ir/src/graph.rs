@@ -391,6 +391,48 @@ impl Graph {
         (out, roots)
     }
 
+    /// The arguments of the user-function call `id` ([`Op::Call`]) in order, read through
+    /// its [`Op::Pack`] chain: `a, b` for `call(tag, a, b)` (`b` the constant `0` for a
+    /// function of one argument), `a₁, …, a_k` for `call(tag, a₁, pack(a₂, … a_k))`.
+    /// Empty for a node that is not a call.
+    pub fn call_args(&self, id: NodeId) -> CallArgs<'_> {
+        let (first, rest) = match *self.node(id) {
+            Node::Apply(Op::Call, args) => (Some(args[1]), Some(args[2])),
+            _ => (None, None),
+        };
+        CallArgs {
+            graph: self,
+            first,
+            rest,
+        }
+    }
+
+    /// Whether `id` is a call of a function of three or more arguments (its last operand
+    /// an [`Op::Pack`] chain), which engines evaluate through [`crate::user::call_slice`].
+    pub fn is_packed_call(&self, id: NodeId) -> bool {
+        match *self.node(id) {
+            Node::Apply(Op::Call, args) => matches!(self.node(args[2]), Node::Apply(Op::Pack, _)),
+            _ => false,
+        }
+    }
+
+    /// The operands node `id`'s value is computed from, numbered as its AD rule
+    /// ([`crate::ad::rules::flow`]) numbers them, into `out` (cleared first): an
+    /// operation's arguments; a call's tag and then its arguments through the pack chain
+    /// ([`Graph::call_args`]); nothing for a pack (which has no value of its own) or a
+    /// leaf.
+    pub fn operands_into(&self, id: NodeId, out: &mut Vec<NodeId>) {
+        out.clear();
+        match *self.node(id) {
+            Node::Apply(Op::Pack, _) => {}
+            Node::Apply(Op::Call, args) => {
+                out.push(args[0]);
+                out.extend(self.call_args(id));
+            }
+            ref n => out.extend_from_slice(n.args()),
+        }
+    }
+
     /// How many nodes `roots` reach (the work an evaluation of them does).
     pub fn reach(&self, roots: &[NodeId]) -> usize {
         let mut live = vec![false; self.nodes.len()];
@@ -421,6 +463,13 @@ impl Graph {
                 Node::Const(c) => c.value(),
                 Node::Symbol(s) => symbols[s.index()],
                 Node::Seed(s) => seeds[s.index()],
+                Node::Apply(Op::Call, args) if self.is_packed_call(NodeId::from_index(i)) => {
+                    let x: Vec<f64> = self
+                        .call_args(NodeId::from_index(i))
+                        .map(|a| v[a.index()])
+                        .collect();
+                    crate::user::call_slice(v[args[0].index()], &x)
+                }
                 Node::Apply(op, args) => {
                     let mut x = [0.0; 3];
                     for (xi, a) in x.iter_mut().zip(&args[..op.arity()]) {
@@ -431,6 +480,32 @@ impl Graph {
             };
         }
         roots.iter().map(|r| v[r.index()]).collect()
+    }
+}
+
+/// The arguments of a call, read through its pack chain ([`Graph::call_args`]).
+#[derive(Clone, Debug)]
+pub struct CallArgs<'g> {
+    graph: &'g Graph,
+    first: Option<NodeId>,
+    rest: Option<NodeId>,
+}
+
+impl Iterator for CallArgs<'_> {
+    type Item = NodeId;
+
+    fn next(&mut self) -> Option<NodeId> {
+        if let Some(a) = self.first.take() {
+            return Some(a);
+        }
+        let r = self.rest.take()?;
+        match *self.graph.node(r) {
+            Node::Apply(Op::Pack, args) => {
+                self.rest = Some(args[1]);
+                Some(args[0])
+            }
+            _ => Some(r),
+        }
     }
 }
 

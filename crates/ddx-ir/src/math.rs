@@ -283,6 +283,8 @@ pub fn eval(op: crate::Op, args: &[f64]) -> f64 {
         Fma => fma(a, args[1], args[2]),
         Call => crate::user::call(a, args[1], args[2]),
         Hold => a,
+        // No value of its own: engines read a pack's arguments through the call.
+        Pack => f64::NAN,
         _ => match (unary_fn(op), binary_fn(op)) {
             (Some(f), _) => f(a),
             (_, Some(f)) => f(a, args[1]),
@@ -313,7 +315,13 @@ pub struct MathTable {
     pub more_binary: [BinaryFn; 1],
     /// Ternary operations added later: a user function's call ([`crate::user::call`]).
     pub more_ternary: [TernaryFn; 1],
+    /// The call of a user function of three or more arguments from a pointer to them
+    /// ([`crate::user::call_n`]), at [`MathTable::CALL_N`].
+    pub call_n: [CallNFn; 1],
 }
+
+/// [`crate::user::call_n`]'s type: `(tag, args, k)`, `args` pointing to `k` values.
+pub type CallNFn = unsafe extern "C" fn(f64, *const f64, usize) -> f64;
 
 impl MathTable {
     /// The unary operations in table order.
@@ -335,6 +343,10 @@ impl MathTable {
     pub const MORE_BINARY_OPS: [crate::Op; 1] = [crate::Op::Powi];
     /// The ternary operations appended later, in table order.
     pub const MORE_TERNARY_OPS: [crate::Op; 1] = [crate::Op::Call];
+
+    /// The entry index (in pointer-sized words from the table's start) of
+    /// [`MathTable::call_n`]: after every operation's.
+    pub const CALL_N: usize = 26;
 
     /// The entry index (in pointer-sized words from the table's start) of `op`'s function,
     /// or `None` when the table has none (engines always inline those).
@@ -369,6 +381,7 @@ pub static MATH_TABLE: MathTable = MathTable {
     more_unary: [log1p, expm1, log2],
     more_binary: [powi],
     more_ternary: [crate::user::call],
+    call_n: [crate::user::call_n],
 };
 
 #[cfg(test)]
@@ -405,9 +418,14 @@ mod tests {
             (MATH_TABLE.more_ternary[0])(-1.0, 2.0, 3.0).to_bits(),
             crate::user::call(-1.0, 2.0, 3.0).to_bits()
         );
+        // The call of three or more arguments, appended after every operation's entry.
+        assert_eq!(
+            std::mem::offset_of!(MathTable, call_n),
+            MathTable::CALL_N * std::mem::size_of::<usize>()
+        );
         assert_eq!(
             std::mem::size_of::<MathTable>(),
-            26 * std::mem::size_of::<usize>()
+            27 * std::mem::size_of::<usize>()
         );
         assert_eq!(MathTable::slot(Op::Add), None);
         assert_eq!(MathTable::slot(Op::Recip), None);

@@ -103,7 +103,8 @@ pub enum Op {
     /// differentiated (its derivative is `0`, as for `sign`).
     Powi,
     /// `call(tag, a, b)`: a user function's value or partial at `(a, b)`
-    /// ([`crate::user`]); `tag` is a constant naming which. Made only by
+    /// ([`crate::user`]); `tag` is a constant naming which. For a function of `k ≥ 3`
+    /// arguments `b` is an [`Op::Pack`] chain holding the other `k − 1`. Made only by
     /// [`crate::UserFunction::call`], the parser given user functions and the AD rule of a
     /// call; not in [`Op::ALL`] (no text spells it, no random graph holds it, no archive
     /// stores it).
@@ -114,6 +115,16 @@ pub enum Op {
     /// model and contracted lane comes out of, so no engine ever meets it; not in
     /// [`Op::ALL`] (no text spells it, no random graph holds it, no archive stores it).
     Hold,
+    /// `pack(a, rest)`: no value of its own; the arguments after the first of a call of a
+    /// user function of three or more arguments, as a chain
+    /// `pack(a₂, pack(a₃, … pack(a_{k−1}, a_k)))` that is the last operand of an
+    /// [`Op::Call`] (and only there: [`crate::verify`] checks it), so that
+    /// [`crate::Node::args`] stays every node's true dependency list.
+    /// [`crate::Graph::call_args`] reads a call's arguments through it; engines evaluate
+    /// no pack on its own, only the call reading it, and no pack of constants folds. Made
+    /// only by [`crate::UserFunction::call`] and the parser given user functions; not in
+    /// [`Op::ALL`].
+    Pack,
 }
 
 /// How an operation prints, and how tightly it binds.
@@ -228,6 +239,7 @@ impl Op {
             Op::Powi => "powi",
             Op::Call => "call",
             Op::Hold => "hold",
+            Op::Pack => "pack",
         }
     }
 
@@ -273,7 +285,8 @@ impl Op {
             | Op::Le
             | Op::Eq
             | Op::Ne
-            | Op::Powi => 2,
+            | Op::Powi
+            | Op::Pack => 2,
             Op::Select | Op::Fma | Op::Call => 3,
         }
     }

@@ -2,7 +2,7 @@
 //! node. Passes run it between steps in debug builds and tests, and [`Graph::from_nodes`]
 //! runs the same per-node check on nodes read from outside (a saved equation).
 
-use crate::{Graph, Node, NodeId};
+use crate::{Graph, Node, NodeId, Op};
 use std::fmt;
 
 /// One broken invariant.
@@ -61,10 +61,18 @@ pub(crate) fn node_violation(
             if let Some(a) = args.iter().find(|a| a.index() >= i) {
                 return Some(format!("argument {a} is not earlier"));
             }
-            if args.iter().all(|a| before[a.index()].constant().is_some()) {
+            if op != Op::Pack && args.iter().all(|a| before[a.index()].constant().is_some()) {
                 return Some(format!("{op} of constants was not folded"));
             }
-            None
+            // A pack is only a call's last operand or a pack's, and never its first.
+            let tail = match op {
+                Op::Call | Op::Pack => args.len() - 1,
+                _ => usize::MAX,
+            };
+            args.iter()
+                .enumerate()
+                .find(|&(k, a)| k != tail && before[a.index()].op() == Some(Op::Pack))
+                .map(|(k, _)| format!("a pack is argument {k} of {op}"))
         }
         _ => None,
     }

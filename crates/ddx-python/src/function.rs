@@ -9,8 +9,9 @@
 //! of user code: the thread making a single-point call already holds it; batch calls run
 //! with it released, so their worker threads take it in turn (a batch through a Python
 //! function runs at the speed of one thread). The interpreter and the JIT reach these
-//! closures through the one entry `ddx_ir::user::call`, so both engines call the same
-//! Python code with the same arguments and agree to the bit.
+//! closures through the same entries (`ddx_ir::user::call` for one or two arguments,
+//! `call_slice`/`call_n` for more), so both engines call the same Python code with the
+//! same arguments and agree to the bit.
 //!
 //! **Failures.** A Python exception raised by user code (or an answer that is not the
 //! numbers asked for) is reported with [`ddx::ir::user::report`] and the closure returns
@@ -124,14 +125,17 @@ fn not_callable(role: &str, obj: &Bound<'_, PyAny>) -> PyErr {
     ))
 }
 
-/// Registers the user function `name` of `arity` (1 or 2) arguments: `value(*x)` answers
-/// its value (a float), `first(*x)` its `arity` first partials (a sequence; a float when
-/// `arity` is 1) and `second(*x)`, when given, its `arity × arity` second partials (nested
-/// or flat, row-major; a float when `arity` is 1). Each is called with the GIL, with one
-/// float per argument; they must be pure (a call may run any number of times).
+/// Registers the user function `name` of `arity` arguments (1 to
+/// [`ddx::ir::user::MAX_ARITY`]): `value(*x)` answers its value (a float), `first(*x)` its
+/// `arity` first partials (a sequence; a float when `arity` is 1) and `second(*x)`, when
+/// given, its `arity × arity` second partials (nested or flat, row-major, symmetric; a
+/// float when `arity` is 1). Each is called with the GIL, with one float per argument;
+/// they must be pure (a call may run any number of times, and each call of a partial runs
+/// the whole `first` or `second` and keeps one entry).
 ///
-/// Raises `ddx.Error` `user_function` for an arity other than 1 or 2, or a name that is not
-/// an identifier or is a built-in function's; `TypeError` when a callable is not.
+/// Raises `ddx.Error` `user_function` for an arity of 0 or above the maximum, or a name
+/// that is not an identifier or is a built-in function's; `TypeError` when a callable is
+/// not.
 #[pyfunction]
 #[pyo3(signature = (name, arity, value, first, second = None))]
 fn function(
@@ -153,12 +157,12 @@ fn function(
             }
         }
     }
-    // 1 or 2 (checked by `UserFunction::new`); past that range here, too large or negative.
+    // 0 is refused by `UserFunction::new`; too large or negative here.
     let arity = arity.within(
         py,
         "ddx.function",
         "arity",
-        usize::from(u8::MAX),
+        ddx::ir::user::MAX_ARITY,
         ddx::Errc::UserFunction,
         "an argument count",
     )?;
@@ -242,7 +246,9 @@ impl Function {
     }
 }
 
-/// The registry the text parser reads: each function under its name.
+/// The registry the text parser reads: each function under its name. Two different
+/// functions of one name make the parse fail with `user_function`
+/// ([`ddx::ir::Functions::check`]); the same function twice is one.
 pub(crate) fn registry(functions: &[Bound<'_, Function>]) -> ddx::ir::Functions {
     let mut r = ddx::ir::Functions::new();
     for f in functions {

@@ -64,9 +64,11 @@ def test_the_function_object() -> None:
     assert "xexp" in repr(XEXP)
     with pytest.raises(TypeError):
         ddx.Function()
-    with pytest.raises(ddx.Error) as e:
-        ddx.function("three", 3, lambda *a: 0.0, lambda *a: (0.0, 0.0, 0.0))
-    assert e.value.code == ddx.errc.user_function
+    # Any arity from 1 to 256 (issue 17): 0 and 257 are refused.
+    for arity in (0, 257):
+        with pytest.raises(ddx.Error) as e:
+            ddx.function("many", arity, lambda *a: 0.0, lambda *a: (0.0,) * arity)
+        assert e.value.code == ddx.errc.user_function
     with pytest.raises(ddx.Error) as e:
         ddx.function("sin", 1, math.sin, math.cos)
     assert e.value.code == ddx.errc.user_function

@@ -73,6 +73,7 @@ pub fn forward_with(
         }
     }
     let mut tangent: Vec<Option<Term>> = vec![None; top];
+    let mut operands: Vec<NodeId> = Vec::new();
     for i in 0..top {
         if !needed[i] {
             continue;
@@ -88,7 +89,14 @@ pub fn forward_with(
                 .map(Term::plain),
             Node::Apply(op, args) => {
                 let mut terms = Terms::new();
-                for (k, a) in args[..op.arity()].iter().enumerate() {
+                // A call's operands run through its pack chain (a pack has none).
+                if matches!(op, Op::Call | Op::Pack) {
+                    graph.operands_into(id, &mut operands);
+                } else {
+                    operands.clear();
+                    operands.extend_from_slice(&args[..op.arity()]);
+                }
+                for (k, a) in operands.iter().enumerate() {
                     if let Some(t) = tangent[a.index()].clone() {
                         let mut edge = flow(graph, id, k, t.value);
                         if zeros == Zeros::Skip {

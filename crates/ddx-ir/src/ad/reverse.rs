@@ -13,7 +13,7 @@
 use super::guard::{combine, mask, Term, Terms};
 use super::rules::flow;
 use super::Deriv;
-use crate::{Graph, Node, NodeId};
+use crate::{Graph, Node, NodeId, Op};
 use std::collections::BinaryHeap;
 
 /// Pulls `seeds` down `graph` and answers the adjoint of each of `symbols` symbols.
@@ -33,6 +33,8 @@ pub struct Sweep {
     terms: Vec<Terms>,
     /// The indices of nodes with pending terms, each once.
     pending: BinaryHeap<usize>,
+    /// The operands of the call being swept ([`Graph::operands_into`]).
+    operands: Vec<NodeId>,
 }
 
 impl Sweep {
@@ -68,7 +70,15 @@ impl Sweep {
                     }
                 }
                 Node::Apply(op, args) => {
-                    for (k, a) in args[..op.arity()].iter().enumerate() {
+                    // A call's operands run through its pack chain (a pack has none).
+                    let mut ops = std::mem::take(&mut self.operands);
+                    if matches!(op, Op::Call | Op::Pack) {
+                        graph.operands_into(id, &mut ops);
+                    } else {
+                        ops.clear();
+                        ops.extend_from_slice(&args[..op.arity()]);
+                    }
+                    for (k, a) in ops.iter().enumerate() {
                         if matches!(graph.node(*a), Node::Const(_) | Node::Seed(_)) {
                             continue;
                         }
@@ -77,6 +87,7 @@ impl Sweep {
                             self.add(a.index(), t);
                         }
                     }
+                    self.operands = ops;
                 }
                 Node::Const(_) | Node::Seed(_) => {}
             }

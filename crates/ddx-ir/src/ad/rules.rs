@@ -340,6 +340,8 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             }
             None => Flow::Zero,
         },
+        // No value of its own: a call's rule flows to the pack's arguments directly.
+        Op::Pack => Flow::Zero,
         Op::Fma => match i {
             0 => scale(g, s, b),
             1 => scale(g, s, a),

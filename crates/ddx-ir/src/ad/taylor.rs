@@ -134,6 +134,36 @@ pub fn expand(
                 }
                 c
             }
+            // No value of its own: the call reading it reads its arguments.
+            Node::Apply(Op::Pack, _) => constant(f64::NAN, w),
+            Node::Apply(Op::Call, args) if graph.is_packed_call(NodeId::from_index(i)) => {
+                let leaves: Vec<NodeId> = graph.call_args(NodeId::from_index(i)).collect();
+                let x: Vec<f64> = leaves.iter().map(|a| coef[a.index() * w]).collect();
+                let tag = coef[args[0].index() * w];
+                let value = crate::user::call_slice(tag, &x);
+                moves[i] = leaves.iter().any(|a| moves[a.index()]);
+                if !moves[i] || degree == 0 {
+                    constant(value, w)
+                } else {
+                    let inherited = leaves
+                        .iter()
+                        .filter(|a| moves[a.index()])
+                        .find_map(|a| failed[a.index()]);
+                    deg[i] = FULL;
+                    let a: Vec<&[f64]> = leaves
+                        .iter()
+                        .map(|a| &coef[a.index() * w..(a.index() + 1) * w])
+                        .collect();
+                    let c = inherited
+                        .map_or_else(|| call_packed(tag, &a, &x, value).ok_or(Op::Call), Err);
+                    c.unwrap_or_else(|at| {
+                        failed[i] = Some(at);
+                        let mut c = vec![f64::NAN; w];
+                        c[0] = value;
+                        c
+                    })
+                }
+            }
             Node::Apply(op, args) => {
                 let args = &args[..op.arity()];
                 let mut x = [0.0; 3];
@@ -414,6 +444,8 @@ fn apply(
         Op::Atan2 => atan2(a[0], a[1]).ok_or(op)?,
         Op::Hypot => hypot(a[0], a[1], value),
         Op::Call => call(a, value).ok_or(op)?,
+        // Never expanded (`expand` gives a pack no coefficients of its own).
+        Op::Pack => return Err(op),
     };
     c[0] = value;
     Ok(c)
@@ -442,6 +474,46 @@ fn call(a: &[&[f64]], value: f64) -> Option<Vec<f64>> {
             c[2] = g[0] * a[1][2]
                 + g[1] * a[2][2]
                 + 0.5 * (h(0, 0) * u * u + 2.0 * h(0, 1) * u * v + h(1, 1) * v * v);
+        }
+    }
+    Some(c)
+}
+
+/// [`call`] for a function of `k ≥ 3` arguments, `a` their coefficients and `x` their
+/// values: `c₁ = Σ ∂ᵢ·aᵢ₁`, `c₂ = Σ ∂ᵢ·aᵢ₂ + ½ Σᵢ≤ⱼ (2 − δᵢⱼ) ∂ᵢⱼ·aᵢ₁·aⱼ₁`, summed in
+/// index order; `None` past degree 2.
+fn call_packed(tag: f64, a: &[&[f64]], x: &[f64], value: f64) -> Option<Vec<f64>> {
+    let w = a.first()?.len();
+    if w > 3 {
+        return None;
+    }
+    let part = |t: Option<f64>| t.map_or(0.0, |t| crate::user::call_slice(t, x));
+    let d: Vec<Option<f64>> = (0..a.len())
+        .map(|i| crate::user::partial_tag(tag, i))
+        .collect();
+    let sum = |terms: &mut dyn Iterator<Item = f64>| {
+        let first = terms.next().unwrap_or(0.0);
+        terms.fold(first, |s, t| s + t)
+    };
+    let mut c = vec![0.0; w];
+    c[0] = value;
+    if w > 1 {
+        let g: Vec<f64> = d.iter().map(|&t| part(t)).collect();
+        c[1] = sum(&mut g.iter().zip(a).map(|(g, a)| g * a[1]));
+        if w > 2 {
+            let h = |i: usize, j: usize| part(d[i].and_then(|t| crate::user::partial_tag(t, j)));
+            let k = a.len();
+            let quad = sum(&mut (0..k)
+                .flat_map(|i| (i..k).map(move |j| (i, j)))
+                .map(|(i, j)| {
+                    let (u, v) = (a[i][1], a[j][1]);
+                    if i == j {
+                        h(i, i) * u * u
+                    } else {
+                        2.0 * h(i, j) * u * v
+                    }
+                }));
+            c[2] = sum(&mut g.iter().zip(a).map(|(g, a)| g * a[2])) + 0.5 * quad;
         }
     }
     Some(c)

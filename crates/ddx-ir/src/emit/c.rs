@@ -186,7 +186,7 @@ fn expression(op: Op, a: &dyn Fn(usize) -> String, exponent: Option<f64>) -> Str
     let truth = |cond: String| format!("(({cond}) ? 1.0 : 0.0)");
     match op {
         // Refused before any expression is written (`c`).
-        Call => "NAN".into(),
+        Call | Pack => "NAN".into(),
         // Never in a lane (`Graph::extract` removes it); its value is its argument.
         Hold => a(0),
         Neg => format!("-{}", a(0)),

@@ -76,7 +76,7 @@ fn op_is_const(op: Op, exponent: impl Fn() -> Option<f64>) -> bool {
         Powi => exponent().and_then(powi_steps).is_some(),
         Sin | Cos | Tan | Exp | Log | Log10 | Sqrt | Cbrt | Asin | Acos | Atan | Sinh | Cosh
         | Tanh | Asinh | Acosh | Atanh | Erf | Atan2 | Hypot | Fma | Log1p | Expm1 | Log2
-        | Call => false,
+        | Call | Pack => false,
         // Never in a lane (`Graph::extract` removes it).
         Hold => true,
     }

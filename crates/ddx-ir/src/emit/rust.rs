@@ -192,7 +192,7 @@ fn expression(
     let truth = |cond: String| format!("if {cond} {{ 1.0 }} else {{ 0.0 }}");
     match op {
         // Refused before any expression is written (`rust`).
-        Call => "f64::NAN".into(),
+        Call | Pack => "f64::NAN".into(),
         // Never in a lane (`Graph::extract` removes it); its value is its argument.
         Hold => a(0),
         Neg => format!("-{}", a(0)),

@@ -106,8 +106,10 @@ impl Formula {
     ///
     /// # Errors
     /// As [`Formula::parse`]; a call of a user function with the wrong number of
-    /// arguments is [`Error::UserFunction`].
+    /// arguments, or a set `functions` holding two different functions of one name
+    /// ([`crate::Functions::check`]), is [`Error::UserFunction`].
     pub fn parse_with(text: &str, functions: &crate::Functions) -> Result<Formula, Error> {
+        functions.check()?;
         parser::Parser::parse_with(text, Some(functions))
     }
 
@@ -139,12 +141,7 @@ impl Formula {
                 }
                 Item::User { tag, arity } => {
                     let at = stack.len().checked_sub(arity)?;
-                    let t = sink.number(tag);
-                    let b = match arity {
-                        2 => stack[at + 1],
-                        _ => sink.number(0.0),
-                    };
-                    let v = sink.apply(Op::Call, &[t, stack[at], b]);
+                    let v = sink.call(tag, &stack[at..]);
                     stack.truncate(at);
                     v
                 }
@@ -209,6 +206,8 @@ trait Sink {
     fn number(&mut self, v: f64) -> Self::Value;
     fn name(&mut self, i: usize) -> Self::Value;
     fn apply(&mut self, op: Op, args: &[Self::Value]) -> Self::Value;
+    /// The call of the user function whose value tag is `tag` on `args` (its arity).
+    fn call(&mut self, tag: f64, args: &[Self::Value]) -> Self::Value;
 }
 
 /// Runs into a graph; names map to symbols through `symbols`.
@@ -228,6 +227,9 @@ impl Sink for GraphSink<'_> {
     fn apply(&mut self, op: Op, args: &[NodeId]) -> NodeId {
         self.graph.apply(op, args)
     }
+    fn call(&mut self, tag: f64, args: &[NodeId]) -> NodeId {
+        crate::user::call_in(self.graph, tag, args)
+    }
 }
 
 /// Runs into the model closure's arena, through the same path as `Expr` arithmetic.
@@ -246,6 +248,9 @@ impl Sink for ExprSink<'_> {
     }
     fn apply(&mut self, op: Op, args: &[Expr]) -> Expr {
         apply(op, args)
+    }
+    fn call(&mut self, tag: f64, args: &[Expr]) -> Expr {
+        crate::user::call_tagged(tag, args)
     }
 }
 

@@ -221,15 +221,18 @@ impl fmt::Display for Infix<'_> {
                     };
                     match op.notation() {
                         Notation::Call if op == Op::Call => {
-                            // A user function: `name(a)`, `name(a, b)`, `name_d0(a, b)`, ….
+                            // A user function: `name(a)`, `name(a, b, c)`, `name_d0(a, b)`,
+                            // …, its arguments read through the pack chain.
                             let tag = self.graph.constant_of(args[0]).unwrap_or(f64::NAN);
                             let (name, arity) =
                                 crate::user::describe(tag).unwrap_or_else(|| ("call".into(), 2));
                             write!(f, "{name}(")?;
                             stack.push(Task::Text(")"));
-                            for i in (1..=arity.min(2)).rev() {
-                                stack.push(child(i));
-                                if i > 1 {
+                            let leaves: Vec<NodeId> =
+                                self.graph.call_args(id).take(arity.max(1)).collect();
+                            for (i, &a) in leaves.iter().enumerate().rev() {
+                                stack.push(Task::Node(a, false));
+                                if i > 0 {
                                     stack.push(Task::Text(", "));
                                 }
                             }

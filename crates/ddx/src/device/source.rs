@@ -86,7 +86,7 @@ fn expression(op: Op, a: &str, b: &str, c: &str) -> String {
     let call = |f: &str| format!("{f}({a})");
     match op {
         // A lane with a user function is never built for the device (`device::build`).
-        Call => "NAN".into(),
+        Call | Pack => "NAN".into(),
         // Never in a lane (`Graph::extract` removes it); its value is its argument.
         Hold => a.to_string(),
         Neg => format!("-{a}"),

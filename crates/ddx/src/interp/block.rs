@@ -50,7 +50,16 @@ impl Program {
                 }
                 // SAFETY: `lower` checked every slot below `self.slots`, the scratch holds
                 // `self.slots * b` values, and `n <= b`.
-                unsafe { dispatch(&self.runs, &self.instrs, s.slots.as_mut_ptr(), b, n) };
+                unsafe {
+                    dispatch(
+                        &self.runs,
+                        &self.instrs,
+                        &self.lists,
+                        s.slots.as_mut_ptr(),
+                        b,
+                        n,
+                    )
+                };
                 for (k, &slot) in self.outputs.iter().enumerate() {
                     let from = &s.slots[slot as usize * b..slot as usize * b + n];
                     // SAFETY: the caller guarantees `at + n` writable values that no one
@@ -69,17 +78,17 @@ impl Program {
 ///
 /// # Safety
 /// As [`execute`].
-unsafe fn dispatch(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usize) {
+unsafe fn dispatch(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b: usize, n: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: the features are present; the slot contract is the caller's.
-            return unsafe { execute_avx2(runs, instrs, s, b, n) };
+            return unsafe { execute_avx2(runs, instrs, lists, s, b, n) };
         }
     }
     // SAFETY: as above.
-    unsafe { execute(runs, instrs, s, b, n) }
+    unsafe { execute(runs, instrs, lists, s, b, n) }
 }
 
 /// [`execute`] compiled for AVX2 and FMA.
@@ -88,19 +97,27 @@ unsafe fn dispatch(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usi
 /// The CPU must have AVX2 and FMA; otherwise as [`execute`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn execute_avx2(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usize) {
+unsafe fn execute_avx2(
+    runs: &[Run],
+    instrs: &[Instr],
+    lists: &[u32],
+    s: *mut f64,
+    b: usize,
+    n: usize,
+) {
     // SAFETY: forwarded.
-    unsafe { execute(runs, instrs, s, b, n) }
+    unsafe { execute(runs, instrs, lists, s, b, n) }
 }
 
-/// Runs every instruction over the first `n` points of each slot's block of `b`.
+/// Runs every instruction over the first `n` points of each slot's block of `b`,
+/// [`Code::CallN`]'s argument slots in `lists`.
 ///
 /// # Safety
-/// Every slot index must be below the scratch's slot count (`s` holds `slots * b`
-/// values), `n <= b`, runs must lie inside `instrs`, and no destination may equal one of
-/// its operands.
+/// Every slot index (in `instrs` and `lists`) must be below the scratch's slot count (`s`
+/// holds `slots * b` values), `n <= b`, runs must lie inside `instrs` and every `CallN`'s
+/// list inside `lists`, and no destination may equal one of its operands.
 #[inline(always)]
-unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usize) {
+unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b: usize, n: usize) {
     // SAFETY (all three): the caller's contract makes every block in bounds, and the
     // destination block disjoint from the operand blocks.
     let block = |slot: u32| unsafe { std::slice::from_raw_parts(s.add(slot as usize * b), n) };
@@ -181,6 +198,27 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64, b: usize, n: usiz
             Code::MulAdd => run!(r, 3, |a, b, c| a * b + c),
             Code::MulSub => run!(r, 3, |a, b, c| a * b - c),
             Code::SubMul => run!(r, 3, |a, b, c| c - a * b),
+            Code::CallN => {
+                let mut x: Vec<f64> = Vec::new();
+                for i in &instrs[r.start as usize..r.end as usize] {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+                    let slots = &lists[start..start + k];
+                    let tag = block(i.args[0]);
+                    for (p, d) in out(i.dst).iter_mut().enumerate() {
+                        x.clear();
+                        // SAFETY: every listed slot's block is in bounds (the caller's
+                        // contract) and `p < n`.
+                        x.extend(
+                            slots
+                                .iter()
+                                .map(|&slot| unsafe { *s.add(slot as usize * b + p) }),
+                        );
+                        *d = ddx_ir::user::call_slice(tag[p], &x);
+                    }
+                }
+            }
+            // Never in a lane's instructions: a call reads its pack's arguments.
+            Code::Op(Op::Pack) => {}
         }
     }
 }

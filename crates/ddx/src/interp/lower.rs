@@ -15,7 +15,7 @@
 //! keeps its slot.
 
 use super::{next_id, Code, Instr, Program, Run};
-use ddx_ir::{Lane, Node, Op};
+use ddx_ir::{Lane, Node, NodeId, Op};
 
 /// Sentinel for "this node has no slot yet".
 const NONE: u32 = u32::MAX;
@@ -44,6 +44,9 @@ struct Emit {
     /// The node whose value it produces.
     node: u32,
     operands: [u32; 3],
+    /// A [`Code::CallN`]'s arguments: `(start, count)` in the list [`select`] returns
+    /// beside the emits (`(0, 0)` otherwise).
+    leaves: [u32; 2],
 }
 
 impl Program {
@@ -55,13 +58,15 @@ impl Program {
         let consts: Vec<f64> = nodes.iter().filter_map(Node::constant).collect();
         let input_base = consts.len();
 
-        let emits = select(lane, schedule);
+        let (emits, packed) = select(lane, schedule);
+        let leaves_of =
+            |e: &Emit| &packed[e.leaves[0] as usize..(e.leaves[0] + e.leaves[1]) as usize];
 
         // Last use of every node in schedule order; outputs live to the end.
         // (`u32`: instructions are fewer than nodes, whose ids are `u32`.)
         let mut last_use = vec![0u32; nodes.len()];
         for (k, e) in emits.iter().enumerate() {
-            for &a in &e.operands[..e.code.arity()] {
+            for &a in e.operands[..e.code.arity()].iter().chain(leaves_of(e)) {
                 let a = a as usize;
                 last_use[a] = last_use[a].max(k as u32);
             }
@@ -87,11 +92,22 @@ impl Program {
         let mut free: Vec<u32> = Vec::new();
         let mut instrs = Vec::with_capacity(emits.len());
         let mut runs: Vec<Run> = Vec::new();
+        let mut lists: Vec<u32> = Vec::new();
+        let mut reads: Vec<u32> = Vec::new();
         for (k, e) in emits.iter().enumerate() {
-            let used = &e.operands[..e.code.arity()];
+            reads.clear();
+            reads.extend_from_slice(&e.operands[..e.code.arity()]);
+            reads.extend_from_slice(leaves_of(e));
+            let used = &reads[..];
             let mut args = [0u32; 3];
-            for (a, &node) in args.iter_mut().zip(used) {
+            for (a, &node) in args.iter_mut().zip(&e.operands[..e.code.arity()]) {
                 *a = slot[node as usize];
+            }
+            if e.code == Code::CallN {
+                // The arguments' slots, read through the list (live until here).
+                args[1] = lists.len() as u32;
+                args[2] = e.leaves[1];
+                lists.extend(leaves_of(e).iter().map(|&a| slot[a as usize]));
             }
             // Temporaries used for the last time here (once each) go back to the free list:
             // one point at a time, before the result takes a slot, so it may reuse one;
@@ -138,6 +154,7 @@ impl Program {
             instrs,
             outputs,
             schedule,
+            lists,
         };
         program.check();
         program
@@ -148,18 +165,25 @@ impl Program {
     /// destination never overlaps an operand.
     fn check(&self) {
         let n = self.slots as u32;
-        for i in &self.instrs {
-            assert!(
-                i.dst < n && i.args.iter().all(|&a| a < n),
-                "slot out of range in {i:?}"
-            );
-        }
-        if self.schedule == Schedule::Graph {
-            for r in &self.runs {
-                for i in &self.instrs[r.start as usize..r.end as usize] {
-                    let used = &i.args[..r.code.arity()];
+        for r in &self.runs {
+            let instrs = self.instrs.get(r.start as usize..r.end as usize);
+            for i in instrs.expect("runs lie inside the instructions") {
+                if r.code == Code::CallN {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(
-                        !used.contains(&i.dst),
+                        start + k <= self.lists.len(),
+                        "argument list out of range in {i:?}"
+                    );
+                } else {
+                    assert!(i.args.iter().all(|&a| a < n), "slot out of range in {i:?}");
+                }
+                assert!(
+                    i.dst < n && self.reads(r.code, i).all(|a| a < n),
+                    "slot out of range in {i:?}"
+                );
+                if self.schedule == Schedule::Graph {
+                    assert!(
+                        self.reads(r.code, i).all(|a| a != i.dst),
                         "block destination overlaps an operand"
                     );
                 }
@@ -182,13 +206,14 @@ impl Program {
     }
 }
 
-/// The instructions for `lane`'s operations, in schedule order.
+/// The instructions for `lane`'s operations, in schedule order, and the arguments of its
+/// calls of three or more arguments end to end (each call's `Emit::leaves` indexes them).
 ///
 /// `pow(a, 2)` is `a * a` by definition (see `ddx_ir::math::pow`). A product used only by
 /// one sum or difference is fused into it (`c + a*b`, `c - a*b`, `a*b - c`): one
 /// instruction that still rounds the product and then the sum, so the result is the
 /// graph's to the bit.
-fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
+fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     let g = &lane.graph;
     let nodes = g.nodes();
     let uses = lane.use_counts();
@@ -208,11 +233,26 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
     let mut level = vec![0u32; nodes.len()];
     let operations = nodes.iter().filter(|n| n.op().is_some()).count();
     let mut emits: Vec<Emit> = Vec::with_capacity(operations);
+    // The arguments of every call of three or more, end to end (`Emit::leaves`).
+    let mut packed: Vec<u32> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         let Node::Apply(op, args) = *n else { continue };
         level[i] = 1 + n.args().iter().map(|a| level[a.index()]).max().unwrap_or(0);
+        if op == Op::Pack {
+            // No value of its own: the call reading it reads its arguments.
+            continue;
+        }
+        let id = NodeId::from_index(i);
+        let leaves = if g.is_packed_call(id) {
+            let start = packed.len() as u32;
+            packed.extend(g.call_args(id).map(|a| a.0));
+            [start, packed.len() as u32 - start]
+        } else {
+            [0, 0]
+        };
         let (x, y) = (args[0].0, args[1].0);
         let (code, operands) = match op {
+            Op::Call if leaves[1] > 0 => (Code::CallN, [x, 0, 0]),
             Op::Add if x != y && product(y as usize).is_some() => {
                 let [a, b] = product(y as usize).unwrap_or_default();
                 fused[y as usize] = true;
@@ -250,6 +290,7 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
             code,
             node: i as u32,
             operands,
+            leaves,
         });
     }
     // A fused product is computed inside its consumer (which comes later in node order).
@@ -264,7 +305,7 @@ fn select(lane: &Lane, schedule: Schedule) -> Vec<Emit> {
         // without the stable sort's buffer of half the list.
         emits.sort_unstable_by_key(|e| (e.key, e.code, e.node));
     }
-    emits
+    (emits, packed)
 }
 
 /// Points per block: as many as keep every slot's block within about 1 MiB (half a

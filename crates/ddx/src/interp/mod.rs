@@ -53,6 +53,10 @@ pub enum Code {
     /// `Add`s compute, in the same order, to the bit. Only tape programs have it
     /// (`interp::tape`).
     Accumulate,
+    /// A call of a user function of three or more arguments ([`ddx_ir::Graph::call_args`]):
+    /// `args = [tag, start, k]`, the tag's slot and the argument slots
+    /// `lists[start..start + k]` of its [`Program`].
+    CallN,
 }
 
 impl Code {
@@ -62,6 +66,8 @@ impl Code {
             Code::Op(op) => op.arity(),
             Code::Accumulate => 2,
             Code::MulAdd | Code::MulSub | Code::SubMul => 3,
+            // The tag; the arguments are read through the program's lists.
+            Code::CallN => 1,
         }
     }
 }
@@ -89,6 +95,8 @@ pub struct Program {
     runs: Vec<Run>,
     instrs: Vec<Instr>,
     outputs: Vec<u32>,
+    /// The argument slots of every [`Code::CallN`] instruction, one run of them each.
+    lists: Vec<u32>,
 }
 
 static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
@@ -149,6 +157,23 @@ impl Program {
             + self.runs.capacity() * size_of::<Run>()
             + self.consts.capacity() * size_of::<f64>()
             + self.outputs.capacity() * size_of::<u32>()
+            + self.lists.capacity() * size_of::<u32>()
+    }
+
+    /// The slots instruction `i` (computing `code`) reads: its operands, and a
+    /// [`Code::CallN`]'s argument list.
+    pub(crate) fn reads(&self, code: Code, i: &Instr) -> impl Iterator<Item = u32> + '_ {
+        let args = i.args;
+        let list: &[u32] = match code {
+            Code::CallN => {
+                let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+                self.lists.get(start..start + k).unwrap_or(&[])
+            }
+            _ => &[],
+        };
+        (0..code.arity())
+            .map(move |k| args[k])
+            .chain(list.iter().copied())
     }
 
     /// Points per block when running over columns.
@@ -218,7 +243,7 @@ impl Program {
         s.slots[base..base + self.inputs].copy_from_slice(inputs);
         // SAFETY: `lower` checked every slot index in `instrs` against `self.slots`,
         // and the scratch array holds exactly `self.slots` values.
-        unsafe { dispatch(&self.runs, &self.instrs, s.slots.as_mut_ptr()) };
+        unsafe { dispatch(&self.runs, &self.instrs, &self.lists, s.slots.as_mut_ptr()) };
         for (k, &slot) in self.outputs.iter().enumerate() {
             sink(k, s.slots[slot as usize]);
         }
@@ -230,16 +255,16 @@ impl Program {
 ///
 /// # Safety
 /// As [`execute`].
-unsafe fn dispatch(runs: &[Run], instrs: &[Instr], s: *mut f64) {
+unsafe fn dispatch(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the feature is present; the slot contract is the caller's.
-            return unsafe { execute_fma(runs, instrs, s) };
+            return unsafe { execute_fma(runs, instrs, lists, s) };
         }
     }
     // SAFETY: as above.
-    unsafe { execute(runs, instrs, s) }
+    unsafe { execute(runs, instrs, lists, s) }
 }
 
 /// [`execute`] compiled with FMA.
@@ -248,18 +273,19 @@ unsafe fn dispatch(runs: &[Run], instrs: &[Instr], s: *mut f64) {
 /// The CPU must have FMA; otherwise as [`execute`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
-unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], s: *mut f64) {
+unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
     // SAFETY: forwarded.
-    unsafe { execute(runs, instrs, s) }
+    unsafe { execute(runs, instrs, lists, s) }
 }
 
-/// Runs `runs` of `instrs` over the slot array at `s`.
+/// Runs `runs` of `instrs` over the slot array at `s`, [`Code::CallN`]'s argument slots
+/// in `lists`.
 ///
 /// # Safety
-/// Every slot index in `instrs` must be in bounds of the array `s` points to, and every
-/// run must lie inside `instrs`.
+/// Every slot index in `instrs` and `lists` must be in bounds of the array `s` points
+/// to, every run must lie inside `instrs`, and every `CallN`'s list inside `lists`.
 #[inline(always)]
-unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
+unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
     use ddx_ir::math;
     macro_rules! each {
         ($run:expr, |$a:ident| $body:expr) => {
@@ -336,6 +362,32 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], s: *mut f64) {
                     }
                 }
             }
+            Code::CallN => {
+                // The arguments gathered on the stack (a few) or in one buffer per run.
+                let mut heap: Vec<f64> = Vec::new();
+                // SAFETY: runs lie inside `instrs`, every list inside `lists`, and every
+                // slot index is in bounds (all checked at lowering).
+                for i in unsafe { instrs.get_unchecked(r.start as usize..r.end as usize) } {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+                    let mut stack = [0.0f64; 8];
+                    let x: &mut [f64] = if k <= stack.len() {
+                        &mut stack[..k]
+                    } else {
+                        heap.resize(k, 0.0);
+                        &mut heap[..]
+                    };
+                    let list = unsafe { lists.get_unchecked(start..start + k) };
+                    for (xj, &slot) in x.iter_mut().zip(list) {
+                        *xj = unsafe { *s.add(slot as usize) };
+                    }
+                    unsafe {
+                        let tag = *s.add(i.args[0] as usize);
+                        *s.add(i.dst as usize) = ddx_ir::user::call_slice(tag, x);
+                    }
+                }
+            }
+            // Never in a lane's instructions: a call reads its pack's arguments.
+            Code::Op(Op::Pack) => {}
         }
     }
 }

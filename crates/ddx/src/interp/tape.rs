@@ -217,7 +217,7 @@ impl Tape {
         }
         tape[base..base + p.inputs].copy_from_slice(inputs);
         // SAFETY: `lower` checked every slot index against `p.slots`, the length of `tape`.
-        unsafe { dispatch(&p.runs, &p.instrs, tape.as_mut_ptr()) };
+        unsafe { dispatch(&p.runs, &p.instrs, &p.lists, tape.as_mut_ptr()) };
     }
 
     /// Moves `tape` — a sweep at `old` — to `new`, `moved` being where they differ
@@ -306,7 +306,7 @@ impl Tape {
             }
             // SAFETY: `only` holds pieces of this program's runs (slots checked at
             // lowering against `p.slots`, the length of `tape`).
-            unsafe { dispatch(only, &p.instrs, tape.as_mut_ptr()) };
+            unsafe { dispatch(only, &p.instrs, &p.lists, tape.as_mut_ptr()) };
             return total;
         }
         // The union: a pass over the lists' pieces (their sum bounds it; lists that share
@@ -330,7 +330,7 @@ impl Tape {
                 tape[base + i] = new[i];
             }
             // SAFETY: `acc` holds pieces of this program's runs, as each list does.
-            unsafe { dispatch(&acc, &p.instrs, tape.as_mut_ptr()) };
+            unsafe { dispatch(&acc, &p.instrs, &p.lists, tape.as_mut_ptr()) };
             ran
         };
         UNION.with(|c| c.set((acc, next)));
@@ -361,11 +361,12 @@ impl Tape {
         for (r, run) in p.runs.iter().enumerate() {
             run_of[run.start as usize..run.end as usize].fill(r as u32);
         }
-        let arity = |k: usize| p.runs[run_of[k] as usize].code.arity();
         // consumers[slot] = instructions reading `slot` (CSR over slots).
         let mut start = vec![0u32; p.slots + 1];
+        let mut used: Vec<u32> = Vec::new();
         for (k, i) in p.instrs.iter().enumerate() {
-            let used = &i.args[..arity(k)];
+            used.clear();
+            used.extend(p.reads(p.runs[run_of[k] as usize].code, i));
             for (j, &a) in used.iter().enumerate() {
                 if !used[..j].contains(&a) {
                     start[a as usize + 1] += 1;
@@ -378,7 +379,8 @@ impl Tape {
         let mut fill = start.clone();
         let mut consumers = vec![0u32; start[p.slots] as usize];
         for (k, i) in p.instrs.iter().enumerate() {
-            let used = &i.args[..arity(k)];
+            used.clear();
+            used.extend(p.reads(p.runs[run_of[k] as usize].code, i));
             for (j, &a) in used.iter().enumerate() {
                 if !used[..j].contains(&a) {
                     consumers[fill[a as usize] as usize] = k as u32;

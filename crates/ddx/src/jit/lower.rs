@@ -26,13 +26,13 @@
 
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, BlockArg, Function, InstBuilder, MemFlagsData, SigRef, Signature, Type,
-    UserFuncName, Value,
+    types, AbiParam, BlockArg, Function, InstBuilder, MemFlagsData, SigRef, Signature,
+    StackSlotData, StackSlotKind, Type, UserFuncName, Value,
 };
 use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use ddx_ir::math::MathTable;
-use ddx_ir::{Lane, Node, Op};
+use ddx_ir::{Lane, Node, NodeId, Op};
 
 /// The kind of function a kernel is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -203,8 +203,17 @@ impl Plan {
         }
         let mut slot = vec![Plan::NONE; g.len()];
         let mut scratch = 0u32;
+        let mut operands: Vec<NodeId> = Vec::new();
         for (id, node) in g.nodes().iter().enumerate() {
-            for a in node.args() {
+            // What the node's code reads: a call reads its pack's arguments, a pack nothing.
+            match node.op() {
+                Some(Op::Call | Op::Pack) => g.operands_into(NodeId::from_index(id), &mut operands),
+                _ => {
+                    operands.clear();
+                    operands.extend_from_slice(node.args());
+                }
+            }
+            for a in &operands {
                 let a = a.index();
                 if a / per < id / per
                     && slot[a] == Plan::NONE
@@ -343,10 +352,18 @@ struct MathSigs {
     unary: SigRef,
     binary: SigRef,
     ternary: SigRef,
+    /// `ddx_ir::user::call_n`: `(tag, args, k)`.
+    call_n: SigRef,
 }
 
 impl MathSigs {
-    fn new(b: &mut FunctionBuilder<'_>, _ptr: Type, cc: cranelift_codegen::isa::CallConv) -> Self {
+    fn new(b: &mut FunctionBuilder<'_>, ptr: Type, cc: cranelift_codegen::isa::CallConv) -> Self {
+        let mut s = Signature::new(cc);
+        s.params.push(AbiParam::new(types::F64));
+        s.params.push(AbiParam::new(ptr));
+        s.params.push(AbiParam::new(ptr));
+        s.returns.push(AbiParam::new(types::F64));
+        let call_n = b.import_signature(s);
         let mut sig = |n: usize| {
             let mut s = Signature::new(cc);
             s.params
@@ -358,6 +375,7 @@ impl MathSigs {
             unary: sig(1),
             binary: sig(2),
             ternary: sig(3),
+            call_n,
         }
     }
 }
@@ -404,11 +422,20 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     ) {
         let g = &lane.graph;
         let mut vals: Vec<Value> = Vec::with_capacity(g.len());
-        for node in g.nodes() {
+        for (id, node) in g.nodes().iter().enumerate() {
             let v = match *node {
                 Node::Const(c) => self.constant(c.value()),
                 Node::Symbol(s) => load(self.b, s.index()),
                 Node::Seed(s) => load(self.b, lane.seed_base() + s.index()),
+                // No value of its own (never read: the call reads its arguments).
+                Node::Apply(Op::Pack, _) => self.constant(f64::NAN),
+                Node::Apply(Op::Call, args) if g.is_packed_call(NodeId::from_index(id)) => {
+                    let leaves: Vec<Value> = g
+                        .call_args(NodeId::from_index(id))
+                        .map(|a| vals[a.index()])
+                        .collect();
+                    self.call_n(vals[args[0].index()], &leaves)
+                }
                 Node::Apply(op, args) => {
                     let arg = |k: usize| vals[args[k].index()];
                     match op.arity() {
@@ -447,6 +474,23 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let mut earlier: std::collections::HashMap<usize, Value> = Default::default();
         for id in range.clone() {
             let v = match g.nodes()[id] {
+                Node::Apply(Op::Pack, _) => self.constant(f64::NAN),
+                Node::Apply(Op::Call, args) if g.is_packed_call(NodeId::from_index(id)) => {
+                    let mut leaves: Vec<Value> = Vec::new();
+                    for a in std::iter::once(args[0]).chain(g.call_args(NodeId::from_index(id))) {
+                        let a = a.index();
+                        leaves.push(if a >= start {
+                            local[a - start]
+                        } else if let Some(&v) = earlier.get(&a) {
+                            v
+                        } else {
+                            let v = self.import(lane, plan, a, inputs, scratch);
+                            earlier.insert(a, v);
+                            v
+                        });
+                    }
+                    self.call_n(leaves[0], &leaves[1..])
+                }
                 Node::Apply(op, args) => {
                     let mut vals = [None; 3];
                     for (k, a) in args[..op.arity()].iter().enumerate() {
@@ -632,6 +676,53 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             Op::Fma if self.fma => self.b.ins().fma(a, c, d),
             _ => self.call(op, &[a, c, d]),
         }
+    }
+
+    /// Calls a user function of `args.len()` arguments through the math table's
+    /// [`MathTable::CALL_N`] entry, once per lane: the arguments are stored to a stack
+    /// slot whose address is passed.
+    fn call_n(&mut self, tag: Value, args: &[Value]) -> Value {
+        let k = args.len();
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (8 * k) as u32,
+            3,
+        ));
+        let callee = self.b.ins().load(
+            self.ptr,
+            pointer_table(),
+            self.table,
+            offset(MathTable::CALL_N, self.ptr.bytes() as usize),
+        );
+        let count = self.b.ins().iconst(self.ptr, k as i64);
+        let one = |e: &mut Self, lane: Option<u8>| {
+            let scalar = |e: &mut Self, v: Value| match lane {
+                Some(l) => e.b.ins().extractlane(v, l),
+                None => v,
+            };
+            for (j, &v) in args.iter().enumerate() {
+                let x = scalar(e, v);
+                e.b.ins().stack_store(e.ptr, x, slot, (8 * j) as i32);
+            }
+            let t = scalar(e, tag);
+            let addr = e.b.ins().stack_addr(e.ptr, slot, 0);
+            let inst =
+                e.b.ins()
+                    .call_indirect(e.math.call_n, callee, &[t, addr, count]);
+            e.b.inst_results(inst)[0]
+        };
+        if self.width == 1 {
+            return one(self, None);
+        }
+        let mut out: Option<Value> = None;
+        for lane in 0..self.width {
+            let r = one(self, Some(lane));
+            out = Some(match out {
+                None => self.b.ins().splat(self.ty, r),
+                Some(v) => self.b.ins().insertlane(v, r, lane),
+            });
+        }
+        out.unwrap_or_else(|| unreachable!("a vector has at least one lane"))
     }
 
     /// Calls `op`'s function from the math table, once per lane.
