@@ -97,36 +97,47 @@ impl<S: Shape> Equation<S> {
             cache.note(Event::Hit);
             return true;
         }
-        let kernel = self.jit.point(&self.lanes, kind);
         let user_calls = self.lanes.user_calls;
-        let mut event = Event::Busy;
-        let mut lease = |e: &mut Entry| {
-            if let Some(k) = kernel {
+        if let Some(k) = self.jit.point(&self.lanes, kind) {
+            // A kernel keeps no tape: the point is computed whole and stored (a lease of
+            // its own, capturing only what it needs).
+            let wrote = cache.write(&extent, &mut |e: &mut Entry| {
                 e.outputs.clear();
                 e.outputs.resize(extent.outputs(), 0.0);
                 k.run_point(inputs, &mut e.outputs);
                 e.set(extent, inputs, false);
-                event = Event::Sweep { instructions: 0 };
-            } else {
-                let tape = p.tape();
-                if e.taped_for(&extent) && e.point.len() == inputs.len() {
-                    let moved = match seen {
-                        Some((stamp, moved)) if stamp == e.stamp => moved,
-                        _ => Moved::find(&e.point, inputs),
-                    };
-                    let instructions = tape.resweep(&mut e.tape, &e.point, inputs, &moved);
-                    event = Event::Resweep { instructions };
-                    e.set_moved(extent, inputs, &moved);
-                } else {
-                    tape.sweep(&mut e.tape, inputs, true);
-                    event = Event::Sweep {
-                        instructions: tape.len(),
-                    };
-                    e.set(extent, inputs, true);
+                serve(e, sink);
+                if user_calls && ddx_ir::user::failed() {
+                    e.clear();
                 }
-                e.outputs.clear();
-                tape.read(&e.tape, |_, v| e.outputs.push(v));
+            });
+            cache.note(if wrote {
+                Event::Sweep { instructions: 0 }
+            } else {
+                Event::Busy
+            });
+            return wrote;
+        }
+        let mut event = Event::Busy;
+        let mut lease = |e: &mut Entry| {
+            let tape = p.tape();
+            if e.taped_for(&extent) && e.point.len() == inputs.len() {
+                let moved = match seen {
+                    Some((stamp, moved)) if stamp == e.stamp => moved,
+                    _ => Moved::find(&e.point, inputs),
+                };
+                let instructions = tape.resweep(&mut e.tape, &e.point, inputs, &moved);
+                event = Event::Resweep { instructions };
+                e.set_moved(extent, inputs, &moved);
+            } else {
+                tape.sweep(&mut e.tape, inputs, true);
+                event = Event::Sweep {
+                    instructions: tape.len(),
+                };
+                e.set(extent, inputs, true);
             }
+            e.outputs.clear();
+            tape.read(&e.tape, |_, v| e.outputs.push(v));
             serve(e, sink);
             // A sweep through failed user code answers an error (the caller takes it):
             // never remembered, so a repeat calls the user's code again.
