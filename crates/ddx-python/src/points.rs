@@ -104,20 +104,13 @@ fn asarray<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py,
 /// The error for a vector of `got` values where `rows` are needed.
 fn length_error(kind: Kind, rows: usize, got: usize) -> Error {
     match kind {
-        // Raised by `fill` with its own message (the Rust ones count symbols).
-        Kind::Params if got < rows => Error::ShortPoint {
+        // For parameters `fill` raises these with its own message (the Rust ones count
+        // symbols).
+        Kind::Params | Kind::Point if got < rows => Error::ShortPoint {
             expected: rows,
             got,
         },
-        Kind::Params => Error::WrongArity {
-            expected: rows,
-            got,
-        },
-        Kind::Point if got < rows => Error::ShortPoint {
-            expected: rows,
-            got,
-        },
-        Kind::Point => Error::WrongArity {
+        Kind::Params | Kind::Point => Error::WrongArity {
             expected: rows,
             got,
         },

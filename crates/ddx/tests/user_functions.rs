@@ -475,3 +475,52 @@ fn a_failed_function_is_not_reentered_for_the_rest_of_a_batch() {
         assert_eq!(b.evaluate([0.5, 2.0]).unwrap(), 1.0);
     }
 }
+
+/// User code may run a batch of another equation while this thread's block interpreter
+/// runs one (the fresh-user tester's Python `inner.gradient(...)` inside `first` panicked
+/// with "RefCell already borrowed" and failed as a user-function error).
+#[test]
+fn user_code_may_run_another_batch_inside_a_batch() {
+    use std::sync::Arc;
+    // inner(t) = t·sin t, evaluated by a batch of its own inside the user function.
+    let inner = Arc::new(rt::equation(|| rt::var("t") * rt::var("t").sin()).unwrap());
+    let by_batch = |eq: &Equation, t: f64| {
+        let mut out = [0.0];
+        eq.evaluate_batch(&[&[t]], &mut [&mut out]).map(|()| out[0])
+    };
+    let (iv, ig) = (Arc::clone(&inner), Arc::clone(&inner));
+    let f = UserFunction::new(
+        "nested",
+        1,
+        move |x| by_batch(&iv, x[0]).unwrap_or(f64::NAN),
+        move |x, g| {
+            let mut d = [0.0];
+            g[0] = match ig.gradient_batch(&[&[x[0]]], &mut [&mut d[..]]) {
+                Ok(()) => d[0],
+                Err(_) => f64::NAN,
+            };
+        },
+    )
+    .unwrap();
+    let eq = rt::equation(|| f.call(&[rt::var("x")]) * rt::var("y")).unwrap();
+    let n = 300;
+    let xs: Vec<f64> = (0..n).map(|i| 0.01 * i as f64 - 1.0).collect();
+    let ys: Vec<f64> = (0..n).map(|i| 1.0 + 0.001 * i as f64).collect();
+    let cells = eq.jacobian_columns();
+    let mut v = vec![0.0; n];
+    let mut parts = vec![vec![0.0; n]; cells];
+    let mut pr: Vec<&mut [f64]> = parts.iter_mut().map(|c| &mut c[..]).collect();
+    eq.jacobian_batch(&[&xs, &ys], &mut [&mut v], &mut pr)
+        .unwrap();
+    for i in 0..n {
+        let (x, y) = (xs[i], ys[i]);
+        // Closed forms: d/dx (x sin x)·y = (sin x + x cos x)·y; d/dy = x sin x.
+        assert_eq!(v[i], (x * x.sin()) * y, "value at {x}");
+        let dx = (x.sin() + x * x.cos()) * y;
+        assert!(
+            (parts[0][i] - dx).abs() <= 1e-15 * (1.0 + dx.abs()),
+            "d/dx at {x}"
+        );
+        assert_eq!(parts[1][i], x * x.sin(), "d/dy at {x}");
+    }
+}

@@ -27,50 +27,69 @@ impl Program {
     /// output column `start + len` writable ones, and no other thread may write points
     /// `start..start + len` of any output column, nor read them, during the call.
     pub(crate) unsafe fn run_columns(&self, columns: &impl Columns, start: usize, len: usize) {
-        BLOCK_SCRATCH.with(|s| {
-            let mut s = s.borrow_mut();
-            let s: &mut Scratch = &mut s;
-            let b = self.block;
-            if s.program != self.id {
-                s.slots.clear();
-                s.slots.resize(self.slots * b, 0.0);
-                for (k, c) in self.consts.iter().enumerate() {
-                    s.slots[k * b..(k + 1) * b].fill(*c);
-                }
-                s.program = self.id;
-            }
-            let base = self.consts.len();
-            let mut at = start;
-            while at < start + len {
-                let n = b.min(start + len - at);
-                for k in 0..self.inputs {
-                    // SAFETY: the caller guarantees `at + n` readable values.
-                    let src = unsafe { std::slice::from_raw_parts(columns.input(k).add(at), n) };
-                    s.slots[(base + k) * b..(base + k) * b + n].copy_from_slice(src);
-                }
-                // SAFETY: `lower` checked every slot below `self.slots`, the scratch holds
-                // `self.slots * b` values, and `n <= b`.
-                unsafe {
-                    dispatch(
-                        &self.runs,
-                        &self.instrs,
-                        &self.lists,
-                        s.slots.as_mut_ptr(),
-                        b,
-                        n,
-                    )
-                };
-                for (k, &slot) in self.outputs.iter().enumerate() {
-                    let from = &s.slots[slot as usize * b..slot as usize * b + n];
-                    // SAFETY: the caller guarantees `at + n` writable values that no one
-                    // else touches.
-                    let dst =
-                        unsafe { std::slice::from_raw_parts_mut(columns.output(k).add(at), n) };
-                    dst.copy_from_slice(from);
-                }
-                at += n;
+        BLOCK_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            // SAFETY: the caller's guarantees, passed on.
+            Ok(mut s) => unsafe { self.run_columns_in(&mut s, columns, start, len) },
+            // Re-entered (user code calling another batch while this thread's block runs
+            // one): this thread's scratch is the outer run's, so a fresh one.
+            Err(_) => {
+                let mut fresh = Scratch::EMPTY;
+                // SAFETY: as above.
+                unsafe { self.run_columns_in(&mut fresh, columns, start, len) }
             }
         });
+    }
+
+    /// [`Program::run_columns`] in scratch `s`.
+    ///
+    /// # Safety
+    /// As [`Program::run_columns`].
+    unsafe fn run_columns_in(
+        &self,
+        s: &mut Scratch,
+        columns: &impl Columns,
+        start: usize,
+        len: usize,
+    ) {
+        let b = self.block;
+        if s.program != self.id {
+            s.slots.clear();
+            s.slots.resize(self.slots * b, 0.0);
+            for (k, c) in self.consts.iter().enumerate() {
+                s.slots[k * b..(k + 1) * b].fill(*c);
+            }
+            s.program = self.id;
+        }
+        let base = self.consts.len();
+        let mut at = start;
+        while at < start + len {
+            let n = b.min(start + len - at);
+            for k in 0..self.inputs {
+                // SAFETY: the caller guarantees `at + n` readable values.
+                let src = unsafe { std::slice::from_raw_parts(columns.input(k).add(at), n) };
+                s.slots[(base + k) * b..(base + k) * b + n].copy_from_slice(src);
+            }
+            // SAFETY: `lower` checked every slot below `self.slots`, the scratch holds
+            // `self.slots * b` values, and `n <= b`.
+            unsafe {
+                dispatch(
+                    &self.runs,
+                    &self.instrs,
+                    &self.lists,
+                    s.slots.as_mut_ptr(),
+                    b,
+                    n,
+                )
+            };
+            for (k, &slot) in self.outputs.iter().enumerate() {
+                let from = &s.slots[slot as usize * b..slot as usize * b + n];
+                // SAFETY: the caller guarantees `at + n` writable values that no one
+                // else touches.
+                let dst = unsafe { std::slice::from_raw_parts_mut(columns.output(k).add(at), n) };
+                dst.copy_from_slice(from);
+            }
+            at += n;
+        }
     }
 }
 
