@@ -424,12 +424,25 @@ fn plain_number(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// row of length 1), or `None` when `obj` is not one.
 fn row<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyArray1<f64>>>> {
     let py = obj.py();
+    // An int past float64 (alone, or in a sequence NumPy reads as objects) is `too_large`.
+    let huge = |item: &Bound<'py, PyAny>| -> PyResult<()> {
+        if item.is_instance_of::<PyInt>() {
+            real(item, "a row of the points")?;
+        }
+        Ok(())
+    };
+    huge(obj)?;
     let Ok(any) = asarray(py, obj) else {
         return Ok(None);
     };
     let Ok(arr) = any.cast::<PyUntypedArray>() else {
         return Ok(None);
     };
+    if arr.dtype().kind() == b'O' && arr.ndim() == 1 {
+        for item in obj.try_iter()? {
+            huge(&item?)?;
+        }
+    }
     if !matches!(arr.dtype().kind(), b'f' | b'i' | b'u' | b'b') || arr.ndim() > 1 {
         return Ok(None);
     }

@@ -221,6 +221,14 @@ def test_ints_past_the_float64_range_are_too_large_errors() -> None:
         ],
         "the direction": [lambda: eq.jvp([huge, 1.0], [1.0, 2.0])],
         "the parameter values": [lambda: bound.with_params([huge]), lambda: bound.with_params({"k": huge})],
+        # Batches given row by row or as a dict of columns (found by the fresh-user tester:
+        # these said wrong_arity, "each a 1-D real sequence or a number; got int").
+        "a row of the points": [
+            lambda: bound.evaluate({"x": [1.0, 2.0], "k": huge}),
+            lambda: bound.evaluate([[1.0, 2.0], [huge]]),
+            lambda: bound.evaluate([[1.0, 2.0], huge]),
+            lambda: eq.jacobian([[1.0, huge], [2.0, 3.0]]),
+        ],
         "x0": [
             lambda: uni.univariate_derivative(1, huge),
             lambda: uni.univariate_derivatives(2, -huge),
