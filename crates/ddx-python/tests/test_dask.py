@@ -354,6 +354,9 @@ def test_parameter_rows_every_local_scheduler(scheduler):
         (da.from_array(stacked, chunks=(1, 128)), stacked),
         # row by row: numbers and a length-1 row broadcast, Dask and NumPy rows
         ([b[0], [b[1]], lazy_x, y], [b[0], [b[1]], x, y]),
+        # a length-1 Dask row is broadcast as a length-1 NumPy row is (the fresh-user
+        # tester: it was refused with column_length)
+        ([da.from_array(np.array([b[0]])), b[1], lazy_x, y], [b[0], b[1], x, y]),
         # by name, in any order
         ({"y": lazy_y, "b2": b[1], "x": lazy_x, "b1": b[0]}, {"y": y, "b2": b[1], "x": x, "b1": b[0]}),
     ]
@@ -392,6 +395,7 @@ def test_parameter_refusals_are_errors_now():
         ([1.0, 2.0, lazy, np.ones((2, 100))], ddx.errc.wrong_arity),
         ({"b1": 1.0, "b2": 2.0, "x": lazy}, ddx.errc.short_point),  # y unbound
         ({"b1": 1.0, "b2": 2.0, "x": lazy, "z": 1.0}, ddx.errc.unknown_symbol),
+        ([10**400, 2.0, lazy, lazy], ddx.errc.too_large),  # was a raw OverflowError
     ]
     for given, code in cases:
         with pytest.raises(ddx.Error) as e:

@@ -236,11 +236,27 @@ class _Points:
         given = list(x.values()) if isinstance(x, dict) else list(x)
         self.form = "rows" if names is None else tuple(str(k) for k in names)
         length = None
-        # The chunks of the first row given as a Dask array (NumPy rows follow them).
-        lazy = [r for r in given if isinstance(r, da.Array)]
+        # One value (a number, or a NumPy or Dask row of length 1) is broadcast.
+        def single(r: Any) -> bool:
+            if isinstance(r, da.Array):
+                return r.ndim <= 1 and r.size == 1
+            return _is_number(r) or np.size(r) == 1
+
+        # The chunks of the first row given as a Dask array with a point axis (NumPy rows
+        # follow them).
+        lazy = [r for r in given if isinstance(r, da.Array) and not single(r)]
         for k, r in enumerate(given):
-            if _is_number(r) or (not isinstance(r, da.Array) and np.size(r) == 1):
-                given[k] = np.asarray(r, dtype=np.float64).reshape(1)
+            if single(r):
+                what = f"`{names[k]}`" if names else f"{k}"
+                try:
+                    value = r.compute() if isinstance(r, da.Array) else r
+                    given[k] = np.asarray(value, dtype=np.float64).reshape(1)
+                except OverflowError:
+                    raise Error(
+                        f"too_large: row {what} of the points is a number past the float64 "
+                        f"range",
+                        errc.too_large,
+                    ) from None
                 continue
             a = r if isinstance(r, da.Array) else da.asarray(np.asarray(r))
             if a.ndim != 1:
