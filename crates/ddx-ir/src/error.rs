@@ -84,8 +84,9 @@ impl fmt::Display for UserProblem {
                 crate::user::MAX_ARITY
             ),
             UserProblem::Name => f.write_str(
-                "the name must be an identifier (ASCII letters, digits, `_`) and no built-in \
-                 function's",
+                "the name must be a name of the text syntax, as a symbol's is (a Python \
+                 identifier: a letter or `_`, then letters, digits or `_`, Unicode ones \
+                 included) and no built-in function's",
             ),
             UserProblem::ArgumentCount(k) => write!(f, "called with {k} arguments"),
             UserProblem::Panicked(m) => write!(f, "the function panicked: {m}"),
@@ -546,6 +547,30 @@ pub enum Error {
         /// The limit in force.
         limit: usize,
     },
+    /// An integer literal of a text is past the `f64` range: its value rounds to
+    /// infinity (|n| ≥ 2¹⁰²⁴ less half an ulp), where Python's `float(n)` raises
+    /// `OverflowError` and an `int` that large given as a value is refused likewise. A
+    /// float literal past the range (`1e999`) is infinity, as in Python. The code is
+    /// [`Errc::TooLarge`].
+    #[error(
+        "too_large: this integer literal ({digits} digits) is past the float64 range: it \
+         would round to infinity (Python's float() refuses it too); write a float literal \
+         such as `1e400` if infinity is meant\n{at}"
+    )]
+    LiteralTooLarge {
+        /// The text and the byte where the literal starts.
+        at: Location,
+        /// How many digits the literal has.
+        digits: usize,
+    },
+    /// Values that should be real numbers were given in another type: from a binding, an
+    /// array of complex numbers, strings or objects where `f64` values are read. The Rust
+    /// API takes `f64` and never raises it.
+    #[error("wrong_dtype: {what}")]
+    WrongDtype {
+        /// What was given, and what was expected.
+        what: String,
+    },
 }
 
 /// How an archive error names where the bytes came from.
@@ -653,6 +678,8 @@ pub enum Errc {
     UserFunction,
     /// See [`Error::TensorLane`].
     TensorLane,
+    /// See [`Error::WrongDtype`].
+    WrongDtype,
 }
 
 impl Errc {
@@ -695,6 +722,7 @@ impl Errc {
         Errc::TooLarge,
         Errc::UserFunction,
         Errc::TensorLane,
+        Errc::WrongDtype,
     ];
 
     /// The code's spelling, e.g. `"wrong_arity"`.
@@ -736,6 +764,7 @@ impl Errc {
             Errc::TooLarge => "too_large",
             Errc::UserFunction => "user_function",
             Errc::TensorLane => "tensor_lane",
+            Errc::WrongDtype => "wrong_dtype",
         }
     }
 }
@@ -787,9 +816,10 @@ impl Error {
             Error::ArchiveCorrupt { .. } => Errc::ArchiveCorrupt,
             Error::ArchiveMismatch { .. } => Errc::ArchiveMismatch,
             Error::BadName { .. } => Errc::BadName,
-            Error::TooLarge { .. } => Errc::TooLarge,
+            Error::TooLarge { .. } | Error::LiteralTooLarge { .. } => Errc::TooLarge,
             Error::UserFunction { .. } => Errc::UserFunction,
             Error::TensorLane { .. } => Errc::TensorLane,
+            Error::WrongDtype { .. } => Errc::WrongDtype,
         }
     }
 }
@@ -913,7 +943,8 @@ mod errc_tests {
                 | Errc::BadName
                 | Errc::TooLarge
                 | Errc::UserFunction
-                | Errc::TensorLane => Errc::ALL.contains(&c),
+                | Errc::TensorLane
+                | Errc::WrongDtype => Errc::ALL.contains(&c),
             }
         }
         for &c in Errc::ALL {
@@ -923,6 +954,6 @@ mod errc_tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Errc::ALL.len(), "a code listed twice");
-        assert_eq!(Errc::ALL.len(), 36);
+        assert_eq!(Errc::ALL.len(), 37);
     }
 }

@@ -174,9 +174,9 @@ impl UserFunction {
     /// number of times, or merged with an equal one) and thread-safe.
     ///
     /// # Errors
-    /// [`Error::UserFunction`] when `arity` is 0 or above [`MAX_ARITY`], or `name` is not an identifier
-    /// (ASCII letters, digits, `_`, not starting with a digit) or is a built-in
-    /// function's name.
+    /// [`Error::UserFunction`] when `arity` is 0 or above [`MAX_ARITY`], or `name` is not
+    /// a name of the text syntax ([`crate::text::is_name`]: a Python identifier, Unicode
+    /// letters included, as a symbol's name is; not a built-in function's name).
     pub fn new(
         name: &str,
         arity: usize,
@@ -190,11 +190,7 @@ impl UserFunction {
         if !(1..=MAX_ARITY).contains(&arity) {
             return Err(bad(UserProblem::Arity(arity)));
         }
-        let ident = name
-            .bytes()
-            .enumerate()
-            .all(|(i, b)| b == b'_' || b.is_ascii_alphabetic() || (i > 0 && b.is_ascii_digit()));
-        if name.is_empty() || !ident || Op::from_call_name(name).is_some() {
+        if !crate::text::is_name(name) {
             return Err(bad(UserProblem::Name));
         }
         Ok(register(Entry {

@@ -512,3 +512,69 @@ fn powi_takes_an_integer_literal_exponent() {
     let text = infix(m.graph(), m.outputs()[0], m.symbols()).to_string();
     assert_eq!(canonical(&model(&text)), canonical(&m), "{text}");
 }
+
+/// An integer literal past the `f64` range is refused with `too_large`, as Python's
+/// `float(n)` refuses it, at the byte where it starts; one just inside reads as the
+/// nearest `f64` (round half to even, as Python's int-to-float conversion); a float
+/// literal past the range is infinity, as in Python.
+#[test]
+fn integer_literals_past_f64_are_too_large() {
+    let digits = |n: &str| Formula::parse(&format!("x * {n}"));
+    let e = digits(&format!("1{}", "0".repeat(400))).unwrap_err();
+    assert_eq!(e.code(), Errc::TooLarge);
+    assert!(
+        matches!(e, Error::LiteralTooLarge { digits: 401, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("at byte 4"), "{e}");
+    // 2¹⁰²⁴ − 2⁹⁷⁰ is halfway between f64::MAX and 2¹⁰²⁴: it rounds to even, past the range
+    // (Python: OverflowError); one less rounds to f64::MAX.
+    let halfway = "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497792";
+    assert_eq!(digits(halfway).unwrap_err().code(), Errc::TooLarge);
+    let below = "179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497791";
+    assert!(digits(below).is_ok());
+    assert_eq!(
+        reprint(&format!("x * {below}")),
+        "x * 1.7976931348623157e308"
+    );
+    // A float literal past the range is infinity; `_` separators count as nothing.
+    assert!(Formula::parse(&format!("x * 1{}.0", "0".repeat(400))).is_ok());
+    assert!(Formula::parse("x * 1e400").is_ok());
+    assert_eq!(
+        Formula::parse(&format!("x * 1_{}", "0".repeat(400)))
+            .unwrap_err()
+            .code(),
+        Errc::TooLarge
+    );
+}
+
+/// `is_name` is the grammar's rule for a name (a Python identifier, Unicode included, no
+/// built-in function's), and a name it accepts parses as exactly that symbol.
+#[test]
+fn is_name_is_the_grammars_rule() {
+    for good in ["x", "_t", "x1", "α", "θ1", "θ_K", "変数", "sinx", "T_K"] {
+        assert!(ddx_ir::text::is_name(good), "{good}");
+        let f = Formula::parse(&format!("{good} * 2")).unwrap();
+        assert_eq!(f.names(), [good]);
+    }
+    for bad in [
+        "", "a b", "2x", "x-y", "₁x", "x₁", "sin", "exp", "a.b", "x ",
+    ] {
+        assert!(!ddx_ir::text::is_name(bad), "{bad:?}");
+    }
+}
+
+/// User functions' names follow the symbols' rule: Unicode identifiers are accepted,
+/// and called from text by that name.
+#[test]
+fn user_function_names_follow_the_symbol_rule() {
+    let f = ddx_ir::UserFunction::new("φ", 1, |x| 2.0 * x[0], |_, g| g[0] = 2.0).unwrap();
+    let mut fs = ddx_ir::Functions::new();
+    fs.add(&f);
+    let formula = Formula::parse_with("φ(x) * y", &fs).unwrap();
+    assert_eq!(formula.names(), ["x", "y"]);
+    for bad in ["a b", "1f", "sin", ""] {
+        let e = ddx_ir::UserFunction::new(bad, 1, |x| x[0], |_, g| g[0] = 1.0).unwrap_err();
+        assert_eq!(e.code(), Errc::UserFunction, "{bad:?}");
+    }
+}

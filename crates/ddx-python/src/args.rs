@@ -60,9 +60,26 @@ impl Int {
         code: Errc,
         meaning: &str,
     ) -> PyResult<usize> {
+        self.within_from(py, call, name, (0, max), code, meaning)
+    }
+
+    /// The value when it lies in `min..=max`; as [`Int::within`], whose range starts at 0
+    /// (a value below `min` that is not negative "is too small").
+    ///
+    /// # Errors
+    /// As [`Int::within`].
+    pub(crate) fn within_from(
+        &self,
+        py: Python<'_>,
+        call: &str,
+        name: &str,
+        (min, max): (usize, usize),
+        code: Errc,
+        meaning: &str,
+    ) -> PyResult<usize> {
         let (fits, text) = match self {
             Int::Fits(v) => (
-                usize::try_from(*v).ok().filter(|&u| u <= max),
+                usize::try_from(*v).ok().filter(|u| (min..=max).contains(u)),
                 v.to_string(),
             ),
             Int::Huge { text, .. } => (None, text.clone()),
@@ -70,13 +87,15 @@ impl Int {
         fits.ok_or_else(|| {
             let why = if self.negative() {
                 "is negative"
+            } else if matches!(self, Int::Fits(v) if (*v as u128) < min as u128) {
+                "is too small"
             } else {
                 "is too large"
             };
-            let range = if max == usize::MAX {
+            let range = if max == usize::MAX && min == 0 {
                 "a non-negative int".to_string()
             } else {
-                format!("an int from 0 to {max}")
+                format!("an int from {min} to {max}")
             };
             raise(
                 py,

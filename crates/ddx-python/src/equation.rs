@@ -32,7 +32,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use smallvec::SmallVec;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -44,6 +44,11 @@ pub(crate) struct Equation {
     /// Built as a system (a tuple of outputs, a list of texts): answers keep the output
     /// axis even when there is one output.
     system: bool,
+    /// How it was built, for rebuilding it where its bytes cannot go (an equation calling
+    /// Python user functions, on a `ddx.dask` worker): `("text", text, params,
+    /// functions)`, `("system", texts, params, functions)` or `("model", callable)`;
+    /// `None` for one loaded from bytes or a file.
+    recipe: Option<Py<PyAny>>,
 }
 
 /// The lane kind the `want` argument of `call` names (`ddx.Want`'s values are
@@ -226,6 +231,15 @@ impl Equation {
         Self {
             system: eq.is_system(),
             inner: RwLock::new(Arc::new(eq)),
+            recipe: None,
+        }
+    }
+
+    /// [`Equation::new`], remembering how it was built (the `recipe` field).
+    fn built(eq: AnyEquation, recipe: Bound<'_, PyAny>) -> Self {
+        Self {
+            recipe: Some(recipe.unbind()),
+            ..Self::new(eq)
         }
     }
 
@@ -487,9 +501,27 @@ impl Equation {
     /// batch of `(n + q, points)`, or a dict of columns naming a parameter, gives it per
     /// point instead); the answer shares
     /// every lane and kernel with this one, so binding compiles nothing.
+    ///
+    /// On an equation already bound a dict may name some of the parameters: those are
+    /// rebound and the others keep their values. An equation not bound yet is bound whole
+    /// (the Rust equation binds all its parameters at once): a dict leaving one out is
+    /// `short_point` naming it.
     fn with_params(&self, values: &Bound<'_, PyAny>) -> PyResult<Equation> {
         let eq = self.rust();
         let names = eq.parameters().to_vec();
+        let merged;
+        let mut values = values;
+        if let (Ok(given), Some(bound)) = (values.cast::<PyDict>(), eq.bound_params()) {
+            if !names.is_empty() && bound.len() == names.len() {
+                let all = PyDict::new(values.py());
+                for (name, v) in names.iter().zip(bound) {
+                    all.set_item(name, v)?;
+                }
+                all.update(given.as_mapping())?;
+                merged = all.into_any();
+                values = &merged;
+            }
+        }
         let v = match points::read(values, &names, names.len(), Kind::Params)? {
             Spelled::One(v) => v,
             // `read` refuses a batch of parameter values.
@@ -498,7 +530,20 @@ impl Equation {
         Ok(Equation {
             system: self.system,
             inner: RwLock::new(Arc::new(eq.with_params(&v).or_raise()?)),
+            recipe: self.recipe.as_ref().map(|r| r.clone_ref(values.py())),
         })
+    }
+
+    /// How this equation was built and its bound parameter values, for `ddx.dask` to
+    /// rebuild it on a worker: `(recipe, bound)`, `recipe` as the field says (`None`
+    /// when loaded), `bound` a list of floats or `None`.
+    fn _recipe(&self, py: Python<'_>) -> (Option<Py<PyAny>>, Option<Vec<f64>>) {
+        let eq = self.rust();
+        let bound = eq
+            .bound_params()
+            .filter(|b| !b.is_empty())
+            .map(<[f64]>::to_vec);
+        (self.recipe.as_ref().map(|r| r.clone_ref(py)), bound)
     }
 
     /// The output count `m`.
@@ -560,6 +605,9 @@ impl Equation {
         let one = points::read_points(x, eq.symbols(), eq.parameters(), eq.bound_params())?;
         if let points::PointBlock::Spelled(Spelled::One(v)) = one {
             let m = eq.outputs();
+            // The answer is one value (a float) or `m`: within the limit as any block.
+            let shape: &[usize] = if self.system || m != 1 { &[m] } else { &[] };
+            check_limit(&[shape], eq.options().answer_limit, "Equation.evaluate")?;
             if !self.system && m == 1 {
                 let mut out = [0.0];
                 eq.evaluate_into(&v[..], &mut out).or_raise()?;
@@ -907,6 +955,7 @@ fn not_an_output(obj: &Bound<'_, PyAny>) -> PyErr {
 /// exception the model raises propagates as it is.
 #[pyfunction]
 fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
+    let model_fn = model;
     let mut failure: Option<PyErr> = None;
     let mut system = false;
     let built = ddx::ir::build(|| -> Vec<Expr> {
@@ -925,8 +974,10 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
         return Err(e);
     }
     let model = built.or_raise()?;
-    Ok(Equation::new(
+    let recipe = ("model", model_fn).into_pyobject(model_fn.py())?;
+    Ok(Equation::built(
         AnyEquation::from_model(model, system).or_raise()?,
+        recipe.into_any(),
     ))
 }
 
@@ -935,15 +986,19 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
 #[pyfunction]
 #[pyo3(signature = (text, params = Vec::new(), functions = Vec::new()))]
 fn equation_text(
-    text: &str,
+    text: &Bound<'_, PyString>,
     params: Vec<String>,
     functions: Vec<Bound<'_, crate::function::Function>>,
 ) -> PyResult<Equation> {
+    let py = text.py();
     let registry = crate::function::registry(&functions);
-    let formula = ddx::Formula::parse_with(text, &registry).or_raise()?;
+    let formula = ddx::Formula::parse_with(text.to_str()?, &registry).or_raise()?;
+    check_params(py, std::slice::from_ref(&formula), &params)?;
     let model = ddx::ir::text::model_with_params(&[formula], &params).or_raise()?;
-    Ok(Equation::new(
+    let recipe = ("text", text, params, functions).into_pyobject(py)?;
+    Ok(Equation::built(
         AnyEquation::from_model(model, false).or_raise()?,
+        recipe.into_any(),
     ))
 }
 
@@ -952,15 +1007,61 @@ fn equation_text(
 #[pyfunction]
 #[pyo3(signature = (texts, params = Vec::new(), functions = Vec::new()))]
 fn system_text(
+    py: Python<'_>,
     texts: Vec<String>,
     params: Vec<String>,
     functions: Vec<Bound<'_, crate::function::Function>>,
 ) -> PyResult<Equation> {
     let registry = crate::function::registry(&functions);
-    let model = ddx::ir::text::parse_model_with_functions(&texts, &params, &registry).or_raise()?;
-    Ok(Equation::new(
+    let formulas = ddx::ir::text::parse_all(&texts, &registry).or_raise()?;
+    check_params(py, &formulas, &params)?;
+    let model = ddx::ir::text::model_with_params(&formulas, &params).or_raise()?;
+    let recipe = ("system", texts, params, functions).into_pyobject(py)?;
+    Ok(Equation::built(
         AnyEquation::from_model(model, true).or_raise()?,
+        recipe.into_any(),
     ))
+}
+
+/// Refuses a `params=` list naming a parameter twice (`duplicate_symbol`) or a name the
+/// texts do not use (`unknown_symbol`, with the nearest name they use), where the Rust
+/// library would keep one of the two, or add an input nothing reads.
+fn check_params(py: Python<'_>, formulas: &[ddx::Formula], params: &[String]) -> PyResult<()> {
+    let mut used: Vec<&str> = formulas
+        .iter()
+        .flat_map(|f| f.names().iter().map(String::as_str))
+        .collect();
+    used.sort_unstable();
+    used.dedup();
+    for (i, p) in params.iter().enumerate() {
+        if params[..i].contains(p) {
+            let code = Errc::DuplicateSymbol;
+            return Err(raise(
+                py,
+                code,
+                format!("{code}: params names the parameter `{p}` twice"),
+            ));
+        }
+        if used.binary_search(&p.as_str()).is_err() {
+            let code = Errc::UnknownSymbol;
+            let nearest = ddx::ir::error::nearest_name(p, used.iter().copied())
+                .map_or_else(String::new, |n| format!(" (did you mean `{n}`?)"));
+            return Err(raise(
+                py,
+                code,
+                format!(
+                    "{code}: params names `{p}`, which the text does not use{nearest}; its \
+                     names are {}",
+                    if used.is_empty() {
+                        "none".to_string()
+                    } else {
+                        used.join(", ")
+                    }
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The equation saved at `path` (no model runs, nothing is rebuilt).
@@ -970,7 +1071,12 @@ fn load(py: Python<'_>, path: PathBuf) -> PyResult<Equation> {
     Ok(Equation::new(eq))
 }
 
-/// The equation `bytes` hold (as `Equation.to_bytes` made them); what unpickling calls.
+/// The equation `data` holds (as `Equation.to_bytes` made them, in this or another
+/// process): `ddx.from_bytes`, and what unpickling calls. Nothing is rebuilt.
+///
+/// # Errors
+/// `ddx.Error` `bad_archive` for bytes that are not a ddx archive (or a format this build
+/// does not read), `archive_corrupt` for damaged or truncated ones.
 #[pyfunction]
 fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Equation> {
     let eq = py.detach(|| AnyEquation::from_bytes(data)).or_raise()?;

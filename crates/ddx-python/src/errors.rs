@@ -13,10 +13,12 @@
 //! `Backend.DEVICE`, `Options.answer_limit`, a model *function*). The Rust messages stay
 //! as they are for Rust users.
 
-use ddx::{Errc, LaneKind};
-use pyo3::exceptions::PyRuntimeError;
+use ddx::{Errc, LaneKind, UserProblem};
+use pyo3::exceptions::{PyException, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use std::collections::VecDeque;
+use std::sync::Mutex;
 
 /// Every code, in the order `errc` numbers them (from 1): the Rust declaration order.
 pub(crate) const CODES: &[Errc] = Errc::ALL;
@@ -29,9 +31,64 @@ pub(crate) fn names() -> Vec<&'static str> {
 /// `ddx._errors.Error`, imported on first use.
 static ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// The Python exception for `err`, its message in Python's spellings.
+/// The Python exception for `err`, its message in Python's spellings. A user function's
+/// failure that was a Python exception ([`keep_raised`]) is chained: the `ddx.Error` has
+/// it as `__cause__`; a `KeyboardInterrupt`, `SystemExit` or any other `BaseException`
+/// that is not an `Exception` is answered itself, so Ctrl-C stops the program as usual.
 pub(crate) fn to_py(err: ddx::Error) -> PyErr {
-    Python::attach(|py| raise(py, err.code(), python_message(&err)))
+    Python::attach(|py| {
+        let cause = match &err {
+            ddx::Error::UserFunction {
+                name,
+                problem: UserProblem::Raised(message),
+            } => take_raised(name, message),
+            _ => None,
+        };
+        let cause = cause.map(|c| PyErr::from_value(c.into_bound(py)));
+        if let Some(c) = &cause {
+            if !c.is_instance_of::<PyException>(py) {
+                return c.clone_ref(py);
+            }
+        }
+        let e = raise(py, err.code(), python_message(&err));
+        if cause.is_some() {
+            e.set_cause(py, cause);
+        }
+        e
+    })
+}
+
+/// The Python exceptions user functions raised lately, with the function's name and the
+/// message their failure was reported with, for [`to_py`] to chain. A batch stops at its
+/// first failure, but other worker threads may fail before they notice: their
+/// exceptions are never asked for, so only the last [`RAISED_KEPT`] are kept.
+static RAISED: Mutex<VecDeque<(String, String, Py<PyAny>)>> = Mutex::new(VecDeque::new());
+
+/// How many exceptions [`RAISED`] keeps.
+const RAISED_KEPT: usize = 32;
+
+/// Keeps `exception`, raised by the user function `name` and reported with `message`,
+/// for the `ddx.Error` of the call to chain.
+pub(crate) fn keep_raised(py: Python<'_>, name: &str, message: &str, exception: PyErr) {
+    let value = exception.into_value(py).into_any();
+    let dropped = {
+        let Ok(mut kept) = RAISED.lock() else {
+            return;
+        };
+        kept.push_back((name.to_string(), message.to_string(), value));
+        (kept.len() > RAISED_KEPT).then(|| kept.pop_front())
+    };
+    drop(dropped);
+}
+
+/// The exception kept for `name`'s failure reported with `message` (the latest such),
+/// taken out.
+fn take_raised(name: &str, message: &str) -> Option<Py<PyAny>> {
+    let mut kept = RAISED.lock().ok()?;
+    let at = kept
+        .iter()
+        .rposition(|(n, m, _)| n == name && m == message)?;
+    kept.remove(at).map(|(_, _, e)| e)
 }
 
 /// The Python method that answers a lane's calls, for messages (`Equation.hessian`).
@@ -117,7 +174,9 @@ pub(crate) fn python_message(err: &ddx::Error) -> String {
         ),
         E::UnboundParameter { name } => format!(
             "short_point: parameter `{name}` has no value: bind the parameters first, with \
-             Equation.with_params (eq = eq.with_params({{\"{name}\": ...}}))"
+             Equation.with_params (eq = eq.with_params({{\"{name}\": ...}})), or give them \
+             per point in a batch (rows after the symbol rows of an (n + q, points) array, \
+             or entries of a dict of rows by name)"
         ),
         other => respell(other.to_string()),
     }

@@ -11,9 +11,10 @@
 //! as in Rust, and the equation that uses it reports `no_arena` or `sealed_arena`.
 
 use crate::args::{real, Int};
+use crate::errors::OrRaise;
 use ddx::{Errc, Expr};
 use pyo3::basic::CompareOp;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt};
 
@@ -195,24 +196,48 @@ impl Expression {
     }
 }
 
+/// Refuses a name the text syntax cannot spell ([`ddx::ir::text::is_name`]): a symbol or
+/// parameter of another name could not be written in a text, nor would the text the
+/// equation prints parse back.
+///
+/// # Errors
+/// `ddx.Error` `bad_name` naming it and the rule.
+fn spellable(name: &str, what: &'static str) -> PyResult<()> {
+    if ddx::ir::text::is_name(name) {
+        return Ok(());
+    }
+    let why = if name.is_empty() {
+        "a name is not empty"
+    } else if ddx::ir::Op::from_call_name(name).is_some() {
+        "it is a built-in function's name, which a text always reads as the function"
+    } else {
+        "a name is a Python identifier (a letter or `_`, then letters, digits or `_`; \
+         Unicode letters such as `α` or `θ1` included), as the text syntax reads names"
+    };
+    Err(ddx::Error::BadName {
+        name: name.to_string(),
+        what,
+        why,
+    })
+    .or_raise()
+}
+
 /// The symbol `name` of the model being built: `ddx.var("x")`. Outside a model callable
-/// the handle is poisoned (`errc.no_arena` when an equation uses it).
+/// the handle is poisoned (`errc.no_arena` when an equation uses it). `name` is a name of
+/// the text syntax (a Python identifier, not a built-in function's name); another is
+/// `ddx.Error` `bad_name`.
 #[pyfunction]
 fn var(name: &str) -> PyResult<Expression> {
-    if name.is_empty() {
-        return Err(PyValueError::new_err("a symbol needs a name"));
-    }
+    spellable(name, "a symbol")?;
     Ok(Expression(ddx::rt::var(name)))
 }
 
 /// The parameter `name` of the model being built: `ddx.param("T")`, an input never
 /// differentiated (no partial, no Hessian row); bind its value with
-/// `Equation.with_params`.
+/// `Equation.with_params`. `name` follows `var`'s rule (`bad_name` otherwise).
 #[pyfunction]
 fn param(name: &str) -> PyResult<Expression> {
-    if name.is_empty() {
-        return Err(PyValueError::new_err("a parameter needs a name"));
-    }
+    spellable(name, "a parameter")?;
     Ok(Expression(ddx::rt::param(name)))
 }
 

@@ -67,6 +67,86 @@ impl Kind {
     }
 }
 
+/// The parameters of the equation a point is read for, so that messages about a point's
+/// shape or names can say where the parameter values go.
+#[derive(Clone, Copy)]
+pub(crate) struct Context<'a> {
+    /// The symbols' names.
+    symbols: &'a [String],
+    /// The parameters' names (none: nothing to add).
+    params: &'a [String],
+    /// Whether they are bound (`Equation.with_params`).
+    bound: bool,
+}
+
+impl<'a> Context<'a> {
+    /// No parameters: messages as the Rust library words them.
+    const NONE: Context<'static> = Context {
+        symbols: &[],
+        params: &[],
+        bound: false,
+    };
+
+    /// `(n + q, points)` and what its rows are.
+    fn full_batch(&self) -> String {
+        let (n, q) = (self.symbols.len(), self.params.len());
+        format!(
+            "({}, points): {} ({}), then {} ({})",
+            n + q,
+            count(n, "symbol row"),
+            self.symbols.join(", "),
+            count(q, "parameter row"),
+            self.params.join(", ")
+        )
+    }
+
+    /// Where a point's parameter values come from, for a message about a single point:
+    /// empty without parameters.
+    fn single_point_hint(&self) -> String {
+        let q = self.params.len();
+        if q == 0 {
+            return String::new();
+        }
+        let names = self.params.join(", ");
+        let example = format!(
+            "eq.with_params({{{}}})",
+            self.params
+                .iter()
+                .map(|p| format!("\"{p}\": ..."))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let source = if self.bound {
+            "takes its bound value".to_string()
+        } else {
+            format!("is not bound: bind it with {example}")
+        };
+        format!(
+            "; a single point holds the symbols only ({}), and the {} ({names}) {source}, or \
+             give it per point in a batch of shape {}",
+            self.symbols.join(", "),
+            if q == 1 { "parameter" } else { "parameters" },
+            self.full_batch()
+        )
+    }
+
+    /// The batch shapes accepted, for a message about a batch of the wrong row count.
+    fn batch_shapes(&self, rows: usize) -> String {
+        if self.params.is_empty() {
+            return format!("({rows}, points)");
+        }
+        if self.bound {
+            format!(
+                "({}, points) (the symbols; the bound parameters broadcast) or {}",
+                self.symbols.len(),
+                self.full_batch()
+            )
+        } else {
+            format!("{}, as the parameters are not bound", self.full_batch())
+        }
+    }
+}
+
 /// A shape as Python spells it: `(2,)`, `(2, 3)`, `()`.
 pub(crate) fn py_shape(shape: &[usize]) -> String {
     match shape {
@@ -127,9 +207,24 @@ fn length_error(kind: Kind, rows: usize, got: usize) -> Error {
     }
 }
 
-/// A `ddx.Error` for an array of the wrong shape or dtype, naming the shape expected.
+/// A `ddx.Error` for an array of the wrong shape, naming the shape expected.
 fn shape_error(py: Python<'_>, kind: Kind, rows: usize, what: String) -> PyErr {
-    let code = kind.code();
+    shape_or_dtype_error(py, kind.code(), kind, rows, what)
+}
+
+/// A `ddx.Error` `wrong_dtype` for an array (or row) whose values are not real numbers.
+fn dtype_error(py: Python<'_>, kind: Kind, rows: usize, what: String) -> PyErr {
+    shape_or_dtype_error(py, Errc::WrongDtype, kind, rows, what)
+}
+
+/// A `ddx.Error` of `code` saying what a `kind` vector is and what was given.
+fn shape_or_dtype_error(
+    py: Python<'_>,
+    code: Errc,
+    kind: Kind,
+    rows: usize,
+    what: String,
+) -> PyErr {
     let values = format!("{rows} float64 value{}", if rows == 1 { "" } else { "s" });
     let batch = if kind == Kind::Params {
         " (one per parameter; not a batch)".to_string()
@@ -140,8 +235,13 @@ fn shape_error(py: Python<'_>, kind: Kind, rows: usize, what: String) -> PyErr {
         py,
         code,
         format!(
-            "{code}: a {} here is {values} (shape ({rows},)){batch}; got {what}",
-            kind.noun()
+            "{code}: a {} here is {values} (shape ({rows},)){batch}; got {what}{}",
+            kind.noun(),
+            if code == Errc::WrongDtype {
+                " (real dtypes are read: floats, integers, bool)"
+            } else {
+                ""
+            }
         ),
     )
 }
@@ -160,6 +260,17 @@ pub(crate) fn read<'py>(
     rows: usize,
     kind: Kind,
 ) -> PyResult<Spelled<'py>> {
+    read_in(obj, symbols, rows, kind, Context::NONE)
+}
+
+/// [`read`], its messages saying where the parameters of `ctx` go.
+fn read_in<'py>(
+    obj: &Bound<'py, PyAny>,
+    symbols: &[String],
+    rows: usize,
+    kind: Kind,
+    ctx: Context<'_>,
+) -> PyResult<Spelled<'py>> {
     let role = match kind {
         Kind::Point | Kind::Params => Role::Point,
         Kind::Direction | Kind::Weights => Role::Direction,
@@ -175,19 +286,19 @@ pub(crate) fn read<'py>(
                     .to_string(),
             ));
         }
-        named(d, symbols, &mut out, kind, role)?;
+        named(d, symbols, &mut out, kind, role, ctx)?;
         return Ok(Spelled::One(out));
     }
     if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
         let v = real(obj, kind.what())?;
-        fill(&[v], &mut out, kind, symbols)?;
+        fill(&[v], &mut out, kind, symbols, ctx)?;
         return Ok(Spelled::One(out));
     }
     if let Some(values) = flat_sequence(obj, kind)? {
-        fill(&values, &mut out, kind, symbols)?;
+        fill(&values, &mut out, kind, symbols, ctx)?;
         return Ok(Spelled::One(out));
     }
-    array(obj, rows, symbols, &mut out, kind)
+    array(obj, rows, symbols, &mut out, kind, ctx)
 }
 
 /// The values of a list or tuple of plain numbers, or `None` when it is anything else (a
@@ -213,12 +324,27 @@ fn flat_sequence(obj: &Bound<'_, PyAny>, kind: Kind) -> PyResult<Option<Values>>
 
 /// Positional values into `out`, with the role's error on a length mismatch (`names`:
 /// the symbols, or the parameters for [`Kind::Params`]).
-fn fill(values: &[f64], out: &mut [f64], kind: Kind, names: &[String]) -> PyResult<()> {
+fn fill(
+    values: &[f64],
+    out: &mut [f64],
+    kind: Kind,
+    names: &[String],
+    ctx: Context<'_>,
+) -> PyResult<()> {
     if values.len() == out.len() {
         out.copy_from_slice(values);
         return Ok(());
     }
     let e = length_error(kind, out.len(), values.len());
+    if kind == Kind::Point && !ctx.params.is_empty() {
+        let code = e.code();
+        let message = format!(
+            "{}{}",
+            crate::errors::python_message(&e),
+            ctx.single_point_hint()
+        );
+        return Err(Python::attach(|py| raise(py, code, message)));
+    }
     if kind != Kind::Params {
         return Err(e).or_raise();
     }
@@ -263,6 +389,7 @@ fn named(
     out: &mut [f64],
     kind: Kind,
     role: Role,
+    ctx: Context<'_>,
 ) -> PyResult<()> {
     let maps = if kind == Kind::Params {
         "parameter values map each parameter"
@@ -302,11 +429,25 @@ fn named(
                     "{code}: the equation has no parameter `{name}`{}",
                     nearest.map_or_else(String::new, |n| format!(" (did you mean `{n}`?)"))
                 ),
-                Error::MissingSymbol { name } => {
-                    format!("{code}: the parameter values give no value for parameter `{name}`")
-                }
+                Error::MissingSymbol { name } => format!(
+                    "{code}: the parameter values give no value for parameter `{name}`: an \
+                     equation whose parameters are not bound yet is bound whole, every \
+                     parameter at once ({}); one already bound may be given some of them, \
+                     the others keeping their values",
+                    symbols.join(", ")
+                ),
                 other => other.to_string(),
             };
+            Err(Python::attach(|py| raise(py, code, message)))
+        }
+        Err(Error::UnknownSymbol { name, .. })
+            if kind == Kind::Point && ctx.params.contains(&name) =>
+        {
+            let code = Errc::UnknownSymbol;
+            let message = format!(
+                "{code}: `{name}` is a parameter of the equation, not a symbol{}",
+                ctx.single_point_hint()
+            );
             Err(Python::attach(|py| raise(py, code, message)))
         }
         r => r.or_raise(),
@@ -320,6 +461,7 @@ fn array<'py>(
     names: &[String],
     out: &mut Values,
     kind: Kind,
+    ctx: Context<'_>,
 ) -> PyResult<Spelled<'py>> {
     let py = obj.py();
     let any = if obj.cast::<PyUntypedArray>().is_ok() {
@@ -342,23 +484,28 @@ fn array<'py>(
     let shape: SmallVec<[usize; 4]> = arr.shape().into();
     let describe = || format!("an array of shape {} and dtype {dtype}", py_shape(&shape));
     if !matches!(kind_char, b'f' | b'i' | b'u' | b'b') {
-        return Err(shape_error(py, kind, rows, describe()));
+        let what = if obj.is_none() {
+            "None".to_string()
+        } else {
+            describe()
+        };
+        return Err(dtype_error(py, kind, rows, what));
     }
     match shape.len() {
         0 => {
             let v: f64 = as_float64(arr)?.call_method0("item")?.extract()?;
-            fill(&[v], out, kind, names)?;
+            fill(&[v], out, kind, names, ctx)?;
             Ok(Spelled::One(std::mem::take(out)))
         }
         1 => {
             let floats = as_float64(arr)?.cast_into::<PyArray1<f64>>()?;
             // SAFETY: read at once, under the GIL, into `out`.
             match unsafe { floats.as_slice() } {
-                Ok(s) => fill(s, out, kind, names)?,
+                Ok(s) => fill(s, out, kind, names, ctx)?,
                 Err(_) => {
                     // SAFETY: as above; a strided view, read once.
                     let v: Values = unsafe { floats.as_array() }.iter().copied().collect();
-                    fill(&v, out, kind, names)?
+                    fill(&v, out, kind, names, ctx)?
                 }
             }
             Ok(Spelled::One(std::mem::take(out)))
@@ -367,14 +514,20 @@ fn array<'py>(
         2 => {
             if shape[0] != rows {
                 let e = length_error(kind, rows, shape[0]);
-                return Err(raise(
-                    py,
-                    e.code(),
+                let message = if kind == Kind::Point && !ctx.params.is_empty() {
+                    format!(
+                        "{}: a batch of points here has shape {}; got {}",
+                        e.code(),
+                        ctx.batch_shapes(rows),
+                        py_shape(&shape)
+                    )
+                } else {
                     format!(
                         "{e} (a batch here has shape ({rows}, points); got {})",
                         py_shape(&shape)
-                    ),
-                ));
+                    )
+                };
+                return Err(raise(py, e.code(), message));
             }
             let floats = as_float64(arr)?;
             let mut batch = floats.cast_into::<PyArray2<f64>>()?;
@@ -443,8 +596,25 @@ fn row<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyArray1<f64>
             huge(&item?)?;
         }
     }
-    if !matches!(arr.dtype().kind(), b'f' | b'i' | b'u' | b'b') || arr.ndim() > 1 {
+    if arr.ndim() > 1 {
         return Ok(None);
+    }
+    if !matches!(arr.dtype().kind(), b'f' | b'i' | b'u' | b'b') {
+        let code = Errc::WrongDtype;
+        return Err(raise(
+            py,
+            code,
+            format!(
+                "{code}: a row of the points holds real numbers (floats, integers, bool); got \
+                 {} of dtype {}",
+                if obj.is_none() {
+                    "None".to_string()
+                } else {
+                    format!("a {}", type_name(obj))
+                },
+                arr.dtype()
+            ),
+        ));
     }
     let flat = as_float64(arr)?.call_method0("ravel")?;
     let mut a = flat.cast_into::<PyArray1<f64>>()?;
@@ -476,6 +646,11 @@ pub(crate) fn read_points<'py>(
 ) -> PyResult<PointBlock<'py>> {
     let py = obj.py();
     let (n, q) = (symbols.len(), params.len());
+    let ctx = Context {
+        symbols,
+        params,
+        bound: bound.is_some_and(|b| b.len() == q),
+    };
     if let Ok(d) = obj.cast::<PyDict>() {
         // A column is a sequence or an array; a string is neither (the named point's
         // `TypeError` says what is wrong with it).
@@ -509,7 +684,7 @@ pub(crate) fn read_points<'py>(
             }
         }
     }
-    read(obj, symbols, n, Kind::Point).map(PointBlock::Spelled)
+    read_in(obj, symbols, n, Kind::Point, ctx).map(PointBlock::Spelled)
 }
 
 fn row_error(py: Python<'_>, n: usize, q: usize, item: &Bound<'_, PyAny>) -> PyErr {
@@ -519,11 +694,15 @@ fn row_error(py: Python<'_>, n: usize, q: usize, item: &Bound<'_, PyAny>) -> PyE
         format!(
             "wrong_arity: a batch given row by row has {n} symbol rows (then {q} parameter \
              rows, optionally), each a 1-D real sequence or a number; got {}",
-            item.get_type()
-                .name()
-                .map_or_else(|_| "?".to_string(), |n| n.to_string())
+            type_name(item)
         ),
     )
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".to_string(), |n| n.to_string())
 }
 
 /// A dict of columns by name into the `n + q` rows, symbols then parameters.

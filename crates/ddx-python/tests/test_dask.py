@@ -6,8 +6,10 @@ The truth for every Dask answer is the in-process call on the same points, bit f
 
 from __future__ import annotations
 
+import math
 import os
 import signal
+import threading
 import time
 
 import numpy as np
@@ -136,28 +138,66 @@ def test_threads_use_the_callers_equation(scalar, points):
     }  # nothing pickled, nothing decoded: the threads share the caller's equation
 
 
-def test_user_functions_run_on_threads_and_are_refused_elsewhere(points, pool):
-    """A Python user function's code cannot travel: the threaded and synchronous
-    schedulers use the caller's equation (the same bits as in-process); a scheduler that
-    must pickle it fails with the saving refusal, naming the function."""
-    import math
+class _Locked:
+    """A callable holding a lock: ``cloudpickle`` cannot carry it."""
 
-    f = ddx.function(
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __call__(self, a: float, b: float) -> float:
+        with self.lock:
+            return a * math.exp(b)
+
+
+def scaled_exp(value=None):
+    """A user function of two arguments (lambdas: ``cloudpickle`` carries them by value)."""
+    return ddx.function(
         "scaled_exp",
         2,
-        lambda a, b: a * math.exp(b),
+        value or (lambda a, b: a * math.exp(b)),
         lambda a, b: (math.exp(b), a * math.exp(b)),
+        lambda a, b: ((0.0, math.exp(b)), (math.exp(b), a * math.exp(b))),
     )
-    eq = ddx.equation("scaled_exp(x, y) + x * y", functions=[f])
+
+
+def test_user_functions_run_on_every_local_scheduler(points, pool):
+    """A Python user function's equation has no archive bytes: the threaded and
+    synchronous schedulers use the caller's equation, the processes scheduler rebuilds it
+    from its recipe (cloudpickled); every answer is the in-process bits. One whose
+    callables cannot be pickled is refused there with ``user_function``, naming it."""
+    eq = ddx.equation("scaled_exp(x, y) + x * y", functions=[scaled_exp()])
     want = eq.jacobian(points)
-    for scheduler in ("sync", "threads"):
-        got = dask.compute(*dx.jacobian(eq, da.from_array(points, chunks=(2, 250))), scheduler=scheduler)
+    for scheduler in ("sync", "threads", "processes"):
+        with dask.config.set(scheduler=scheduler, pool=pool if scheduler == "processes" else None):
+            got = dask.compute(*dx.jacobian(eq, da.from_array(points, chunks=(2, 250))))
         same_bits(got, want)
+    locked = ddx.equation("scaled_exp(x, y) + x * y", functions=[scaled_exp(_Locked())])
+    same_bits(
+        dask.compute(*dx.jacobian(locked, da.from_array(points, chunks=(2, 250))), scheduler="threads"),
+        want,
+    )
     with pytest.raises(ddx.Error) as e:
         with dask.config.set(scheduler="processes", pool=pool):
-            dask.compute(*dx.jacobian(eq, da.from_array(points, chunks=(2, 250))))
+            dask.compute(*dx.jacobian(locked, da.from_array(points, chunks=(2, 250))))
     assert e.value.code is ddx.errc.user_function
-    assert "scaled_exp" in str(e.value)
+    assert "scaled_exp" in str(e.value) and "cloudpickle" in str(e.value), str(e.value)
+
+
+def test_points_that_are_not_real_are_wrong_dtype(scalar, points):
+    for bad in (da.from_array(points.astype(complex), chunks=(2, 250)), points.astype(complex)):
+        with pytest.raises(ddx.Error) as e:
+            dx.evaluate(scalar, bad)
+        assert e.value.code is ddx.errc.wrong_dtype
+    with pytest.raises(ddx.Error) as e:
+        dx.evaluate(scalar, {"x": points[0], "y": points[1].astype(complex)})
+    assert e.value.code is ddx.errc.wrong_dtype
+    with pytest.raises(ddx.Error) as e:
+        dx.jvp(scalar, np.array([1j, 0]), da.from_array(points, chunks=(2, 250)))
+    assert e.value.code is ddx.errc.wrong_dtype
+    for row in (1j, "a", None):  # a broadcast row: None was read as NaN
+        with pytest.raises(ddx.Error) as e:
+            dx.evaluate(scalar, [da.from_array(points[0], chunks=250), row])
+        assert e.value.code is ddx.errc.wrong_dtype, row
 
 
 # ---------------------------------------------------------------------------------------
@@ -316,6 +356,33 @@ def test_cluster_corrupted_equation_is_an_error(client, scalar, monkeypatch):
     other = ddx.equation("x * log(x) + exp(x * y) * cos(y)")
     again = dx.evaluate(other, grid(1000, 200))
     same_bits(client.compute(again, sync=True), other.evaluate(grid(1000, 200).compute()))
+
+
+def test_cluster_user_functions(client, points):
+    """Equations calling Python user functions on a real cluster: text with a bound
+    parameter, and a model callable; rebuilt once per worker from the cloudpickled
+    recipe, the answers are the in-process bits."""
+    f = scaled_exp()
+    text = ddx.equation("scaled_exp(x, y) * T + x * y", params=["T"], functions=[f])
+    text = text.with_params({"T": 2.0})
+    model = ddx.equation(lambda: f(ddx.var("x"), ddx.var("y")) * ddx.var("x"))
+    x = da.from_array(points, chunks=(2, 250))
+    for eq in (text, model):
+        for call in ("evaluate", "hessian"):
+            got = client.compute(list(_tuple(getattr(dx, call)(eq, x))), sync=True)
+            same_bits(tuple(got), getattr(eq, call)(points))
+    # A row per point for the parameter, as in-process.
+    rows = {"x": x[0], "y": x[1], "T": da.from_array(points[0] + 1.0, chunks=250)}
+    got = client.compute(dx.evaluate(text, rows), sync=True)
+    same_bits(got, text.evaluate({"x": points[0], "y": points[1], "T": points[0] + 1.0}))
+    (key,) = equation_keys(dx.evaluate(model, x))
+    digest = key.removeprefix("ddx-equation-")
+    stats = [s[digest] for s in client.run(dx.worker_stats).values() if digest in s]
+    assert stats and all(s["deserialised"] == 1 for s in stats), stats  # once per worker
+
+
+def _tuple(a):
+    return a if isinstance(a, tuple) else (a,)
 
 
 def test_cluster_assign(client, scalar, points):

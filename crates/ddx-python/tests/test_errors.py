@@ -46,8 +46,9 @@ def test_point_codes(f):
     assert code_of(lambda: f.jacobian(np.zeros((1, 4)))) is ddx.errc.short_point
     assert code_of(lambda: f.jacobian(np.zeros((3, 4)))) is ddx.errc.wrong_arity
     assert code_of(lambda: f.evaluate(np.zeros((2, 2, 2)))) is ddx.errc.wrong_arity
-    assert code_of(lambda: f.evaluate(np.array(["a", "b"]))) is ddx.errc.wrong_arity
-    assert code_of(lambda: f.evaluate(np.array([1 + 1j, 2]))) is ddx.errc.wrong_arity
+    # A dtype that is not real is its own code (it was wrong_arity).
+    assert code_of(lambda: f.evaluate(np.array(["a", "b"]))) is ddx.errc.wrong_dtype
+    assert code_of(lambda: f.evaluate(np.array([1 + 1j, 2]))) is ddx.errc.wrong_dtype
     # Rows one by one, as every batch call reads them: of two lengths neither 1, refused
     # (a row of length 1 is broadcast: `[[1.0, 2.0], [3.0]]` is two points).
     assert code_of(lambda: f.evaluate([[1.0, 2.0], [3.0, 4.0, 5.0]])) is ddx.errc.column_length

@@ -193,6 +193,13 @@ pub enum Syntax {
     /// never differentiates its exponent, so a symbol or an expression there would be
     /// given a partial of 0 silently; `pow(a, n)` or `a ** n` differentiate both.
     PowiExponent,
+    /// An integer literal past the `f64` range (it would round to infinity); the parser
+    /// reports it as [`Error::LiteralTooLarge`](crate::Error::LiteralTooLarge), code
+    /// `too_large`.
+    IntegerTooLarge {
+        /// How many digits it has.
+        digits: usize,
+    },
     /// Parentheses, calls, signs and `**` nest deeper than the parser allows.
     TooDeep {
         /// The most levels allowed.
@@ -241,6 +248,10 @@ impl fmt::Display for Syntax {
                 "the exponent of `powi(a, n)` must be an integer literal such as `3` or `-2` \
                  (it is never differentiated); for a variable exponent write `pow(a, n)` or \
                  `a ** n`",
+            ),
+            Syntax::IntegerTooLarge { digits } => write!(
+                f,
+                "this integer literal ({digits} digits) is past the float64 range"
             ),
             Syntax::TooDeep { limit } => write!(
                 f,

@@ -6,12 +6,14 @@
 //! gets that far, and the first problem reported is the leftmost one.
 //!
 //! - numbers are Python's decimal float and integer literals: `2`, `2.`, `.5`, `1.5e-3`,
-//!   `1E3`, `1_000`, `1_000.5e1_0` (all read as `f64`; `1e999` is infinity, as in Python);
+//!   `1E3`, `1_000`, `1_000.5e1_0` (all read as `f64`; `1e999` is infinity, as in Python,
+//!   while an integer literal past the `f64` range, which Python's `float()` refuses, is
+//!   [`Error::LiteralTooLarge`](crate::Error::LiteralTooLarge));
 //!   as in Python, a `_` may stand only between two digits, and an integer may not start
 //!   with `0` unless it is all zeros (`007` is refused, where C would read octal), while
 //!   `007.5` and `00` are fine;
 //! - names follow Python's identifier rule: a character of Unicode's `XID_Start` or `_`,
-//!   then characters of `XID_Continue` (so `α`, `x₁`, `T_K` and `変数` are names). Unlike
+//!   then characters of `XID_Continue` (so `α`, `θ1`, `T_K` and `変数` are names; `x₁` is not, as in Python). Unlike
 //!   Python, names are compared as written, without NFKC normalisation: `ﬁ` and `fi` are
 //!   two symbols, where Python would read one;
 //! - operators are the infix spellings of the operator table ([`Op::infix_tokens`]), read
@@ -217,6 +219,16 @@ impl<'a> Lexer<'a> {
         let value = literal
             .parse::<f64>()
             .map_err(|_| (start, Syntax::UnexpectedChar('.')))?;
+        // An integer literal past the range is refused, as Python's `float(n)` refuses
+        // it; a float literal past it is infinity (`1e999`), as in Python.
+        if value.is_infinite() && literal.bytes().all(|b| b.is_ascii_digit()) {
+            return Err((
+                start,
+                Syntax::IntegerTooLarge {
+                    digits: literal.len(),
+                },
+            ));
+        }
         self.pos = end;
         Ok(Token {
             kind: Kind::Number(value),

@@ -57,6 +57,36 @@ pub(crate) const NEG_TOKEN: &str = "-";
 /// The sign that does nothing, in operand position.
 pub(crate) const PLUS_TOKEN: &str = "+";
 
+/// Whether `name` is a name the grammar reads as one symbol, or as a user function's
+/// name in a call: a Python identifier (a character of Unicode's `XID_Start` or `_`, then
+/// characters of `XID_Continue`: `x`, `_t`, `α`, `θ1`, `θ_K`; not `x₁`, as in Python) that is no built-in
+/// function's name (`sin` in a text is always the function). A symbol of another name
+/// (`"a b"`, `"2x"`, `"sin"`) can be built by [`var`](crate::var) but not written in a
+/// text, and the text an equation prints does not parse back.
+pub fn is_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(lexer::is_name_start)
+        && chars.all(lexer::is_name_continue)
+        && Op::from_call_name(name).is_none()
+}
+
+/// Parses each text, a call in them naming a built-in or one of `functions`
+/// ([`Formula::parse_with`]).
+///
+/// # Errors
+/// The first parse error, its [`Location::output`] set to the index of the text that
+/// failed.
+pub fn parse_all<S: AsRef<str>>(
+    texts: &[S],
+    functions: &crate::Functions,
+) -> Result<Vec<Formula>, Error> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Formula::parse_with(t.as_ref(), functions).map_err(|e| in_output(e, i)))
+        .collect()
+}
+
 /// One step of a formula's postfix code.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Item {
@@ -350,12 +380,7 @@ pub fn parse_model_with_functions<S: AsRef<str>, P: AsRef<str>>(
     params: &[P],
     functions: &crate::Functions,
 ) -> Result<Model, Error> {
-    let formulas = texts
-        .iter()
-        .enumerate()
-        .map(|(i, t)| Formula::parse_with(t.as_ref(), functions).map_err(|e| in_output(e, i)))
-        .collect::<Result<Vec<_>, _>>()?;
-    model_with_params(&formulas, params)
+    model_with_params(&parse_all(texts, functions)?, params)
 }
 
 /// A parse error of text `i` of several, saying so.

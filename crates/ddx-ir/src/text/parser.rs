@@ -425,8 +425,9 @@ impl<'a> Parser<'a> {
 }
 
 fn bad(text: &str, at: usize, problem: Syntax) -> Error {
-    Error::BadSyntax {
-        at: Location::new(text, at),
-        problem,
+    let at = Location::new(text, at);
+    match problem {
+        Syntax::IntegerTooLarge { digits } => Error::LiteralTooLarge { at, digits },
+        problem => Error::BadSyntax { at, problem },
     }
 }

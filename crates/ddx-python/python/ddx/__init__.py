@@ -129,8 +129,13 @@ def equation(
     With ``params=[...]`` (text only) those names are parameters: inputs never
     differentiated, bound with :meth:`Equation.with_params`, or given per point in a
     batch as rows after the symbol rows (shape ``(n + q, points)``, or a dict of columns
-    by name; a row of length 1 is broadcast). A model callable names its parameters with
-    :func:`param` instead.
+    by name; a row of length 1 is broadcast). A name listed twice is
+    ``errc.duplicate_symbol``, one the text does not use ``errc.unknown_symbol``. A model
+    callable names its parameters with :func:`param` instead.
+
+    An integer literal in a text past the float64 range is ``errc.too_large`` (as the
+    same ``int`` in a model is, and as Python's ``float()`` refuses it); a float literal
+    past it (``1e400``) is infinity, as in Python.
 
     With ``functions=[f, ...]`` (text only) a call in the text may name one of those user
     functions (:func:`function`) by its name, ``"f(x) * y"``; a built-in function's name is
@@ -194,6 +199,20 @@ def load(path: str | os.PathLike[str]) -> Equation:
     return _ddx.load(os.fspath(path))
 
 
+def from_bytes(data: bytes | bytearray | memoryview, /) -> Equation:
+    """The equation ``data`` holds, as :meth:`Equation.to_bytes` made it (in this process
+    or another, by this build or another that reads the format): the inverse of
+    ``to_bytes``, and what unpickling an equation does. No model runs and nothing is
+    rebuilt; a kernel the bytes hold for this host and build answers at once, and the
+    bound parameter values and options come back with it. Raises :class:`Error`:
+    ``bad_archive`` (not a ddx archive, or a format this build does not read),
+    ``archive_corrupt`` (damaged or truncated bytes); ``TypeError`` for something that is
+    not bytes-like."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"ddx.from_bytes takes bytes, not {type(data).__name__}")
+    return _ddx.from_bytes(bytes(data))
+
+
 def verify(path: str | os.PathLike[str]) -> None:
     """Raises :class:`Error` unless this build can read the equation file at ``path`` (see
     :func:`load` for the codes); :meth:`Equation.verify` also asks that it be *that*
@@ -232,6 +251,7 @@ __all__ = [
     "exp",
     "function",
     "expm1",
+    "from_bytes",
     "has_jit",
     "has_opencl",
     "hypot",

@@ -32,6 +32,16 @@ How the equation travels (the invariants):
 - Bytes damaged on the way fail the task with a :class:`ddx.Error` (``archive_corrupt``
   or ``bad_archive``), raised in the task, never in the worker's deserialiser, so the
   worker lives on and the caller's ``compute`` raises the error.
+- An equation calling Python user functions (:func:`ddx.function`) has no archive bytes
+  (their code is Python's). It travels as its recipe instead — its text, parameters and
+  user functions, or its model callable, with the bound parameter values and the
+  options — pickled with ``cloudpickle`` (which Dask's ``distributed`` brings), which
+  carries lambdas and closures by value. A worker rebuilds the equation from it once
+  (the same per-process cache, by the recipe's digest) and compiles its own kernels; the
+  answers are the same bits. User functions ``cloudpickle`` cannot carry (a callable
+  holding a lock or an open file) make a scheduler that pickles fail with a
+  :class:`ddx.Error` ``user_function`` saying so; the threaded and synchronous schedulers
+  always use the caller's equation.
 - Nothing ddx-specific is needed on the workers beyond the package itself.
 """
 
@@ -102,10 +112,10 @@ def worker_stats() -> dict[str, dict[str, Any]]:
         return out
 
 
-def _revive(data: bytes) -> _Shipped:
+def _revive(data: bytes, kind: str = "archive") -> _Shipped:
     """The unpickler of :class:`_Shipped`: keeps the bytes; nothing is decoded here, so a
     damaged archive fails in the task that needs it, not in the worker's deserialiser."""
-    shipped = _Shipped(None, bytes(data))
+    shipped = _Shipped(None, bytes(data), kind)
     with _cache_lock:
         _count(shipped.digest, "unpickled")
     return shipped
@@ -113,24 +123,32 @@ def _revive(data: bytes) -> _Shipped:
 
 class _Shipped:
     """An equation on its way to a task: the live equation where the task runs in the
-    caller's process, the archive bytes (kernels included) everywhere else."""
+    caller's process, elsewhere the archive bytes (kernels included; ``kind`` is
+    ``"archive"``) or, for an equation calling Python user functions, its recipe pickled
+    with ``cloudpickle`` (``"recipe"``: :func:`_recipe_bytes`)."""
 
-    __slots__ = ("_live", "data", "digest")
+    __slots__ = ("_live", "data", "digest", "kind")
 
-    def __init__(self, live: Equation | None, data: bytes | Error) -> None:
+    def __init__(self, live: Equation | None, data: bytes | Error, kind: str = "archive") -> None:
         self._live = live
         self.data = data
+        self.kind = kind
         if isinstance(data, Error):
-            # No bytes (a user function's code cannot travel): the live equation only.
+            # No bytes (user functions cloudpickle cannot carry): the live equation only.
             self.digest = f"live-{id(live):x}"
         else:
-            self.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            h = hashlib.blake2b(data, digest_size=16)
+            if kind != "archive":
+                h.update(kind.encode())
+            self.digest = h.hexdigest()
 
-    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if isinstance(self.data, Error):
             # Leaving the caller's process needs the bytes: say why there are none.
             raise self.data
-        return (_revive, (self.data,))
+        if self.kind == "archive":
+            return (_revive, (self.data,))
+        return (_revive, (self.data, self.kind))
 
     def __dask_tokenize__(self) -> str:
         return self.digest
@@ -146,7 +164,8 @@ class _Shipped:
                 return eq
             # Raises ddx.Error (archive_corrupt, bad_archive) for damaged bytes. Under
             # the lock: concurrent tasks of one worker wait for the one decode.
-            eq = _ddx.from_bytes(self.data)
+            assert isinstance(self.data, bytes)
+            eq = _ddx.from_bytes(self.data) if self.kind == "archive" else _rebuild(self.data)
             _count(self.digest, "deserialised")
             _cache[self.digest] = eq
             while len(_cache) > _CACHE_SIZE:
@@ -154,19 +173,64 @@ class _Shipped:
             return eq
 
 
+def _recipe_bytes(eq: Equation, refusal: Error) -> bytes | Error:
+    """How to rebuild ``eq`` (which calls Python user functions, so ``to_bytes`` refused
+    it with ``refusal``) on a worker: its recipe, bound parameter values and options,
+    pickled with ``cloudpickle``; or the error a scheduler that pickles raises."""
+    recipe, bound = eq._recipe()
+    if recipe is None:
+        return refusal
+    try:
+        import cloudpickle
+    except ImportError:  # pragma: no cover - distributed depends on it
+        return Error(
+            f"{refusal}; ddx.dask ships such an equation with cloudpickle, which is not "
+            f"installed (pip install cloudpickle)",
+            errc.user_function,
+        )
+    try:
+        return bytes(cloudpickle.dumps((recipe, bound, eq.options)))
+    except Exception as e:
+        return Error(
+            f"user_function: ddx.dask ships an equation calling Python user functions "
+            f"({refusal}) by pickling them with cloudpickle, which failed: "
+            f"{type(e).__name__}: {e}; only the threaded and synchronous schedulers run it",
+            errc.user_function,
+        )
+
+
+def _rebuild(data: bytes) -> Equation:
+    """The equation a recipe of :func:`_recipe_bytes` describes, built here."""
+    import pickle
+
+    recipe, bound, options = pickle.loads(data)
+    if recipe[0] == "text":
+        eq = _ddx.equation_text(recipe[1], recipe[2], recipe[3])
+    elif recipe[0] == "system":
+        eq = _ddx.system_text(recipe[1], recipe[2], recipe[3])
+    else:
+        eq = _ddx.equation_model(recipe[1])
+    if bound is not None:
+        eq = eq.with_params(bound)
+    eq.options = options
+    return eq
+
+
 def _ship(eq: Equation, want: Want) -> Any:
     """``eq`` as one Dask key (a ``Delayed``), its kernel for ``want`` included."""
     if eq.options.backend is Backend.COMPILE:
         eq.wait_for_kernel(want=want)
+    kind = "archive"
     try:
         data: bytes | Error = eq.to_bytes()
     except Error as e:
         if e.code is not errc.user_function:
             raise
-        # An equation calling Python user functions runs on the threaded and synchronous
-        # schedulers (the caller's equation itself); other schedulers refuse it with this.
-        data = e
-    shipped = _Shipped(eq, data)
+        # An equation calling Python user functions: its recipe travels instead (or, when
+        # that cannot be pickled, it runs on the threaded and synchronous schedulers
+        # only, and other schedulers raise this).
+        data, kind = _recipe_bytes(eq, e), "recipe"
+    shipped = _Shipped(eq, data, kind)
     return dask.delayed(shipped, pure=True, name=f"ddx-equation-{shipped.digest}")
 
 
@@ -226,6 +290,7 @@ class _Points:
                 f"have {x.shape[0]} rows",
                 errc.wrong_arity,
             )
+        _check_real(x, "the points")
         if x.dtype != np.float64:
             x = x.astype(np.float64)
         self.rows = [x.rechunk({0: -1})]  # every chunk holds whole points
@@ -250,6 +315,9 @@ class _Points:
                 what = f"`{names[k]}`" if names else f"{k}"
                 try:
                     value = r.compute() if isinstance(r, da.Array) else r
+                    # An int past int64 reads as an object array: too_large below.
+                    if not (isinstance(value, int) and not isinstance(value, bool)):
+                        _check_real(np.asarray(value), f"row {what} of the points")
                     given[k] = np.asarray(value, dtype=np.float64).reshape(1)
                 except OverflowError:
                     raise Error(
@@ -259,8 +327,9 @@ class _Points:
                     ) from None
                 continue
             a = r if isinstance(r, da.Array) else da.asarray(np.asarray(r))
+            what = f"`{names[k]}`" if names else f"{k}"
+            _check_real(a, f"row {what} of the points")
             if a.ndim != 1:
-                what = f"`{names[k]}`" if names else f"{k}"
                 raise Error(
                     f"wrong_arity: row {what} of the points has shape {_shape(a.shape)}: a "
                     f"row is 1-D (one value per point) or a number (broadcast)",
@@ -314,6 +383,17 @@ class _Points:
         return [self.form, *[r.name if isinstance(r, da.Array) else r for r in self.rows]]
 
 
+def _check_real(a: Any, what: str) -> None:
+    """Raises ``wrong_dtype`` unless ``a`` (a NumPy or Dask array) holds real numbers
+    (floats, integers, bool: read as float64), as the in-process calls do."""
+    if np.dtype(a.dtype).kind not in "fiub":
+        raise Error(
+            f"wrong_dtype: {what} hold real numbers (floats, integers, bool); got dtype "
+            f"{a.dtype}",
+            errc.wrong_dtype,
+        )
+
+
 def _is_number(r: Any) -> bool:
     return isinstance(r, (int, float, np.integer, np.floating)) and not isinstance(r, bool)
 
@@ -335,8 +415,10 @@ def _direction(d: Any, points: _Points) -> tuple[Any, Any]:
                 f"a direction per point has shape (k, {count}); this one has {_shape(d.shape)}",
                 errc.wrong_direction,
             )
+        _check_real(d, "a direction")
         d = d.astype(np.float64).rechunk(((d.shape[0],), points.chunks))
         return d, np.zeros((d.shape[0], 0))
+    _check_real(np.asarray(d), "a direction")
     const = np.asarray(d, dtype=np.float64)
     return const, const
 
