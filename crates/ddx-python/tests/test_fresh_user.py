@@ -519,3 +519,15 @@ def test_answer_limit_applies_to_every_call():
         assert e.code is ddx.errc.too_large and "answer_limit" in str(e), str(e)
     assert scalar.compile(answer_limit=1).evaluate([1.0, 2.0]) == 2.0
     assert system.compile(answer_limit=2).evaluate([1.0, 2.0]).tolist() == [2.0, 3.0]
+
+
+def test_answer_limit_travels_with_the_saved_equation():
+    # Bytes, pickles and files keep the limit (archive format 4): the copy refuses what the
+    # original refuses, and answers what it answers.
+    system = ddx.equation(["x * y", "x + y"]).compile(answer_limit=4)
+    assert raised(lambda: system.hessian([1.0, 2.0])).code is ddx.errc.too_large
+    for copy in (ddx.from_bytes(system.to_bytes()), pickle.loads(pickle.dumps(system))):
+        e = raised(lambda: copy.hessian([1.0, 2.0]))
+        assert e.code is ddx.errc.too_large and "answer_limit" in str(e), str(e)
+        f, jac = copy.jacobian([1.0, 2.0])
+        assert jac.tolist() == [[2.0, 1.0], [1.0, 1.0]] and f.tolist() == [2.0, 3.0]

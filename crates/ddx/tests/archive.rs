@@ -148,6 +148,23 @@ fn an_equation_saved_before_any_call_builds_its_lanes_after_loading() {
     assert_eq!(answers(&back), answers(&sys));
 }
 
+#[test]
+fn the_answer_limit_is_saved_with_the_other_options() {
+    // Saved since format version 4: a loaded equation refuses what the saved one refused.
+    let mut eq = system_model();
+    eq.set_options(Options::new().answer_limit(9));
+    let refused = eq
+        .hessian(POINT)
+        .expect_err("3·3·3 values past a limit of 9");
+    assert_eq!(refused.code(), Errc::TooLarge);
+    let back = round_trip(&eq);
+    assert_eq!(back.options().answer_limit, 9);
+    let again = back.hessian(POINT).expect_err("still refused");
+    assert_eq!(again.code(), Errc::TooLarge);
+    // The 3·3 Jacobian fits the limit, before and after.
+    assert_eq!(back.jacobian(POINT), eq.jacobian(POINT));
+}
+
 #[cfg(feature = "jit")]
 #[test]
 fn compiled_round_trips_answer_from_the_saved_kernels_at_once() {

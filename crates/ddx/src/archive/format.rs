@@ -45,8 +45,12 @@ use std::path::Path;
 const MAGIC: &[u8; 8] = b"\x89DDXEQN\n";
 /// The format version this build writes and reads.
 /// Version 2 added the parameters (a model's names never differentiated, and each lane's
-/// parameter count); version 3 the parameter values bound when it was written.
-pub(crate) const VERSION: u32 = 3;
+/// parameter count); version 3 the parameter values bound when it was written; version 4
+/// a [`Tail`] after the body. Versions 3 and 4 are read.
+pub(crate) const VERSION: u32 = 4;
+/// The oldest format version this build reads (its options come back with the default
+/// [`Options::answer_limit`]).
+const OLDEST: u32 = 3;
 const HEADER: usize = 52;
 
 /// The body of a file.
@@ -72,6 +76,14 @@ struct Body<'a> {
     options: OptionsRec,
     #[serde(borrow)]
     kernels: Vec<KernelRec<'a>>,
+}
+
+/// What version 4 added, encoded right after the [`Body`] (so that a version-3 body, which
+/// has none, decodes with the same types).
+#[derive(Serialize, Deserialize)]
+struct Tail {
+    /// [`Options::answer_limit`], in values.
+    answer_limit: u64,
 }
 
 /// A node; an operation's arguments are distances back from the node.
@@ -317,10 +329,15 @@ pub(crate) fn encode(parts: &Parts<'_>, path: &Path) -> Result<Vec<u8>, Error> {
             })
             .collect(),
     };
-    let encoded = postcard::to_allocvec(&body).map_err(|e| Error::ArchiveIo {
-        path: path.to_path_buf(),
-        detail: format!("cannot encode the equation: {e}"),
-    })?;
+    let tail = Tail {
+        answer_limit: parts.options.answer_limit as u64,
+    };
+    let encoded = postcard::to_allocvec(&body)
+        .and_then(|body| postcard::to_extend(&tail, body))
+        .map_err(|e| Error::ArchiveIo {
+            path: path.to_path_buf(),
+            detail: format!("cannot encode the equation: {e}"),
+        })?;
     let mut out = Vec::with_capacity(HEADER + encoded.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
@@ -362,9 +379,9 @@ pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<Decoded, Error> {
     }
     let word = |at: usize| -> [u8; 4] { [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]] };
     let version = u32::from_le_bytes(word(8));
-    if version != VERSION {
+    if !(OLDEST..=VERSION).contains(&version) {
         return Err(bad(format!(
-            "format version {version}; this build of ddx reads version {VERSION}"
+            "format version {version}; this build of ddx reads versions {OLDEST} to {VERSION}"
         )));
     }
     let Some(header) = bytes.get(..HEADER) else {
@@ -388,13 +405,42 @@ pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<Decoded, Error> {
     }
     let (body, rest): (Body<'_>, &[u8]) =
         postcard::take_from_bytes(body).map_err(|e| corrupt(format!("undecodable body: {e}")))?;
+    let (tail, rest) = if version >= 4 {
+        let (tail, rest): (Tail, &[u8]) = postcard::take_from_bytes(rest)
+            .map_err(|e| corrupt(format!("undecodable tail: {e}")))?;
+        (Some(tail), rest)
+    } else {
+        (None, rest)
+    };
     if !rest.is_empty() {
         return Err(corrupt(format!("{} bytes after the body", rest.len())));
     }
-    parts(body).map_err(|e| match e {
+    let mut decoded = parts(body).map_err(|e| match e {
         Refusal::Bad(d) => bad(d),
         Refusal::Corrupt(d) => corrupt(d),
-    })
+    })?;
+    if let Some(tail) = tail {
+        // A limit past this machine's address space cannot be reached here: the largest.
+        decoded.options.answer_limit = usize::try_from(tail.answer_limit).unwrap_or(usize::MAX);
+    }
+    Ok(decoded)
+}
+
+/// `bytes` (a file of this version) as the version-3 file of the same equation: no tail,
+/// the header's version, length and checksum rewritten. For the tests of reading old files.
+#[cfg(test)]
+pub(crate) fn as_version_3(bytes: &[u8]) -> Vec<u8> {
+    let body = &bytes[HEADER..];
+    let (_, tail): (Body<'_>, &[u8]) = postcard::take_from_bytes(body).expect("a body");
+    let body = &body[..body.len() - tail.len()];
+    let mut out = Vec::with_capacity(HEADER + body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&3u32.to_le_bytes());
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    let sum = checksum(&out, body);
+    out.extend_from_slice(&sum);
+    out.extend_from_slice(body);
+    out
 }
 
 /// Why a decoded body is refused.

@@ -187,3 +187,47 @@ fn bound_values_of_the_wrong_count_are_refused() {
         assert_eq!(e.code(), crate::Errc::ArchiveCorrupt, "{e}");
     }
 }
+
+#[test]
+fn version_3_files_are_read_with_the_default_answer_limit() {
+    use crate::Options;
+    let mut eq = model();
+    eq.set_options(Options::new().answer_limit(3));
+    let x = [0.75, 1.5];
+    let v4 = eq.to_bytes().expect("encodes");
+    let back = Equation::<Scalar>::from_bytes(&v4).expect("version 4");
+    assert_eq!(back.options().answer_limit, 3);
+    assert_eq!(
+        back.hessian(x).expect_err("4 values").code(),
+        Errc::TooLarge
+    );
+
+    let v3 = format::as_version_3(&v4);
+    assert!(v3.len() < v4.len());
+    let old = Equation::<Scalar>::from_bytes(&v3).expect("version 3 is read");
+    assert_eq!(old.options().answer_limit, Options::DEFAULT_ANSWER_LIMIT);
+    assert_eq!(
+        old.hessian(x).expect("the default limit"),
+        model().hessian(x).expect("fits")
+    );
+    assert_eq!(old.symbols(), eq.symbols());
+
+    // A version-4 header over a version-3 body has no tail: corrupt, not misread.
+    let mut headless = v3.clone();
+    headless[8..12].copy_from_slice(&4u32.to_le_bytes());
+    let sum = blake3::Hasher::new()
+        .update(&headless[..20])
+        .update(&headless[52..])
+        .finalize();
+    headless[20..52].copy_from_slice(sum.as_bytes());
+    let e = Equation::<Scalar>::from_bytes(&headless).expect_err("no tail");
+    assert_eq!(e.code(), Errc::ArchiveCorrupt, "{e}");
+    // Versions on either side of the ones read are refused as another format.
+    for v in [2u32, 5] {
+        let mut other = v4.clone();
+        other[8..12].copy_from_slice(&v.to_le_bytes());
+        let e = Equation::<Scalar>::from_bytes(&other).expect_err("another version");
+        assert_eq!(e.code(), Errc::BadArchive, "{e}");
+        assert!(e.to_string().contains("reads versions 3 to 4"), "{e}");
+    }
+}
