@@ -21,10 +21,19 @@
 //! or sit in its own constant pool), so its machine code needs no relocation; the compiler
 //! checks that and refuses the code otherwise.
 //!
+//! A [`Shape::Point`] kernel of a lane that is not split into segments computes each run of
+//! repeated structure that [`reroll::find`] finds (many copies of one subgraph, as a model
+//! looping over data leaves them) as one loop over the copies instead of straight-line
+//! copies ([`Emit::rolled`]): each copy does the same operations on the same operands as
+//! its straight-line nodes would, so the answers are the same bits, and the code no longer
+//! grows with the number of copies. Column kernels and segments stay straight-line.
+//!
 //! An `f64x2` kernel does the same operation on both lanes: vector arithmetic is IEEE per
 //! lane and each math call is made once per lane, so every width answers the same bits.
 
+use super::reroll::{self, Arg, Rolls};
 use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, BlockArg, Function, InstBuilder, MemFlagsData, SigRef, Signature,
     StackSlotData, StackSlotKind, Type, UserFuncName, Value,
@@ -33,6 +42,7 @@ use cranelift_codegen::isa::TargetIsa;
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use ddx_ir::math::MathTable;
 use ddx_ir::{Lane, Node, NodeId, Op};
+use std::collections::HashMap;
 
 /// The kind of function a kernel is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -96,13 +106,18 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Functi
         Shape::Point => {
             let (inputs, outputs, table) = (args[0], args[1], args[2]);
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
-            e.body(
-                lane,
-                |b, k| b.ins().load(types::F64, data(), inputs, offset(k, 8)),
-                |b, k, v| {
-                    b.ins().store(data(), v, outputs, offset(k, 8));
-                },
-            );
+            let rolls = reroll::find(&lane.graph);
+            if rolls.runs.is_empty() {
+                e.body(
+                    lane,
+                    |b, k| b.ins().load(types::F64, data(), inputs, offset(k, 8)),
+                    |b, k, v| {
+                        b.ins().store(data(), v, outputs, offset(k, 8));
+                    },
+                );
+            } else {
+                e.rolled(lane, &rolls, inputs, outputs);
+            }
             b.ins().return_(&[]);
         }
         Shape::Column { width } => {
@@ -380,6 +395,33 @@ impl MathSigs {
     }
 }
 
+/// The constant value of the second argument of a binary operation, if any.
+fn exponent(g: &ddx_ir::Graph, op: Op, args: &[NodeId; 3]) -> Option<f64> {
+    (op.arity() == 2).then(|| g.constant_of(args[1])).flatten()
+}
+
+/// The state of [`Emit::rolled`] between nodes.
+struct Rolled<'l> {
+    lane: &'l Lane,
+    rolls: &'l Rolls,
+    /// Each node's run, or [`Rolled::NONE`].
+    run_of: Vec<u32>,
+    /// The run whose tail ([`reroll::Run::tail`]) each node is in, or [`Rolled::NONE`].
+    tail_of: Vec<u32>,
+    /// Per run and template position: whether copies are read outside the run.
+    stored: Vec<Vec<bool>>,
+    /// Per run: the area its values read outside it are stored in, the value of operation
+    /// `c·period + j` of the run at entry `c·period + j`.
+    slots: Vec<Option<cranelift_codegen::ir::StackSlot>>,
+    /// Each node's value where the code outside loops has reached, once made.
+    vals: Vec<Option<Value>>,
+    inputs: Value,
+}
+
+impl Rolled<'_> {
+    const NONE: u32 = u32::MAX;
+}
+
 /// Emits the nodes of a lane at one type (`f64` or `f64x2`).
 struct Emit<'a, 'b, 'c> {
     b: &'a mut FunctionBuilder<'b>,
@@ -453,6 +495,312 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         for (k, o) in lane.outputs.iter().enumerate() {
             store(self.b, k, vals[o.index()]);
         }
+    }
+
+    /// Emits a point kernel's nodes as [`Emit::body`] does, except that each run of
+    /// `rolls` is one loop whose body is the run's template (see [`reroll`]): copy `c`
+    /// reads its streams at entry `c` of memory (the lane's inputs, or a stack area that a
+    /// value computed before the run is copied to, or that an earlier run stored it in),
+    /// carries what the next copy reads in block parameters, and stores each value read
+    /// outside the run at entry `c` of the stack area of its template position. Leaves are
+    /// made where first read outside a loop; a value of a run read after it is its last
+    /// copy's from the loop, an earlier copy's loaded from its area.
+    fn rolled(&mut self, lane: &Lane, rolls: &Rolls, inputs: Value, outputs: Value) {
+        let g = &lane.graph;
+        let mut run_of = vec![Rolled::NONE; g.len()];
+        for (r, run) in rolls.runs.iter().enumerate() {
+            for k in run.first..run.first + run.period * run.copies {
+                run_of[rolls.ops[k].index()] = r as u32;
+            }
+        }
+        let mut stored: Vec<Vec<bool>> = rolls.runs.iter().map(|r| vec![false; r.period]).collect();
+        let mut mark = |a: NodeId, by: u32| {
+            let r = run_of[a.index()];
+            if r != Rolled::NONE && r != by {
+                let run = &rolls.runs[r as usize];
+                stored[r as usize][(rolls.at[a.index()] as usize - run.first) % run.period] = true;
+            }
+        };
+        for (i, node) in g.nodes().iter().enumerate() {
+            for &a in node.args() {
+                mark(a, run_of[i]);
+            }
+        }
+        for &o in &lane.outputs {
+            mark(o, Rolled::NONE);
+        }
+        let mut tail_of = vec![Rolled::NONE; g.len()];
+        for (r, run) in rolls.runs.iter().enumerate() {
+            let end = run.first + run.period * run.copies;
+            for k in end..end + run.tail {
+                tail_of[rolls.ops[k].index()] = r as u32;
+            }
+        }
+        let mut st = Rolled {
+            lane,
+            rolls,
+            tail_of,
+            slots: vec![None; rolls.runs.len()],
+            stored,
+            run_of,
+            vals: vec![None; g.len()],
+            inputs,
+        };
+        for (id, node) in g.nodes().iter().enumerate() {
+            let v = match *node {
+                Node::Const(_) | Node::Symbol(_) | Node::Seed(_) => continue,
+                _ if st.run_of[id] != Rolled::NONE => {
+                    let r = st.run_of[id] as usize;
+                    if rolls.ops[rolls.runs[r].first].index() == id {
+                        self.run(&mut st, r);
+                    }
+                    continue;
+                }
+                Node::Apply(Op::Pack, _) => self.constant(f64::NAN),
+                Node::Apply(Op::Call, args) if g.is_packed_call(NodeId::from_index(id)) => {
+                    let tag = self.value_of(&mut st, args[0]);
+                    let leaves: Vec<Value> = g
+                        .call_args(NodeId::from_index(id))
+                        .map(|a| self.value_of(&mut st, a))
+                        .collect();
+                    self.call_n(tag, &leaves)
+                }
+                Node::Apply(op, args) => {
+                    let mut x = [None; 3];
+                    for (k, &a) in args[..op.arity()].iter().enumerate() {
+                        x[k] = Some(self.value_of(&mut st, a));
+                    }
+                    self.apply(op, x, exponent(g, op, &args))
+                }
+            };
+            let r = st.tail_of[id];
+            if let Some(slot) = st.slots.get(r as usize).copied().flatten() {
+                let rel = rolls.at[id] as usize - rolls.runs[r as usize].first;
+                self.b.ins().stack_store(self.ptr, v, slot, offset(rel, 8));
+            }
+            st.vals[id] = Some(v);
+        }
+        for (k, &o) in lane.outputs.iter().enumerate() {
+            let v = self.value_of(&mut st, o);
+            self.b.ins().store(data(), v, outputs, offset(k, 8));
+        }
+    }
+
+    /// `op` of the operands `x` (the first `op.arity()` present); `exponent` is the second
+    /// argument's constant value, if any.
+    fn apply(&mut self, op: Op, x: [Option<Value>; 3], exponent: Option<f64>) -> Value {
+        let arg = |k: usize| x[k].unwrap_or_else(|| unreachable!("arity"));
+        match op.arity() {
+            1 => self.unary(op, arg(0)),
+            2 => self.binary(op, arg(0), arg(1), exponent),
+            _ => self.ternary(op, arg(0), arg(1), arg(2)),
+        }
+    }
+
+    /// Node `id`'s value where the code outside loops has reached: made now if a leaf,
+    /// loaded from its run's area if an earlier copy of a run.
+    fn value_of(&mut self, st: &mut Rolled<'_>, id: NodeId) -> Value {
+        if let Some(v) = st.vals[id.index()] {
+            return v;
+        }
+        let v = match *st.lane.graph.node(id) {
+            Node::Const(c) => self.constant(c.value()),
+            Node::Symbol(s) => self.load(st.inputs, s.index()),
+            Node::Seed(s) => self.load(st.inputs, st.lane.seed_base() + s.index()),
+            Node::Apply(..) => {
+                let r = st.run_of[id.index()] as usize;
+                let run = &st.rolls.runs[r];
+                let rel = st.rolls.at[id.index()] as usize - run.first;
+                debug_assert!(st.stored[r][rel % run.period]);
+                let slot = st.slots[r]
+                    .unwrap_or_else(|| unreachable!("a value read outside its run is stored"));
+                self.b
+                    .ins()
+                    .stack_load(self.ptr, types::F64, slot, offset(rel, 8))
+            }
+        };
+        st.vals[id.index()] = Some(v);
+        v
+    }
+
+    /// Emits run `r` as a loop, leaving the builder after it.
+    fn run(&mut self, st: &mut Rolled<'_>, r: usize) {
+        let g = &st.lane.graph;
+        let rolls = st.rolls;
+        let run = &rolls.runs[r];
+        let (p, copies) = (run.period, run.copies);
+        // Before the loop: what every copy reads, what copy 0 carries in, the streams.
+        let mut same: HashMap<NodeId, Value> = HashMap::new();
+        let mut carried: Vec<u32> = Vec::new();
+        let mut streams: HashMap<(usize, usize), (Value, i32, i64)> = HashMap::new();
+        let mut by_nodes: HashMap<Vec<NodeId>, (Value, i32, i64)> = HashMap::new();
+        for (j, args) in run.args.iter().enumerate() {
+            for (k, a) in args.iter().enumerate() {
+                match *a {
+                    Arg::Same(n) => {
+                        let v = self.value_of(st, n);
+                        same.insert(n, v);
+                    }
+                    Arg::Carried(i) if !carried.contains(&i) => carried.push(i),
+                    Arg::Stream => {
+                        let nodes: Vec<NodeId> = (0..copies)
+                            .map(|c| g.node(rolls.node(run, c, j)).args()[k])
+                            .collect();
+                        let src = match by_nodes.get(&nodes) {
+                            Some(&s) => s,
+                            None => {
+                                let s = self.stream(st, &nodes);
+                                by_nodes.insert(nodes, s);
+                                s
+                            }
+                        };
+                        streams.insert((j, k), src);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let init: Vec<BlockArg> = carried
+            .iter()
+            .map(|&i| {
+                let n = rolls.ops[run.first + i as usize - p];
+                BlockArg::Value(self.value_of(st, n))
+            })
+            .collect();
+        let area = (st.stored[r].contains(&true) || run.tail > 0).then(|| {
+            let slot = self.area(copies * p + run.tail);
+            st.slots[r] = Some(slot);
+            self.b.ins().stack_addr(self.ptr, slot, 0)
+        });
+        let body = self.b.create_block();
+        let c = self.b.append_block_param(body, self.ptr);
+        let params: Vec<Value> = carried
+            .iter()
+            .map(|_| self.b.append_block_param(body, types::F64))
+            .collect();
+        let zero = self.b.ins().iconst(self.ptr, 0);
+        let mut first = vec![BlockArg::Value(zero)];
+        first.extend(init);
+        self.b.ins().jump(body, &first);
+        // The body: one copy, copy `c`.
+        self.b.switch_to_block(body);
+        let mut step: HashMap<i64, Value> = HashMap::new();
+        let mut at = |e: &mut Self, stride: i64| {
+            *step
+                .entry(stride)
+                .or_insert_with(|| e.b.ins().imul_imm_s(c, stride))
+        };
+        let mut vals: Vec<Value> = Vec::with_capacity(p);
+        for j in 0..p {
+            let Node::Apply(op, a0) = *g.node(rolls.node(run, 0, j)) else {
+                unreachable!("a run holds operations")
+            };
+            let mut x = [None; 3];
+            for (k, slot) in x.iter_mut().enumerate().take(op.arity()) {
+                *slot = Some(match run.args[j][k] {
+                    Arg::Internal(i) => vals[i as usize],
+                    Arg::Carried(i) => params[carried.iter().position(|&q| q == i).unwrap_or(0)],
+                    Arg::Same(n) => same[&n],
+                    Arg::Stream => {
+                        let (base, off, stride) = streams[&(j, k)];
+                        let o = at(self, stride);
+                        let addr = self.b.ins().iadd(base, o);
+                        self.b.ins().load(types::F64, data(), addr, off)
+                    }
+                    Arg::None => unreachable!("arity"),
+                });
+            }
+            let v = self.apply(op, x, exponent(g, op, &a0));
+            if let (Some(area), true) = (area, st.stored[r][j]) {
+                let o = at(self, 8 * p as i64);
+                let addr = self.b.ins().iadd(area, o);
+                self.b.ins().store(data(), v, addr, offset(j, 8));
+            }
+            vals.push(v);
+        }
+        let next = self.b.ins().iadd_imm_s(c, 1i64);
+        let done = self.b.ins().icmp_imm_s(IntCC::Equal, next, copies as i64);
+        let exit = self.b.create_block();
+        let mut again = vec![BlockArg::Value(next)];
+        again.extend(carried.iter().map(|&i| BlockArg::Value(vals[i as usize])));
+        self.b.ins().brif(done, exit, &[], body, &again);
+        self.b.switch_to_block(exit);
+        // The last copy's values, from the loop (its body dominates what follows).
+        for (j, &v) in vals.iter().enumerate() {
+            st.vals[rolls.node(run, copies - 1, j).index()] = Some(v);
+        }
+    }
+
+    /// Where a loop reads the stream `nodes` (one node per copy): `(base, offset, stride)`,
+    /// entry `c` at `base + offset + c·stride` bytes. Inputs at evenly spaced places are
+    /// read from the input block, values an earlier run stored at evenly spaced copies from
+    /// its area; anything else is copied to a new area here.
+    fn stream(&mut self, st: &mut Rolled<'_>, nodes: &[NodeId]) -> (Value, i32, i64) {
+        let g = &st.lane.graph;
+        let input = |n: NodeId| match *g.node(n) {
+            Node::Symbol(s) => Some(s.index() as i64),
+            Node::Seed(s) => Some((st.lane.seed_base() + s.index()) as i64),
+            _ => None,
+        };
+        let even = |k: &[Option<i64>]| -> Option<(i64, i64)> {
+            let first = k[0]?;
+            let d = k.get(1).copied().flatten()? - first;
+            k.iter()
+                .enumerate()
+                .all(|(c, x)| *x == Some(first + c as i64 * d))
+                .then_some((first, d))
+        };
+        let places: Vec<Option<i64>> = nodes.iter().map(|&n| input(n)).collect();
+        if let Some((first, d)) = even(&places) {
+            if let Ok(off) = i32::try_from(first * 8) {
+                return (st.inputs, off, d * 8);
+            }
+        }
+        // Values one earlier run stored, evenly spaced in its area.
+        let place = |n: NodeId| -> Option<(u32, i64)> {
+            let r = st.run_of[n.index()];
+            if r == Rolled::NONE {
+                return None;
+            }
+            let run = &st.rolls.runs[r as usize];
+            let rel = st.rolls.at[n.index()] as usize - run.first;
+            st.stored[r as usize][rel % run.period].then_some((r, rel as i64))
+        };
+        let place = |n: NodeId| -> Option<(u32, i64)> {
+            let r = st.tail_of[n.index()];
+            if r == Rolled::NONE {
+                return place(n);
+            }
+            let rel = st.rolls.at[n.index()] as usize - st.rolls.runs[r as usize].first;
+            Some((r, rel as i64))
+        };
+        if let Some((r, _)) = place(nodes[0]) {
+            let entries: Vec<Option<i64>> = nodes
+                .iter()
+                .map(|&n| place(n).filter(|q| q.0 == r).map(|q| q.1))
+                .collect();
+            if let (Some((c0, d)), Some(slot)) = (even(&entries), st.slots[r as usize]) {
+                if let Ok(off) = i32::try_from(c0 * 8) {
+                    let base = self.b.ins().stack_addr(self.ptr, slot, 0);
+                    return (base, off, d * 8);
+                }
+            }
+        }
+        let slot = self.area(nodes.len());
+        for (c, &n) in nodes.iter().enumerate() {
+            let v = self.value_of(st, n);
+            self.b.ins().stack_store(self.ptr, v, slot, offset(c, 8));
+        }
+        (self.b.ins().stack_addr(self.ptr, slot, 0), 0, 8)
+    }
+
+    /// A stack area of `len` values.
+    fn area(&mut self, len: usize) -> cranelift_codegen::ir::StackSlot {
+        self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            u32::try_from(8 * len).unwrap_or(u32::MAX),
+            3,
+        ))
     }
 
     /// Emits segment `s` of `plan`: its nodes in order, reading earlier segments' values

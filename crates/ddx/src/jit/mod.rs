@@ -24,6 +24,7 @@ pub(crate) mod cache;
 mod compile;
 mod kernel;
 mod lower;
+mod reroll;
 #[cfg(test)]
 mod tests;
 

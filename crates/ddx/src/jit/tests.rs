@@ -817,3 +817,127 @@ fn the_status_reports_each_lane() {
         s.lanes.iter().map(|l| l.compiled).sum::<usize>()
     );
 }
+
+/// Where an argument of a [`repeated_model`] term comes from.
+#[derive(Clone, Copy)]
+enum Src {
+    /// Symbol `(k + copy) mod symbols`: evenly spaced, except across the wrap.
+    Symbol(usize),
+    /// A constant drawn afresh for each copy (awkward values among them).
+    Constant,
+    /// One of the values every copy reads.
+    Shared(usize),
+    /// Value `k` of the same copy.
+    Earlier(usize),
+    /// The previous copy's last value (for copy 0, the first symbol).
+    Carried,
+}
+
+/// A model that loops over data, as the models re-rolling is for (issue 20): `copies`
+/// copies of one random term of a few operations (any operation of `Op::ALL`), each
+/// reading symbols that shift with the copy, its own constants, values shared by every
+/// copy, its own earlier values and the previous copy's result, folded into an
+/// accumulation by one operation in copy order. Sometimes one copy has one operation
+/// changed (a run broken in the middle), and some copies' values are also outputs of
+/// their own. Copies whose constants coincide share nodes (the graph interns them).
+fn repeated_model(seed: u64, copies: usize, symbols: usize) -> Model {
+    let mut rng = Rng(seed);
+    let mut g = Graph::new();
+    let xs: Vec<NodeId> = (0..symbols)
+        .map(|s| g.symbol(SymbolId::from_index(s)))
+        .collect();
+    let shared = [
+        g.binary(Op::Mul, xs[0], xs[symbols - 1]),
+        g.unary(Op::Exp, xs[symbols / 2]),
+    ];
+    let len = 2 + rng.below(6);
+    let template: Vec<(Op, Vec<Src>)> = (0..len)
+        .map(|j| {
+            let op = Op::ALL[rng.below(Op::ALL.len())];
+            let srcs = (0..op.arity())
+                .map(|_| match rng.below(6) {
+                    0 | 1 if j > 0 => Src::Earlier(j - 1 - rng.below(j.min(3))),
+                    0 => Src::Symbol(rng.below(symbols)),
+                    2 => Src::Constant,
+                    3 => Src::Shared(rng.below(shared.len())),
+                    4 => Src::Carried,
+                    _ => Src::Symbol(rng.below(symbols)),
+                })
+                .collect();
+            (op, srcs)
+        })
+        .collect();
+    let exponent = [2.0, -1.0, 0.5, 3.0, -2.0][rng.below(5)];
+    let broken = (rng.below(3) == 0).then(|| (rng.below(copies), rng.below(len)));
+    let fold = [Op::Add, Op::Add, Op::Sub, Op::Mul, Op::Max][rng.below(5)];
+    let (mut acc, mut carried) = (g.constant(0.0), xs[0]);
+    let mut outs = Vec::new();
+    for c in 0..copies {
+        let mut v: Vec<NodeId> = Vec::with_capacity(len);
+        for (j, (op, srcs)) in template.iter().enumerate() {
+            let mut args: Vec<NodeId> = srcs
+                .iter()
+                .map(|s| match *s {
+                    Src::Symbol(k) => xs[(k + c) % symbols],
+                    Src::Constant => g.constant(rng.value()),
+                    Src::Shared(k) => shared[k],
+                    Src::Earlier(k) => v[k],
+                    Src::Carried => carried,
+                })
+                .collect();
+            if matches!(op, Op::Pow | Op::Powi) {
+                args[1] = g.constant(exponent);
+            }
+            let op = match broken {
+                Some((bc, bj)) if (bc, bj) == (c, j) => *Op::ALL
+                    .iter()
+                    .find(|o| o.arity() == op.arity() && *o != op)
+                    .unwrap_or(op),
+                _ => *op,
+            };
+            v.push(g.apply(op, &args));
+        }
+        carried = v[len - 1];
+        acc = g.binary(fold, acc, carried);
+        if outs.len() < 2 && rng.below(8) == 0 {
+            outs.push(v[rng.below(len)]);
+        }
+    }
+    outs.insert(0, acc);
+    let names = (0..symbols).map(|s| format!("x{s}")).collect();
+    Model::seal(&g, &outs, names)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// Re-rolled point kernels (issue 20): models made of many copies of one term, odd
+    /// trip counts among them, runs broken by a changed operation, copies sharing nodes
+    /// and copies whose values are read elsewhere: every lane, shape and level, to the bit.
+    #[test]
+    fn rerolled_kernels_agree_with_the_interpreter_to_the_bit(
+        seed in any::<u64>(),
+        copies in 6usize..40,
+        symbols in 1usize..4,
+    ) {
+        let mut rng = Rng(seed ^ 0x3C3C);
+        check_model(&repeated_model(seed, copies, symbols), &mut rng, &[1, 3])?;
+    }
+}
+
+/// The models of the test above are re-rolled: most of their lanes hold runs, and the
+/// kernels of those lanes still agree with the interpreter.
+#[test]
+fn repeated_models_are_rerolled() {
+    let (mut lanes, mut rolled) = (0, 0);
+    for seed in 0..12u64 {
+        let model = repeated_model(seed, 21 + 2 * seed as usize, 1 + seed as usize % 3);
+        let eq = Equation::<System>::from_model(model);
+        for kind in LaneKind::ALL {
+            lanes += 1;
+            let rolls = super::reroll::find(&eq.lane(kind).unwrap().graph);
+            rolled += usize::from(!rolls.runs.is_empty());
+        }
+    }
+    assert!(rolled * 2 > lanes, "{rolled} of {lanes} lanes re-rolled");
+}

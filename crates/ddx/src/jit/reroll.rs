@@ -1,0 +1,214 @@
+//! Re-rolling: finding the repeated stretches of a lane that a point kernel computes in a
+//! loop instead of as straight-line copies (issue 20).
+//!
+//! A model closure that loops over data (observations, links of a chain, components)
+//! leaves many copies of one subgraph in its lanes, and the AD passes keep the copies
+//! together: the graph's operations, in order, hold stretches where operation `i + p` does
+//! what operation `i` did, `p` operations earlier. [`find`] finds such stretches, each a
+//! [`Run`] of `copies` consecutive copies of a `period`-operation template, by one rule for
+//! every lane: scanning the operations in order, at each one it takes the period (up to
+//! [`MAX_PERIOD`]) whose run covers the most operations, lengthens a short period to at
+//! least [`MIN_BODY`] operations, and keeps the run when it has at least [`MIN_COPIES`]
+//! copies; otherwise it moves on by one operation.
+//!
+//! Operation `j` of copy `c + 1` matches operation `j` of copy `c` when they are the same
+//! operation and each argument relates to the earlier copy's in one way, the same for every
+//! copy of the run ([`Arg`]): the value `d` operations back inside the copy, or in the copy
+//! before (the loop carries it; copy 0 reads the operation just as far back before the
+//! run), one node every copy reads, or a node per copy made before the run starts (a
+//! constant, an input, a value computed earlier: a stream the loop reads from memory).
+//! Each copy then computes what its straight-line nodes computed: the same operation on
+//! the same operands, so every bit is the same whatever the order the loop runs them in.
+//! Operations that read the graph beyond their arguments (calls, packs) never match, nor
+//! does a `pow` whose exponent is a constant in one copy and not the same constant in the
+//! next (the lowering of a constant exponent depends on its value).
+
+use ddx_ir::{Graph, Node, NodeId, Op};
+
+/// The fewest copies a run has.
+pub(crate) const MIN_COPIES: usize = 4;
+/// The fewest operations a loop body has: a shorter period is unrolled to at least this.
+pub(crate) const MIN_BODY: usize = 8;
+/// The longest period looked for.
+pub(crate) const MAX_PERIOD: usize = 96;
+/// The fewest operations a run covers.
+pub(crate) const MIN_COVER: usize = 48;
+/// The most stack bytes the loops' areas may take in all, counted as if every value of
+/// every run were stored and every stream copied (8 bytes a copy each); runs past
+/// it stay straight-line, so that re-rolling never brings a kernel near
+/// `compile::MAX_FRAME_BYTES`.
+pub(crate) const MAX_AREA_BYTES: usize = 256 << 10;
+
+/// How an argument of a template operation is read in every copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Arg {
+    /// No argument in this position.
+    None,
+    /// Operation `j` of the same copy (`j` is before the reader).
+    Internal(u32),
+    /// Operation `j` of the copy before; for copy 0, the operation `period - j` operations
+    /// before the run.
+    Carried(u32),
+    /// The same node in every copy, made before the run.
+    Same(NodeId),
+    /// A node per copy (the argument of this position in that copy), made before the run.
+    Stream,
+}
+
+/// A run of copies of one template: operations `first + c·period + j` of the graph's
+/// operation order (see [`Rolls::ops`]) for `c < copies`, `j < period`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Run {
+    /// Where the run starts in [`Rolls::ops`].
+    pub(crate) first: usize,
+    /// Operations per copy.
+    pub(crate) period: usize,
+    /// Copies (at least [`MIN_COPIES`]).
+    pub(crate) copies: usize,
+    /// Operations right after the last copy that continue the repetition but make less
+    /// than a whole copy (a period lengthened to [`MIN_BODY`] leaves them): straight-line,
+    /// but stored in the run's area beside the copies, so that a later loop reading the
+    /// run's values together with them reads them evenly spaced.
+    pub(crate) tail: usize,
+    /// How each argument of each template operation is read.
+    pub(crate) args: Vec<[Arg; 3]>,
+}
+
+/// The runs of a graph, with the index from nodes to operations.
+#[derive(Debug, Default)]
+pub(crate) struct Rolls {
+    /// The graph's operation nodes (`Node::Apply`) in order.
+    pub(crate) ops: Vec<NodeId>,
+    /// Each node's place in `ops` (`u32::MAX` for a leaf).
+    pub(crate) at: Vec<u32>,
+    /// The runs, in order, not overlapping.
+    pub(crate) runs: Vec<Run>,
+}
+
+impl Rolls {
+    /// The node of operation `j` of copy `c` of `run`.
+    pub(crate) fn node(&self, run: &Run, c: usize, j: usize) -> NodeId {
+        self.ops[run.first + c * run.period + j]
+    }
+}
+
+/// Finds the runs of `g` (see the module doc).
+pub(crate) fn find(g: &Graph) -> Rolls {
+    let mut ops = Vec::new();
+    let mut at = vec![u32::MAX; g.len()];
+    for (i, n) in g.nodes().iter().enumerate() {
+        if let Node::Apply(..) = n {
+            at[i] = ops.len() as u32;
+            ops.push(NodeId::from_index(i));
+        }
+    }
+    let mut rolls = Rolls {
+        ops,
+        at,
+        runs: Vec::new(),
+    };
+    let code: Vec<Option<Op>> = rolls.ops.iter().map(|&n| g.node(n).op()).collect();
+    let len = rolls.ops.len();
+    let mut s = 0;
+    let mut area = 0;
+    while s + MIN_COVER <= len {
+        let mut best: Option<(usize, usize)> = None; // (cover, period)
+        let mut found: Vec<usize> = Vec::new();
+        for p in 1..=MAX_PERIOD.min((len - s) / 2) {
+            // Multiples of a period that repeats are not tried (its run covers theirs).
+            if found.iter().any(|f| p % f == 0) || (0..p).any(|j| code[s + j] != code[s + p + j]) {
+                continue;
+            }
+            let (c, _) = count(g, &rolls, s, p);
+            if c >= 2 {
+                found.push(p);
+                if best.is_none_or(|(cover, _)| c * p > cover) {
+                    best = Some((c * p, p));
+                }
+            }
+        }
+        if let Some((cover, p)) = best {
+            let p = p * MIN_BODY.div_ceil(p);
+            let (c, args) = count(g, &rolls, s, p);
+            let tail = cover.saturating_sub(c * p).min(p - 1);
+            let streams = args.iter().flatten().filter(|a| **a == Arg::Stream).count();
+            let bytes = 8 * (c * (p + streams) + tail);
+            if c >= MIN_COPIES && c * p >= MIN_COVER && area + bytes <= MAX_AREA_BYTES {
+                area += bytes;
+                rolls.runs.push(Run {
+                    first: s,
+                    period: p,
+                    copies: c,
+                    tail,
+                    args,
+                });
+                s += c * p + tail;
+                continue;
+            }
+        }
+        s += 1;
+    }
+    rolls
+}
+
+/// How many consecutive copies of period `p` from operation `s` match (1 when the second
+/// does not), and the template's arguments as the first two copies relate.
+fn count(g: &Graph, r: &Rolls, s: usize, p: usize) -> (usize, Vec<[Arg; 3]>) {
+    let mut args = vec![[Arg::None; 3]; p];
+    let mut c = 0;
+    while s + (c + 2) * p <= r.ops.len() && pair(g, r, s, p, c, &mut args) {
+        c += 1;
+    }
+    (c + 1, args)
+}
+
+/// Whether copy `c + 1` of period `p` from `s` matches copy `c`; for `c == 0`, fills
+/// `args` with the template's arguments, which later copies must keep.
+fn pair(g: &Graph, r: &Rolls, s: usize, p: usize, c: usize, args: &mut [[Arg; 3]]) -> bool {
+    let before = |n: NodeId| r.at[n.index()] == u32::MAX || (r.at[n.index()] as usize) < s;
+    let next = s + (c + 1) * p;
+    for (j, template) in args.iter_mut().enumerate() {
+        let (x, y) = (r.ops[next - p + j], r.ops[next + j]);
+        let (Node::Apply(op, xa), Node::Apply(op2, ya)) = (*g.node(x), *g.node(y)) else {
+            return false;
+        };
+        if op != op2 || matches!(op, Op::Call | Op::Pack) {
+            return false;
+        }
+        for k in 0..op.arity() {
+            let (a, b) = (xa[k], ya[k]);
+            let (ra, rb) = (r.at[a.index()], r.at[b.index()]);
+            let kind = if a == b {
+                if !before(a) {
+                    return false;
+                }
+                Arg::Same(a)
+            } else if ra != u32::MAX
+                && rb != u32::MAX
+                && rb as usize == ra as usize + p
+                && rb as usize + p >= next
+            {
+                let off = rb as isize - next as isize;
+                if off >= 0 {
+                    Arg::Internal(off as u32)
+                } else {
+                    Arg::Carried((off + p as isize) as u32)
+                }
+            } else {
+                let constant_exponent = k == 1
+                    && matches!(op, Op::Pow | Op::Powi)
+                    && (g.constant_of(a).is_some() || g.constant_of(b).is_some());
+                if constant_exponent || !before(a) || !before(b) {
+                    return false;
+                }
+                Arg::Stream
+            };
+            if c == 0 {
+                template[k] = kind;
+            } else if template[k] != kind {
+                return false;
+            }
+        }
+    }
+    true
+}
