@@ -44,8 +44,8 @@ struct Emit {
     /// The node whose value it produces.
     node: u32,
     operands: [u32; 3],
-    /// A [`Code::CallN`]'s arguments: `(start, count)` in the list [`select`] returns
-    /// beside the emits (`(0, 0)` otherwise).
+    /// A [`Code::CallN`]'s arguments or a [`Code::Dot`]'s factors: `(start, count)` in
+    /// the list [`select`] returns beside the emits (`(0, 0)` otherwise).
     leaves: [u32; 2],
 }
 
@@ -103,37 +103,41 @@ impl Program {
             for (a, &node) in args.iter_mut().zip(&e.operands[..e.code.arity()]) {
                 *a = slot[node as usize];
             }
-            if e.code == Code::CallN {
+            if matches!(e.code, Code::CallN | Code::Dot) {
                 // The arguments' slots, read through the list (live until here).
                 args[1] = lists.len() as u32;
                 args[2] = e.leaves[1];
                 lists.extend(leaves_of(e).iter().map(|&a| slot[a as usize]));
             }
-            // Temporaries used for the last time here (once each) go back to the free list:
-            // one point at a time, before the result takes a slot, so it may reuse one;
-            // for blocks, after, so a block's destination never overlaps its operands.
-            let release = |free: &mut Vec<u32>| {
-                for (j, &id) in used.iter().enumerate() {
+            // Temporaries used for the last time here (once each: a released node's last
+            // use is marked past the end) go back to the free list: one point at a time,
+            // before the result takes a slot, so it may reuse one; for blocks, after, so a
+            // block's destination never overlaps its operands.
+            let release = |free: &mut Vec<u32>, last_use: &mut [u32]| {
+                for &id in used {
                     let a = id as usize;
                     let temp = matches!(nodes[a], Node::Apply(..));
-                    if temp && !used[..j].contains(&id) && last_use[a] == k as u32 {
+                    if temp && last_use[a] == k as u32 {
                         free.push(slot[a]);
+                        last_use[a] = u32::MAX;
                     }
                 }
             };
             if schedule == Schedule::Level {
-                release(&mut free);
+                release(&mut free, &mut last_use);
             }
             let dst = free.pop().unwrap_or_else(|| {
                 next_free += 1;
                 next_free - 1
             });
             if schedule == Schedule::Graph {
-                release(&mut free);
+                release(&mut free, &mut last_use);
             }
             slot[e.node as usize] = dst;
+            // A run of chains holds one level (its chains are independent).
+            let same_level = e.code != Code::Dot || k == 0 || emits[k - 1].key == e.key;
             match runs.last_mut() {
-                Some(r) if r.code == e.code => r.end += 1,
+                Some(r) if r.code == e.code && same_level => r.end += 1,
                 _ => runs.push(Run {
                     code: e.code,
                     start: instrs.len() as u32,
@@ -168,12 +172,17 @@ impl Program {
         for r in &self.runs {
             let instrs = self.instrs.get(r.start as usize..r.end as usize);
             for i in instrs.expect("runs lie inside the instructions") {
-                if r.code == Code::CallN {
+                if matches!(r.code, Code::CallN | Code::Dot) {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(
                         start + k <= self.lists.len(),
                         "argument list out of range in {i:?}"
                     );
+                    assert!(
+                        r.code != Code::Dot || k % 2 == 0,
+                        "odd factor list in {i:?}"
+                    );
+                    assert!(i.args[0] < n, "slot out of range in {i:?}");
                 } else {
                     assert!(i.args.iter().all(|&a| a < n), "slot out of range in {i:?}");
                 }
@@ -295,6 +304,9 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     }
     // A fused product is computed inside its consumer (which comes later in node order).
     emits.retain(|e| !fused[e.node as usize]);
+    if schedule == Schedule::Level {
+        dot_chains(&mut emits, &mut packed, &uses, nodes.len());
+    }
     for e in &mut emits {
         for k in e.code.arity()..3 {
             e.operands[k] = 0;
@@ -306,6 +318,73 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         emits.sort_unstable_by_key(|e| (e.key, e.code, e.node));
     }
     (emits, packed)
+}
+
+/// The fewest [`Code::MulAdd`]s a chain needs to become one [`Code::Dot`] (measured:
+/// shorter chains save less than the out-of-line call and loop setup cost, on UNIQUAC-16
+/// where the level schedule already runs many short chains in one `MulAdd` run; 3 and 6
+/// within 1% elsewhere, see `BENCHMARKS.md`).
+pub(crate) const MIN_DOT: usize = 6;
+
+/// Makes each chain of at least [`MIN_DOT`] `MulAdd` emits — each but the first taking as
+/// `c` the one before's value, used nowhere else — one [`Code::Dot`] emit in the last
+/// one's place (its level: above every operand of the chain), its factors appended to
+/// `packed`. `uses` counts every node's uses (outputs included) among `nodes` nodes.
+fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u32], nodes: usize) {
+    const NO: u32 = u32::MAX;
+    let mut emit_of = vec![NO; nodes];
+    for (k, e) in emits.iter().enumerate() {
+        if e.code == Code::MulAdd {
+            emit_of[e.node as usize] = k as u32;
+        }
+    }
+    // `absorbed[k]`: emit k is a `MulAdd` whose only use is the `c` of another `MulAdd`.
+    let mut absorbed = vec![false; emits.len()];
+    for e in emits.iter().filter(|e| e.code == Code::MulAdd) {
+        let c = e.operands[2] as usize;
+        let below = emit_of[c];
+        if below != NO && uses[c] == 1 {
+            absorbed[below as usize] = true;
+        }
+    }
+    let mut removed = vec![false; emits.len()];
+    let mut chain: Vec<usize> = Vec::new();
+    for k in 0..emits.len() {
+        if emits[k].code != Code::MulAdd || absorbed[k] {
+            continue;
+        }
+        // Down from the chain's last sum to its first.
+        chain.clear();
+        let mut at = k;
+        loop {
+            chain.push(at);
+            let below = emit_of[emits[at].operands[2] as usize];
+            if below == NO || !absorbed[below as usize] {
+                break;
+            }
+            at = below as usize;
+        }
+        if chain.len() < MIN_DOT {
+            continue;
+        }
+        let start = packed.len() as u32;
+        for &m in chain.iter().rev() {
+            packed.extend_from_slice(&emits[m].operands[..2]);
+        }
+        let first = emits[chain[chain.len() - 1]].operands[2];
+        for &m in &chain[1..] {
+            removed[m] = true;
+        }
+        let e = &mut emits[k];
+        e.code = Code::Dot;
+        e.operands = [first, 0, 0];
+        e.leaves = [start, packed.len() as u32 - start];
+    }
+    let mut k = 0;
+    emits.retain(|_| {
+        k += 1;
+        !removed[k - 1]
+    });
 }
 
 /// Points per block: as many as keep every slot's block within about 1 MiB (half a

@@ -57,6 +57,15 @@ pub enum Code {
     /// `args = [tag, start, k]`, the tag's slot and the argument slots
     /// `lists[start..start + k]` of its [`Program`].
     CallN,
+    /// A chain of [`Code::MulAdd`]s, each but the first taking the one before's result as
+    /// its `c`, every partial sum used only there: `args = [c, start, 2m]`, the factors
+    /// `a₁, b₁, …, a_m, b_m` at `lists[start..start + 2m]`, computing
+    /// `a_m*b_m + (… + (a₁*b₁ + c))` — the same products and additions, in the same order,
+    /// each rounded, as the chain's instructions; the partial sums stay in a register and
+    /// only the last is stored. Only [`Schedule::Level`] programs have it, one level per
+    /// run, so the chains of one run are independent: the loop runs two at a time and
+    /// stores both results after reading every operand.
+    Dot,
 }
 
 impl Code {
@@ -66,8 +75,8 @@ impl Code {
             Code::Op(op) => op.arity(),
             Code::Accumulate => 2,
             Code::MulAdd | Code::MulSub | Code::SubMul => 3,
-            // The tag; the arguments are read through the program's lists.
-            Code::CallN => 1,
+            // The tag (or the chain's `c`); the rest is read through the program's lists.
+            Code::CallN | Code::Dot => 1,
         }
     }
 }
@@ -145,6 +154,16 @@ impl Program {
         self.instrs.is_empty()
     }
 
+    /// The runs, in execution order (each a dispatch): for tools that profile programs.
+    pub fn run_list(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// The instructions the runs index.
+    pub fn instructions(&self) -> &[Instr] {
+        &self.instrs
+    }
+
     /// Number of slots (constants, inputs and temporaries).
     pub fn slot_count(&self) -> usize {
         self.slots
@@ -165,7 +184,7 @@ impl Program {
     pub(crate) fn reads(&self, code: Code, i: &Instr) -> impl Iterator<Item = u32> + '_ {
         let args = i.args;
         let list: &[u32] = match code {
-            Code::CallN => {
+            Code::CallN | Code::Dot => {
                 let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                 self.lists.get(start..start + k).unwrap_or(&[])
             }
@@ -279,11 +298,13 @@ unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64
 }
 
 /// Runs `runs` of `instrs` over the slot array at `s`, [`Code::CallN`]'s argument slots
-/// in `lists`.
+/// and [`Code::Dot`]'s factors in `lists`.
 ///
 /// # Safety
 /// Every slot index in `instrs` and `lists` must be in bounds of the array `s` points
-/// to, every run must lie inside `instrs`, and every `CallN`'s list inside `lists`.
+/// to, every run must lie inside `instrs`, every `CallN`'s and `Dot`'s list inside
+/// `lists` (a `Dot`'s of even length), and no `Dot` of a run may read another's
+/// destination.
 #[inline(always)]
 unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
     use ddx_ir::math;
@@ -362,6 +383,15 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
                     }
                 }
             }
+            // SAFETY: the caller's contract (kept out of line: it needs registers the
+            // dispatch loop would otherwise spill).
+            Code::Dot => unsafe {
+                dots(
+                    instrs.get_unchecked(r.start as usize..r.end as usize),
+                    lists,
+                    s,
+                )
+            },
             Code::CallN => {
                 // The arguments gathered on the stack (a few) or in one buffer per run.
                 let mut heap: Vec<f64> = Vec::new();
@@ -388,6 +418,56 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
             }
             // Never in a lane's instructions: a call reads its pack's arguments.
             Code::Op(Op::Pack) => {}
+        }
+    }
+}
+
+/// Runs `run`, a run of [`Code::Dot`] instructions, over the slot array at `s`: two
+/// chains at a time, in step while both have terms, both results stored after every
+/// operand of the two is read.
+///
+/// # Safety
+/// As [`execute`]: every list inside `lists` with an even length, every slot in bounds,
+/// and no chain of the run reading another's destination (one level).
+#[inline(never)]
+unsafe fn dots(run: &[Instr], lists: &[u32], s: *mut f64) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let factors = |i: &Instr| {
+            let start = i.args[1] as usize;
+            lists.get_unchecked(start..start + i.args[2] as usize)
+        };
+        let mut pairs = run.chunks_exact(2);
+        for two in &mut pairs {
+            let (i, j) = (&two[0], &two[1]);
+            let x = factors(i);
+            let y = factors(j);
+            let mut p = *s.add(i.args[0] as usize);
+            let mut q = *s.add(j.args[0] as usize);
+            // Both chains in step while both have terms, then the longer alone.
+            let common = x.len().min(y.len());
+            let (xc, xt) = x.split_at(common);
+            let (yc, yt) = y.split_at(common);
+            for (u, v) in xc.chunks_exact(2).zip(yc.chunks_exact(2)) {
+                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
+                q = mul_add_in_order(s, v[0] as usize, v[1] as usize, q);
+            }
+            for u in xt.chunks_exact(2) {
+                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
+            }
+            for v in yt.chunks_exact(2) {
+                q = mul_add_in_order(s, v[0] as usize, v[1] as usize, q);
+            }
+            *s.add(i.dst as usize) = p;
+            *s.add(j.dst as usize) = q;
+        }
+        for i in pairs.remainder() {
+            let x = factors(i);
+            let mut p = *s.add(i.args[0] as usize);
+            for u in x.chunks_exact(2) {
+                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
+            }
+            *s.add(i.dst as usize) = p;
         }
     }
 }
@@ -425,6 +505,40 @@ unsafe fn add_in_order(a: f64, s: *const f64, k: usize) -> f64 {
     }
 }
 
+/// `s[a] * s[b] + c`, as the [`Code::MulAdd`] loop computes it: the product rounded, then
+/// the sum, the product as the addition's first operand (so, where both are NaN, the
+/// product's payload), fixed by hand on x86-64 as in [`add_in_order`].
+///
+/// # Safety
+/// `s.add(a)` and `s.add(b)` must point to initialised `f64`s.
+#[inline(always)]
+unsafe fn mul_add_in_order(s: *const f64, a: usize, b: usize, c: f64) -> f64 {
+    // SAFETY: the caller's promise.
+    let p = unsafe { *s.add(a) * *s.add(b) };
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut p = p;
+        // SAFETY: `addsd` reads and writes only the registers `p` and `c`; no memory, no
+        // stack, no flags.
+        unsafe {
+            std::arch::asm!(
+                "addsd {p}, {c}",
+                p = inout(xmm_reg) p,
+                c = in(xmm_reg) c,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        p
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        p + c
+    }
+}
+
 fn next_id() -> u64 {
     NEXT_PROGRAM.fetch_add(1, Ordering::Relaxed)
 }
+
+#[cfg(test)]
+mod tests;
