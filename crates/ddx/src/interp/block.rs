@@ -217,6 +217,11 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b:
             Code::MulAdd => run!(r, 3, |a, b, c| a * b + c),
             Code::MulSub => run!(r, 3, |a, b, c| a * b - c),
             Code::SubMul => run!(r, 3, |a, b, c| c - a * b),
+            Code::MulMul => run!(r, 3, |a, b, c| a * b * c),
+            Code::MulDiv => run!(r, 3, |a, b, c| a * b / c),
+            Code::AddAdd => run!(r, 3, |a, b, c| a + b + c),
+            Code::AddDiv => run!(r, 3, |a, b, c| c + a / b),
+            Code::SubDiv => run!(r, 3, |a, b, c| c - a / b),
             // Level programs only have it; over blocks it is the chain's `MulAdd`s, point
             // by point.
             Code::Dot => {

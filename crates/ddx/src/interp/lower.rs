@@ -226,10 +226,13 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     let g = &lane.graph;
     let nodes = g.nodes();
     let uses = lane.use_counts();
+    // Whether a node's instruction is its own operation (it absorbed no other node): only
+    // such a node may itself be absorbed by its consumer (set as nodes are selected).
+    let mut plain = vec![false; nodes.len()];
     // The product `(a, b)` a node is, when it is one a single consumer may absorb.
-    let product = |id: usize| -> Option<[u32; 2]> {
+    let product = |plain: &[bool], id: usize| -> Option<[u32; 2]> {
         match nodes[id] {
-            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 => Some([a.0, b.0]),
+            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 && plain[id] => Some([a.0, b.0]),
             Node::Apply(Op::Pow | Op::Powi, [a, b, _])
                 if uses[id] == 1 && g.constant_of(b) == Some(2.0) =>
             {
@@ -237,6 +240,29 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             }
             _ => None,
         }
+    };
+    // The operation `op(x, y)` fused with the one operand it absorbs (used only there, its
+    // own operation): the code, the absorbed node, and the operands (see [`Code`]).
+    let pair = |op: Op, plain: &[bool], x: u32, y: u32| -> Option<(Code, u32, [u32; 3])> {
+        let inner = |id: u32, want: Op| match nodes.get(id as usize) {
+            Some(&Node::Apply(o, [a, b, _]))
+                if o == want && x != y && uses[id as usize] == 1 && plain[id as usize] =>
+            {
+                Some([a.0, b.0])
+            }
+            _ => None,
+        };
+        let (code, absorbed, [a, b], c) = match op {
+            Op::Mul => (Code::MulMul, x, inner(x, Op::Mul)?, y),
+            Op::Div => (Code::MulDiv, x, inner(x, Op::Mul)?, y),
+            Op::Add => match inner(x, Op::Add) {
+                Some(ab) => (Code::AddAdd, x, ab, y),
+                None => (Code::AddDiv, y, inner(y, Op::Div)?, x),
+            },
+            Op::Sub => (Code::SubDiv, y, inner(y, Op::Div)?, x),
+            _ => return None,
+        };
+        Some((code, absorbed, [a, b, c]))
     };
     let mut fused = vec![false; nodes.len()];
     let mut level = vec![0u32; nodes.len()];
@@ -260,36 +286,50 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             [0, 0]
         };
         let (x, y) = (args[0].0, args[1].0);
+        // Level programs only: the tape's running sums stay `Add`s (its accumulate runs),
+        // and blocks are not measured with them.
+        let paired = match schedule {
+            Schedule::Level => pair(op, &plain, x, y),
+            _ => None,
+        };
         let (code, operands) = match op {
             Op::Call if leaves[1] > 0 => (Code::CallN, [x, 0, 0]),
-            Op::Add if x != y && product(y as usize).is_some() => {
-                let [a, b] = product(y as usize).unwrap_or_default();
+            Op::Add if x != y && product(&plain, y as usize).is_some() => {
+                let [a, b] = product(&plain, y as usize).unwrap_or_default();
                 fused[y as usize] = true;
                 (Code::MulAdd, [a, b, x])
             }
-            Op::Add if x != y && product(x as usize).is_some() => {
-                let [a, b] = product(x as usize).unwrap_or_default();
+            Op::Add if x != y && product(&plain, x as usize).is_some() => {
+                let [a, b] = product(&plain, x as usize).unwrap_or_default();
                 fused[x as usize] = true;
                 (Code::MulAdd, [a, b, y])
             }
-            Op::Sub if x != y && product(y as usize).is_some() => {
-                let [a, b] = product(y as usize).unwrap_or_default();
+            Op::Sub if x != y && product(&plain, y as usize).is_some() => {
+                let [a, b] = product(&plain, y as usize).unwrap_or_default();
                 fused[y as usize] = true;
                 (Code::SubMul, [a, b, x])
             }
-            Op::Sub if x != y && product(x as usize).is_some() => {
-                let [a, b] = product(x as usize).unwrap_or_default();
+            Op::Sub if x != y && product(&plain, x as usize).is_some() => {
+                let [a, b] = product(&plain, x as usize).unwrap_or_default();
                 fused[x as usize] = true;
                 (Code::MulSub, [a, b, y])
             }
             Op::Pow | Op::Powi if g.constant_of(args[1]) == Some(2.0) => {
                 (Code::Op(Op::Mul), [x, x, 0])
             }
+            _ if paired.is_some() => {
+                let (code, inner, operands) = paired.unwrap_or((Code::Op(op), u32::MAX, [0; 3]));
+                if let Some(f) = fused.get_mut(inner as usize) {
+                    *f = true;
+                }
+                (code, operands)
+            }
             _ => (
                 Code::Op(op),
                 [x, args[1].0, args[2].0].map(|a| a.min(nodes.len() as u32)),
             ),
         };
+        plain[i] = matches!(code, Code::Op(_));
         let key = match schedule {
             Schedule::Level | Schedule::Tape => level[i],
             Schedule::Graph => 0,

@@ -47,6 +47,17 @@ pub enum Code {
     MulSub,
     /// `c - a*b`.
     SubMul,
+    /// `(a*b)*c`, the product used only there (level programs only, as the four below).
+    MulMul,
+    /// `(a*b)/c`.
+    MulDiv,
+    /// `(a+b)+c`.
+    AddAdd,
+    /// `c + a/b`.
+    AddDiv,
+    /// `c - a/b`.
+    SubDiv,
+
     /// `a + b`, in a run where each instruction after the first takes the one before's
     /// result as `a` (a running sum, one term per instruction): the sum stays in a register
     /// between terms and every partial sum is still stored, so the run computes what its
@@ -75,6 +86,7 @@ impl Code {
             Code::Op(op) => op.arity(),
             Code::Accumulate => 2,
             Code::MulAdd | Code::MulSub | Code::SubMul => 3,
+            Code::MulMul | Code::MulDiv | Code::AddAdd | Code::AddDiv | Code::SubDiv => 3,
             // The tag (or the chain's `c`); the rest is read through the program's lists.
             Code::CallN | Code::Dot => 1,
         }
@@ -369,6 +381,11 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
             Code::MulAdd => each!(r, |a| a(0) * a(1) + a(2)),
             Code::MulSub => each!(r, |a| a(0) * a(1) - a(2)),
             Code::SubMul => each!(r, |a| a(2) - a(0) * a(1)),
+            Code::MulMul => each!(r, |a| a(0) * a(1) * a(2)),
+            Code::MulDiv => each!(r, |a| a(0) * a(1) / a(2)),
+            Code::AddAdd => each!(r, |a| a(0) + a(1) + a(2)),
+            Code::AddDiv => each!(r, |a| a(2) + a(0) / a(1)),
+            Code::SubDiv => each!(r, |a| a(2) - a(0) / a(1)),
             Code::Accumulate => {
                 // SAFETY: runs lie inside `instrs` and every slot index is in bounds
                 // (checked at lowering); the run is not empty.
