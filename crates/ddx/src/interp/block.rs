@@ -237,7 +237,11 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b:
                             let (a, b) = unsafe {
                                 (*s.add(u[0] as usize * b + p), *s.add(u[1] as usize * b + p))
                             };
-                            sum = a * b + sum;
+                            // The product first, as `MulAdd` adds it.
+                            #[allow(clippy::assign_op_pattern)]
+                            {
+                                sum = a * b + sum;
+                            }
                         }
                         *d = sum;
                     }

@@ -243,27 +243,39 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     };
     // The operation `op(x, y)` fused with the one operand it absorbs (used only there, its
     // own operation): the code, the absorbed node, and the operands (see [`Code`]).
-    let pair = |op: Op, plain: &[bool], x: u32, y: u32| -> Option<(Code, u32, [u32; 3])> {
-        let inner = |id: u32, want: Op| match nodes.get(id as usize) {
-            Some(&Node::Apply(o, [a, b, _]))
-                if o == want && x != y && uses[id as usize] == 1 && plain[id as usize] =>
-            {
-                Some([a.0, b.0])
+    // Whether a node is used only as an operand of a sum or difference.
+    let mut sum_operand = vec![false; nodes.len()];
+    for n in nodes {
+        if let Node::Apply(Op::Add | Op::Sub, [x, y, _]) = *n {
+            for a in [x, y] {
+                sum_operand[a.index()] = uses[a.index()] == 1;
             }
-            _ => None,
+        }
+    }
+    let pair =
+        |op: Op, i: usize, plain: &[bool], x: u32, y: u32| -> Option<(Code, u32, [u32; 3])> {
+            let inner = |id: u32, want: Op| match nodes.get(id as usize) {
+                Some(&Node::Apply(o, [a, b, _]))
+                    if o == want && x != y && uses[id as usize] == 1 && plain[id as usize] =>
+                {
+                    Some([a.0, b.0])
+                }
+                _ => None,
+            };
+            let (code, absorbed, [a, b], c) = match op {
+                // Not where the product is itself a sum's only use: the sum fuses it instead
+                // (as the tape program does, so both pass on the same NaN where two are NaN).
+                Op::Mul if !sum_operand[i] => (Code::MulMul, x, inner(x, Op::Mul)?, y),
+                Op::Div => (Code::MulDiv, x, inner(x, Op::Mul)?, y),
+                Op::Add => match inner(x, Op::Add) {
+                    Some(ab) => (Code::AddAdd, x, ab, y),
+                    None => (Code::AddDiv, y, inner(y, Op::Div)?, x),
+                },
+                Op::Sub => (Code::SubDiv, y, inner(y, Op::Div)?, x),
+                _ => return None,
+            };
+            Some((code, absorbed, [a, b, c]))
         };
-        let (code, absorbed, [a, b], c) = match op {
-            Op::Mul => (Code::MulMul, x, inner(x, Op::Mul)?, y),
-            Op::Div => (Code::MulDiv, x, inner(x, Op::Mul)?, y),
-            Op::Add => match inner(x, Op::Add) {
-                Some(ab) => (Code::AddAdd, x, ab, y),
-                None => (Code::AddDiv, y, inner(y, Op::Div)?, x),
-            },
-            Op::Sub => (Code::SubDiv, y, inner(y, Op::Div)?, x),
-            _ => return None,
-        };
-        Some((code, absorbed, [a, b, c]))
-    };
     let mut fused = vec![false; nodes.len()];
     let mut level = vec![0u32; nodes.len()];
     let operations = nodes.iter().filter(|n| n.op().is_some()).count();
@@ -289,7 +301,7 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         // Level programs only: the tape's running sums stay `Add`s (its accumulate runs),
         // and blocks are not measured with them.
         let paired = match schedule {
-            Schedule::Level => pair(op, &plain, x, y),
+            Schedule::Level => pair(op, i, &plain, x, y),
             _ => None,
         };
         let (code, operands) = match op {

@@ -384,7 +384,7 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
             Code::MulMul => each!(r, |a| a(0) * a(1) * a(2)),
             Code::MulDiv => each!(r, |a| a(0) * a(1) / a(2)),
             Code::AddAdd => each!(r, |a| a(0) + a(1) + a(2)),
-            Code::AddDiv => each!(r, |a| a(2) + a(0) / a(1)),
+            Code::AddDiv => each!(r, |a| add_regs_in_order(a(2), a(0) / a(1))),
             Code::SubDiv => each!(r, |a| a(2) - a(0) / a(1)),
             Code::Accumulate => {
                 // SAFETY: runs lie inside `instrs` and every slot index is in bounds
@@ -531,25 +531,32 @@ unsafe fn add_in_order(a: f64, s: *const f64, k: usize) -> f64 {
 #[inline(always)]
 unsafe fn mul_add_in_order(s: *const f64, a: usize, b: usize, c: f64) -> f64 {
     // SAFETY: the caller's promise.
-    let p = unsafe { *s.add(a) * *s.add(b) };
+    add_regs_in_order(unsafe { *s.add(a) * *s.add(b) }, c)
+}
+
+/// `a + b` with `a` as the addition's first operand (where both are NaN, `a`'s payload),
+/// both in registers: the order a plain `+` may swap, fixed by hand on x86-64 as in
+/// [`add_in_order`].
+#[inline(always)]
+fn add_regs_in_order(a: f64, b: f64) -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
-        let mut p = p;
-        // SAFETY: `addsd` reads and writes only the registers `p` and `c`; no memory, no
+        let mut a = a;
+        // SAFETY: `addsd` reads and writes only the registers `a` and `b`; no memory, no
         // stack, no flags.
         unsafe {
             std::arch::asm!(
-                "addsd {p}, {c}",
-                p = inout(xmm_reg) p,
-                c = in(xmm_reg) c,
+                "addsd {a}, {b}",
+                a = inout(xmm_reg) a,
+                b = in(xmm_reg) b,
                 options(pure, nomem, nostack, preserves_flags)
             );
         }
-        p
+        a
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        p + c
+        a + b
     }
 }
 
