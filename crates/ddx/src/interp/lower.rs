@@ -221,7 +221,9 @@ impl Program {
 /// `pow(a, 2)` is `a * a` by definition (see `ddx_ir::math::pow`). A product used only by
 /// one sum or difference is fused into it (`c + a*b`, `c - a*b`, `a*b - c`): one
 /// instruction that still rounds the product and then the sum, so the result is the
-/// graph's to the bit.
+/// graph's to the bit. Level programs also fuse other single-use pairs (`(a*b)*c`,
+/// `(a*b)/c`, `(a+b)+c`, `c + a/b`, `c - a/b`) and make chains of `MulAdd`s one
+/// [`Code::Dot`] each ([`dot_chains`]), with the same operations in the same order.
 fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     let g = &lane.graph;
     let nodes = g.nodes();
