@@ -1,17 +1,21 @@
 //! A fixed workload for profiling the JIT's per-point gradient (issue 20): under
 //! `valgrind --tool=callgrind` the instruction counts are repeatable on a shared machine.
 //!
-//! `kernel_profile <model> <arm> <calls> [cache_dir]`: `model` is `electrolyte-32`,
-//! `chain-256` (`ddx_models::trend::Chain`), `uniquac-32`, `regular-32`, or `gauss1` (the
-//! residual sum of squares of NIST's Gauss1, 250 observations); `arm` is `native`
-//! (one `f64` evaluation) or `jit` (`gradient_into` through the kernel, after
-//! `wait_for_kernel`). It cycles through 256 sample points. With `cache_dir`, the kernel is
+//! `kernel_profile <model> <arm> <calls> [cache_dir]`: `model` is `electrolyte-16`/`-32`,
+//! `chain-256` (`ddx_models::trend::Chain`), `uniquac-16`/`-32`, `regular-16`/`-32`,
+//! `peng-robinson-17`/`-33`, `coverage-16` or `gauss1` (NIST Gauss1's residual sum of
+//! squares); `arm` is `native` (one `f64` evaluation), `jit` (`gradient_into` through the
+//! kernel, after `wait_for_kernel`), `interp` (`gradient_into`, interpreted) or `stats`
+//! (the interpreted gradient program's instruction mix, printed; `calls` unused). It cycles
+//! through 256 sample points. With `cache_dir`, the kernel is
 //! also written there (header + machine code), for disassembling with
 //! `objdump -D -b binary -mi386:x86-64 --start-address=84`.
 
-use ddx::{Backend, LaneKind, Options};
+use ddx::interp::{Code, Program, Schedule};
+use ddx::{Backend, Equation, LaneKind, Options, Scalar};
+use ddx_models::coverage::Coverage;
 use ddx_models::nist;
-use ddx_models::thermo::{Electrolyte, RegularSolution, ThermoData, Uniquac};
+use ddx_models::thermo::{Electrolyte, PengRobinson, RegularSolution, ThermoData, Uniquac};
 use ddx_models::trend::Chain;
 use ddx_models::BenchModel;
 use std::hint::black_box;
@@ -19,17 +23,49 @@ use std::hint::black_box;
 fn run<M: BenchModel>(model: &M, arm: &str, calls: usize, cache: Option<String>) {
     let n = model.arity();
     let points = ddx_models::sample_points(model, 7, 256);
+    let eq = || ddx_models::equation(model).expect("builds");
+    run_with(|x| model.eval(x), eq, n, &points, arm, calls, cache);
+}
+
+/// The arms over `native` (one evaluation) and the equation `eq` makes, at `points`
+/// (`n` coordinates each).
+fn run_with(
+    native: impl Fn(&[f64]) -> f64,
+    eq: impl Fn() -> Equation<Scalar>,
+    n: usize,
+    points: &[f64],
+    arm: &str,
+    calls: usize,
+    cache: Option<String>,
+) {
+    let count = points.len() / n;
     match arm {
         "native" => {
             let mut s = 0.0;
             for k in 0..calls {
-                let x = &points[(k % 256) * n..][..n];
-                s += model.eval(black_box(x));
+                let x = &points[(k % count) * n..][..n];
+                s += native(black_box(x));
             }
             println!("sum {s}");
         }
+        "interp" => {
+            let eq = eq();
+            let mut g = vec![0.0; n];
+            eq.gradient_into(&points[..n], &mut g).expect("fits");
+            let mut s = 0.0;
+            for k in 0..calls {
+                let x = &points[(k % count) * n..][..n];
+                eq.gradient_into(black_box(x), &mut g).expect("fits");
+                s += g[0];
+            }
+            println!("sum {s}");
+        }
+        "stats" => stats(&Program::lower(
+            eq().lane(LaneKind::Gradient).expect("lane"),
+            Schedule::Level,
+        )),
         "jit" => {
-            let mut eq = ddx_models::equation(model).expect("builds");
+            let mut eq = eq();
             let mut o = Options::with_backend(Backend::Compile);
             o.cache_dir = cache.map(Into::into);
             eq.set_options(o);
@@ -45,7 +81,7 @@ fn run<M: BenchModel>(model: &M, arm: &str, calls: usize, cache: Option<String>)
             let mut g = vec![0.0; n];
             let mut s = 0.0;
             for k in 0..calls {
-                let x = &points[(k % 256) * n..][..n];
+                let x = &points[(k % count) * n..][..n];
                 eq.gradient_into(black_box(x), &mut g).expect("fits");
                 s += g[0];
             }
@@ -55,49 +91,109 @@ fn run<M: BenchModel>(model: &M, arm: &str, calls: usize, cache: Option<String>)
     }
 }
 
-/// Gauss1's RSS: `native` is the model's own prediction summed over the observations,
-/// `jit` the equation's gradient, at 64 points scaled around the certified values (as the
-/// `gradient` bench).
-fn gauss1(arm: &str, calls: usize) {
+/// Prints a program's instruction mix: instructions and runs by code, run lengths, what
+/// kind of value each operand is, and producer → consumer pairs (with the producer's use
+/// count), the candidates for superinstructions.
+fn stats(p: &Program) {
+    use std::collections::HashMap;
+    let instrs = p.instructions();
+    let runs = p.run_list();
+    println!(
+        "instructions {} runs {} ({:.2} a run), slots {}",
+        instrs.len(),
+        runs.len(),
+        instrs.len() as f64 / runs.len().max(1) as f64,
+        p.slot_count()
+    );
+    let mut by_code: HashMap<Code, (usize, usize)> = HashMap::new();
+    let mut lengths: HashMap<u32, usize> = HashMap::new();
+    for r in runs {
+        let e = by_code.entry(r.code).or_default();
+        e.0 += (r.end - r.start) as usize;
+        e.1 += 1;
+        *lengths.entry((r.end - r.start).min(9)).or_default() += 1;
+    }
+    let mut v: Vec<_> = by_code.into_iter().collect();
+    v.sort_by_key(|(_, (i, _))| std::cmp::Reverse(*i));
+    for (code, (i, r)) in &v {
+        println!("  {code:?}: {i} instructions in {r} runs");
+    }
+    let mut l: Vec<_> = lengths.into_iter().collect();
+    l.sort();
+    println!("  run lengths (9 = 9 or more): {l:?}");
+    // Value ids: the instruction that last wrote each slot (`None`: constant or input).
+    let mut writer: Vec<Option<usize>> = vec![None; p.slot_count()];
+    let mut code_of = vec![Code::Op(ddx::ir::Op::Add); instrs.len()];
+    let mut uses = vec![0usize; instrs.len()];
+    let mut reads: Vec<(usize, usize, Option<usize>)> = Vec::new(); // (consumer, k, producer)
+    for r in runs {
+        for k in r.start as usize..r.end as usize {
+            code_of[k] = r.code;
+            let i = &instrs[k];
+            let arity = match r.code {
+                Code::CallN => 1,
+                c => c.arity(),
+            };
+            for (j, &a) in i.args[..arity].iter().enumerate() {
+                let w = writer[a as usize];
+                if let Some(w) = w {
+                    uses[w] += 1;
+                }
+                reads.push((k, j, w));
+            }
+            writer[i.dst as usize] = Some(k);
+        }
+    }
+    let mut pairs: HashMap<(String, String), usize> = HashMap::new();
+    let mut forms: HashMap<(String, String), usize> = HashMap::new();
+    for &(k, j, w) in &reads {
+        let consumer = format!("{:?}[{j}]", code_of[k]);
+        match w {
+            Some(w) => {
+                let producer = format!("{:?} (uses {})", code_of[w], uses[w].min(3));
+                *pairs.entry((producer, consumer.clone())).or_default() += 1;
+                *forms.entry((consumer, "temp".into())).or_default() += 1;
+            }
+            None => {
+                *forms.entry((consumer, "const/input".into())).or_default() += 1;
+            }
+        }
+    }
+    let mut v: Vec<_> = pairs.into_iter().collect();
+    v.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+    println!("  producer -> consumer operand (top 25):");
+    for ((a, b), c) in v.iter().take(25) {
+        println!("    {c:6}  {a} -> {b}");
+    }
+    let mut v: Vec<_> = forms.into_iter().collect();
+    v.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+    println!("  operand kinds (top 20):");
+    for ((a, b), c) in v.iter().take(20) {
+        println!("    {c:6}  {a} {b}");
+    }
+}
+
+/// NIST Gauss1's residual sum of squares, as `--bench gradient` times it.
+fn gauss1(arm: &str, calls: usize, cache: Option<String>) {
     let ds = nist::load(&nist::data_dir().join("Gauss1.dat")).expect("Gauss1 loads");
     let fam = ds.family().expect("known model");
     let base = ds.certified();
-    let points: Vec<Vec<f64>> = (0..64)
-        .map(|k| {
+    let n = base.len();
+    let mut points = Vec::with_capacity(64 * n);
+    for k in 0..64 {
+        points.extend(
             base.iter()
-                .map(|v| v * (1.0 + 1e-3 * (k as f64 - 32.0) / 32.0))
-                .collect()
-        })
-        .collect();
-    let mut s = 0.0;
-    match arm {
-        "native" => {
-            for k in 0..calls {
-                let b = black_box(&points[k % 64][..]);
-                s += ds.observations.iter().fold(0.0, |s, o| {
-                    let r = o.y - fam.predict(b, &o.x);
-                    s + r * r
-                });
-            }
-        }
-        "jit" => {
-            let mut eq = ds.rss_equation().expect("Gauss1 builds");
-            eq.set_options(Options::with_backend(Backend::Compile));
-            assert!(
-                eq.wait_for_kernel_of(LaneKind::Gradient),
-                "{:?}",
-                eq.jit_status()
-            );
-            let mut g = vec![0.0; base.len()];
-            for k in 0..calls {
-                eq.gradient_into(black_box(&points[k % 64][..]), &mut g)
-                    .expect("fits");
-                s += g[0];
-            }
-        }
-        other => panic!("unknown arm {other}"),
+                .map(|b| b * (1.0 + 1e-3 * (k as f64 - 32.0) / 32.0)),
+        );
     }
-    println!("sum {s}");
+    let native = |b: &[f64]| {
+        ds.observations.iter().fold(0.0, |s, o| {
+            let r = o.y - fam.predict(b, &o.x);
+            s + r * r
+        })
+    };
+    let eq = || ds.rss_equation().expect("Gauss1 builds");
+    run_with(native, eq, n, &points, arm, calls, cache);
 }
 
 fn main() {
@@ -107,11 +203,27 @@ fn main() {
     let cache = args.get(4).cloned();
     let data = || ThermoData::bundled().expect("data/thermo");
     match model {
+        "electrolyte-16" => run(&Electrolyte::new(16).expect("n"), arm, calls, cache),
         "electrolyte-32" => run(&Electrolyte::new(32).expect("n"), arm, calls, cache),
+        "uniquac-16" => run(&Uniquac::new(&data(), 16).expect("n"), arm, calls, cache),
+        "regular-16" => run(&RegularSolution::new(16), arm, calls, cache),
+        "peng-robinson-17" => run(
+            &PengRobinson::new(&data(), 17).expect("n"),
+            arm,
+            calls,
+            cache,
+        ),
+        "peng-robinson-33" => run(
+            &PengRobinson::new(&data(), 33).expect("n"),
+            arm,
+            calls,
+            cache,
+        ),
+        "coverage-16" => run(&Coverage::new(16).expect("n"), arm, calls, cache),
+        "gauss1" => gauss1(arm, calls, cache),
         "chain-256" => run(&Chain::new(256).expect("n"), arm, calls, cache),
         "uniquac-32" => run(&Uniquac::new(&data(), 32).expect("n"), arm, calls, cache),
         "regular-32" => run(&RegularSolution::new(32), arm, calls, cache),
-        "gauss1" => gauss1(arm, calls),
         other => panic!("unknown model {other}"),
     }
 }

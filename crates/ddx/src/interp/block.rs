@@ -217,6 +217,36 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b:
             Code::MulAdd => run!(r, 3, |a, b, c| a * b + c),
             Code::MulSub => run!(r, 3, |a, b, c| a * b - c),
             Code::SubMul => run!(r, 3, |a, b, c| c - a * b),
+            Code::MulMul => run!(r, 3, |a, b, c| a * b * c),
+            Code::MulDiv => run!(r, 3, |a, b, c| a * b / c),
+            Code::AddAdd => run!(r, 3, |a, b, c| a + b + c),
+            Code::AddDiv => run!(r, 3, |a, b, c| c + a / b),
+            Code::SubDiv => run!(r, 3, |a, b, c| c - a / b),
+            // Level programs only have it; over blocks it is the chain's `MulAdd`s, point
+            // by point.
+            Code::Dot => {
+                for i in &instrs[r.start as usize..r.end as usize] {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+                    let factors = &lists[start..start + k];
+                    let c = block(i.args[0]);
+                    for (p, d) in out(i.dst).iter_mut().enumerate() {
+                        let mut sum = c[p];
+                        for u in factors.chunks_exact(2) {
+                            // SAFETY: every listed slot's block is in bounds (the caller's
+                            // contract) and `p < n`.
+                            let (a, b) = unsafe {
+                                (*s.add(u[0] as usize * b + p), *s.add(u[1] as usize * b + p))
+                            };
+                            // The product first, as `MulAdd` adds it.
+                            #[allow(clippy::assign_op_pattern)]
+                            {
+                                sum = a * b + sum;
+                            }
+                        }
+                        *d = sum;
+                    }
+                }
+            }
             Code::CallN => {
                 let mut x: Vec<f64> = Vec::new();
                 for i in &instrs[r.start as usize..r.end as usize] {

@@ -44,8 +44,8 @@ struct Emit {
     /// The node whose value it produces.
     node: u32,
     operands: [u32; 3],
-    /// A [`Code::CallN`]'s arguments: `(start, count)` in the list [`select`] returns
-    /// beside the emits (`(0, 0)` otherwise).
+    /// A [`Code::CallN`]'s arguments or a [`Code::Dot`]'s factors: `(start, count)` in
+    /// the list [`select`] returns beside the emits (`(0, 0)` otherwise).
     leaves: [u32; 2],
 }
 
@@ -103,37 +103,41 @@ impl Program {
             for (a, &node) in args.iter_mut().zip(&e.operands[..e.code.arity()]) {
                 *a = slot[node as usize];
             }
-            if e.code == Code::CallN {
+            if matches!(e.code, Code::CallN | Code::Dot) {
                 // The arguments' slots, read through the list (live until here).
                 args[1] = lists.len() as u32;
                 args[2] = e.leaves[1];
                 lists.extend(leaves_of(e).iter().map(|&a| slot[a as usize]));
             }
-            // Temporaries used for the last time here (once each) go back to the free list:
-            // one point at a time, before the result takes a slot, so it may reuse one;
-            // for blocks, after, so a block's destination never overlaps its operands.
-            let release = |free: &mut Vec<u32>| {
-                for (j, &id) in used.iter().enumerate() {
+            // Temporaries used for the last time here (once each: a released node's last
+            // use is marked past the end) go back to the free list: one point at a time,
+            // before the result takes a slot, so it may reuse one; for blocks, after, so a
+            // block's destination never overlaps its operands.
+            let release = |free: &mut Vec<u32>, last_use: &mut [u32]| {
+                for &id in used {
                     let a = id as usize;
                     let temp = matches!(nodes[a], Node::Apply(..));
-                    if temp && !used[..j].contains(&id) && last_use[a] == k as u32 {
+                    if temp && last_use[a] == k as u32 {
                         free.push(slot[a]);
+                        last_use[a] = u32::MAX;
                     }
                 }
             };
             if schedule == Schedule::Level {
-                release(&mut free);
+                release(&mut free, &mut last_use);
             }
             let dst = free.pop().unwrap_or_else(|| {
                 next_free += 1;
                 next_free - 1
             });
             if schedule == Schedule::Graph {
-                release(&mut free);
+                release(&mut free, &mut last_use);
             }
             slot[e.node as usize] = dst;
+            // A run of chains holds one level (its chains are independent).
+            let same_level = e.code != Code::Dot || k == 0 || emits[k - 1].key == e.key;
             match runs.last_mut() {
-                Some(r) if r.code == e.code => r.end += 1,
+                Some(r) if r.code == e.code && same_level => r.end += 1,
                 _ => runs.push(Run {
                     code: e.code,
                     start: instrs.len() as u32,
@@ -168,12 +172,17 @@ impl Program {
         for r in &self.runs {
             let instrs = self.instrs.get(r.start as usize..r.end as usize);
             for i in instrs.expect("runs lie inside the instructions") {
-                if r.code == Code::CallN {
+                if matches!(r.code, Code::CallN | Code::Dot) {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(
                         start + k <= self.lists.len(),
                         "argument list out of range in {i:?}"
                     );
+                    assert!(
+                        r.code != Code::Dot || k % 2 == 0,
+                        "odd factor list in {i:?}"
+                    );
+                    assert!(i.args[0] < n, "slot out of range in {i:?}");
                 } else {
                     assert!(i.args.iter().all(|&a| a < n), "slot out of range in {i:?}");
                 }
@@ -212,15 +221,20 @@ impl Program {
 /// `pow(a, 2)` is `a * a` by definition (see `ddx_ir::math::pow`). A product used only by
 /// one sum or difference is fused into it (`c + a*b`, `c - a*b`, `a*b - c`): one
 /// instruction that still rounds the product and then the sum, so the result is the
-/// graph's to the bit.
+/// graph's to the bit. Level programs also fuse other single-use pairs (`(a*b)*c`,
+/// `(a*b)/c`, `(a+b)+c`, `c + a/b`, `c - a/b`) and make chains of `MulAdd`s one
+/// [`Code::Dot`] each ([`dot_chains`]), with the same operations in the same order.
 fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     let g = &lane.graph;
     let nodes = g.nodes();
     let uses = lane.use_counts();
+    // Whether a node's instruction is its own operation (it absorbed no other node): only
+    // such a node may itself be absorbed by its consumer (set as nodes are selected).
+    let mut plain = vec![false; nodes.len()];
     // The product `(a, b)` a node is, when it is one a single consumer may absorb.
-    let product = |id: usize| -> Option<[u32; 2]> {
+    let product = |plain: &[bool], id: usize| -> Option<[u32; 2]> {
         match nodes[id] {
-            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 => Some([a.0, b.0]),
+            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 && plain[id] => Some([a.0, b.0]),
             Node::Apply(Op::Pow | Op::Powi, [a, b, _])
                 if uses[id] == 1 && g.constant_of(b) == Some(2.0) =>
             {
@@ -229,6 +243,41 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             _ => None,
         }
     };
+    // The operation `op(x, y)` fused with the one operand it absorbs (used only there, its
+    // own operation): the code, the absorbed node, and the operands (see [`Code`]).
+    // Whether a node is used only as an operand of a sum or difference.
+    let mut sum_operand = vec![false; nodes.len()];
+    for n in nodes {
+        if let Node::Apply(Op::Add | Op::Sub, [x, y, _]) = *n {
+            for a in [x, y] {
+                sum_operand[a.index()] = uses[a.index()] == 1;
+            }
+        }
+    }
+    let pair =
+        |op: Op, i: usize, plain: &[bool], x: u32, y: u32| -> Option<(Code, u32, [u32; 3])> {
+            let inner = |id: u32, want: Op| match nodes.get(id as usize) {
+                Some(&Node::Apply(o, [a, b, _]))
+                    if o == want && x != y && uses[id as usize] == 1 && plain[id as usize] =>
+                {
+                    Some([a.0, b.0])
+                }
+                _ => None,
+            };
+            let (code, absorbed, [a, b], c) = match op {
+                // Not where the product is itself a sum's only use: the sum fuses it instead
+                // (as the tape program does, so both pass on the same NaN where two are NaN).
+                Op::Mul if !sum_operand[i] => (Code::MulMul, x, inner(x, Op::Mul)?, y),
+                Op::Div => (Code::MulDiv, x, inner(x, Op::Mul)?, y),
+                Op::Add => match inner(x, Op::Add) {
+                    Some(ab) => (Code::AddAdd, x, ab, y),
+                    None => (Code::AddDiv, y, inner(y, Op::Div)?, x),
+                },
+                Op::Sub => (Code::SubDiv, y, inner(y, Op::Div)?, x),
+                _ => return None,
+            };
+            Some((code, absorbed, [a, b, c]))
+        };
     let mut fused = vec![false; nodes.len()];
     let mut level = vec![0u32; nodes.len()];
     let operations = nodes.iter().filter(|n| n.op().is_some()).count();
@@ -251,36 +300,50 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             [0, 0]
         };
         let (x, y) = (args[0].0, args[1].0);
+        // Level programs only: the tape's running sums stay `Add`s (its accumulate runs),
+        // and blocks are not measured with them.
+        let paired = match schedule {
+            Schedule::Level => pair(op, i, &plain, x, y),
+            _ => None,
+        };
         let (code, operands) = match op {
             Op::Call if leaves[1] > 0 => (Code::CallN, [x, 0, 0]),
-            Op::Add if x != y && product(y as usize).is_some() => {
-                let [a, b] = product(y as usize).unwrap_or_default();
+            Op::Add if x != y && product(&plain, y as usize).is_some() => {
+                let [a, b] = product(&plain, y as usize).unwrap_or_default();
                 fused[y as usize] = true;
                 (Code::MulAdd, [a, b, x])
             }
-            Op::Add if x != y && product(x as usize).is_some() => {
-                let [a, b] = product(x as usize).unwrap_or_default();
+            Op::Add if x != y && product(&plain, x as usize).is_some() => {
+                let [a, b] = product(&plain, x as usize).unwrap_or_default();
                 fused[x as usize] = true;
                 (Code::MulAdd, [a, b, y])
             }
-            Op::Sub if x != y && product(y as usize).is_some() => {
-                let [a, b] = product(y as usize).unwrap_or_default();
+            Op::Sub if x != y && product(&plain, y as usize).is_some() => {
+                let [a, b] = product(&plain, y as usize).unwrap_or_default();
                 fused[y as usize] = true;
                 (Code::SubMul, [a, b, x])
             }
-            Op::Sub if x != y && product(x as usize).is_some() => {
-                let [a, b] = product(x as usize).unwrap_or_default();
+            Op::Sub if x != y && product(&plain, x as usize).is_some() => {
+                let [a, b] = product(&plain, x as usize).unwrap_or_default();
                 fused[x as usize] = true;
                 (Code::MulSub, [a, b, y])
             }
             Op::Pow | Op::Powi if g.constant_of(args[1]) == Some(2.0) => {
                 (Code::Op(Op::Mul), [x, x, 0])
             }
+            _ if paired.is_some() => {
+                let (code, inner, operands) = paired.unwrap_or((Code::Op(op), u32::MAX, [0; 3]));
+                if let Some(f) = fused.get_mut(inner as usize) {
+                    *f = true;
+                }
+                (code, operands)
+            }
             _ => (
                 Code::Op(op),
                 [x, args[1].0, args[2].0].map(|a| a.min(nodes.len() as u32)),
             ),
         };
+        plain[i] = matches!(code, Code::Op(_));
         let key = match schedule {
             Schedule::Level | Schedule::Tape => level[i],
             Schedule::Graph => 0,
@@ -295,6 +358,9 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     }
     // A fused product is computed inside its consumer (which comes later in node order).
     emits.retain(|e| !fused[e.node as usize]);
+    if schedule == Schedule::Level {
+        dot_chains(&mut emits, &mut packed, &uses, nodes.len());
+    }
     for e in &mut emits {
         for k in e.code.arity()..3 {
             e.operands[k] = 0;
@@ -306,6 +372,73 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         emits.sort_unstable_by_key(|e| (e.key, e.code, e.node));
     }
     (emits, packed)
+}
+
+/// The fewest [`Code::MulAdd`]s a chain needs to become one [`Code::Dot`] (measured:
+/// shorter chains save less than the out-of-line call and loop setup cost, on UNIQUAC-16
+/// where the level schedule already runs many short chains in one `MulAdd` run; 3 and 6
+/// within 1% elsewhere, see `BENCHMARKS.md`).
+pub(crate) const MIN_DOT: usize = 6;
+
+/// Makes each chain of at least [`MIN_DOT`] `MulAdd` emits — each but the first taking as
+/// `c` the one before's value, used nowhere else — one [`Code::Dot`] emit in the last
+/// one's place (its level: above every operand of the chain), its factors appended to
+/// `packed`. `uses` counts every node's uses (outputs included) among `nodes` nodes.
+fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u32], nodes: usize) {
+    const NO: u32 = u32::MAX;
+    let mut emit_of = vec![NO; nodes];
+    for (k, e) in emits.iter().enumerate() {
+        if e.code == Code::MulAdd {
+            emit_of[e.node as usize] = k as u32;
+        }
+    }
+    // `absorbed[k]`: emit k is a `MulAdd` whose only use is the `c` of another `MulAdd`.
+    let mut absorbed = vec![false; emits.len()];
+    for e in emits.iter().filter(|e| e.code == Code::MulAdd) {
+        let c = e.operands[2] as usize;
+        let below = emit_of[c];
+        if below != NO && uses[c] == 1 {
+            absorbed[below as usize] = true;
+        }
+    }
+    let mut removed = vec![false; emits.len()];
+    let mut chain: Vec<usize> = Vec::new();
+    for k in 0..emits.len() {
+        if emits[k].code != Code::MulAdd || absorbed[k] {
+            continue;
+        }
+        // Down from the chain's last sum to its first.
+        chain.clear();
+        let mut at = k;
+        loop {
+            chain.push(at);
+            let below = emit_of[emits[at].operands[2] as usize];
+            if below == NO || !absorbed[below as usize] {
+                break;
+            }
+            at = below as usize;
+        }
+        if chain.len() < MIN_DOT {
+            continue;
+        }
+        let start = packed.len() as u32;
+        for &m in chain.iter().rev() {
+            packed.extend_from_slice(&emits[m].operands[..2]);
+        }
+        let first = emits[chain[chain.len() - 1]].operands[2];
+        for &m in &chain[1..] {
+            removed[m] = true;
+        }
+        let e = &mut emits[k];
+        e.code = Code::Dot;
+        e.operands = [first, 0, 0];
+        e.leaves = [start, packed.len() as u32 - start];
+    }
+    let mut k = 0;
+    emits.retain(|_| {
+        k += 1;
+        !removed[k - 1]
+    });
 }
 
 /// Points per block: as many as keep every slot's block within about 1 MiB (half a

@@ -47,6 +47,17 @@ pub enum Code {
     MulSub,
     /// `c - a*b`.
     SubMul,
+    /// `(a*b)*c`, the product used only there (level programs only, as the four below).
+    MulMul,
+    /// `(a*b)/c`.
+    MulDiv,
+    /// `(a+b)+c`.
+    AddAdd,
+    /// `c + a/b`.
+    AddDiv,
+    /// `c - a/b`.
+    SubDiv,
+
     /// `a + b`, in a run where each instruction after the first takes the one before's
     /// result as `a` (a running sum, one term per instruction): the sum stays in a register
     /// between terms and every partial sum is still stored, so the run computes what its
@@ -57,6 +68,15 @@ pub enum Code {
     /// `args = [tag, start, k]`, the tag's slot and the argument slots
     /// `lists[start..start + k]` of its [`Program`].
     CallN,
+    /// A chain of [`Code::MulAdd`]s, each but the first taking the one before's result as
+    /// its `c`, every partial sum used only there: `args = [c, start, 2m]`, the factors
+    /// `a₁, b₁, …, a_m, b_m` at `lists[start..start + 2m]`, computing
+    /// `a_m*b_m + (… + (a₁*b₁ + c))` — the same products and additions, in the same order,
+    /// each rounded, as the chain's instructions; the partial sums stay in a register and
+    /// only the last is stored. Only [`Schedule::Level`] programs have it, one level per
+    /// run, so the chains of one run are independent: the loop runs two at a time and
+    /// stores both results after reading every operand.
+    Dot,
 }
 
 impl Code {
@@ -66,8 +86,9 @@ impl Code {
             Code::Op(op) => op.arity(),
             Code::Accumulate => 2,
             Code::MulAdd | Code::MulSub | Code::SubMul => 3,
-            // The tag; the arguments are read through the program's lists.
-            Code::CallN => 1,
+            Code::MulMul | Code::MulDiv | Code::AddAdd | Code::AddDiv | Code::SubDiv => 3,
+            // The tag (or the chain's `c`); the rest is read through the program's lists.
+            Code::CallN | Code::Dot => 1,
         }
     }
 }
@@ -145,6 +166,16 @@ impl Program {
         self.instrs.is_empty()
     }
 
+    /// The runs, in execution order (each a dispatch): for tools that profile programs.
+    pub fn run_list(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// The instructions the runs index.
+    pub fn instructions(&self) -> &[Instr] {
+        &self.instrs
+    }
+
     /// Number of slots (constants, inputs and temporaries).
     pub fn slot_count(&self) -> usize {
         self.slots
@@ -165,7 +196,7 @@ impl Program {
     pub(crate) fn reads(&self, code: Code, i: &Instr) -> impl Iterator<Item = u32> + '_ {
         let args = i.args;
         let list: &[u32] = match code {
-            Code::CallN => {
+            Code::CallN | Code::Dot => {
                 let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                 self.lists.get(start..start + k).unwrap_or(&[])
             }
@@ -279,11 +310,13 @@ unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64
 }
 
 /// Runs `runs` of `instrs` over the slot array at `s`, [`Code::CallN`]'s argument slots
-/// in `lists`.
+/// and [`Code::Dot`]'s factors in `lists`.
 ///
 /// # Safety
 /// Every slot index in `instrs` and `lists` must be in bounds of the array `s` points
-/// to, every run must lie inside `instrs`, and every `CallN`'s list inside `lists`.
+/// to, every run must lie inside `instrs`, every `CallN`'s and `Dot`'s list inside
+/// `lists` (a `Dot`'s of even length), and no `Dot` of a run may read another's
+/// destination.
 #[inline(always)]
 unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
     use ddx_ir::math;
@@ -348,6 +381,11 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
             Code::MulAdd => each!(r, |a| a(0) * a(1) + a(2)),
             Code::MulSub => each!(r, |a| a(0) * a(1) - a(2)),
             Code::SubMul => each!(r, |a| a(2) - a(0) * a(1)),
+            Code::MulMul => each!(r, |a| a(0) * a(1) * a(2)),
+            Code::MulDiv => each!(r, |a| a(0) * a(1) / a(2)),
+            Code::AddAdd => each!(r, |a| a(0) + a(1) + a(2)),
+            Code::AddDiv => each!(r, |a| add_regs_in_order(a(2), a(0) / a(1))),
+            Code::SubDiv => each!(r, |a| a(2) - a(0) / a(1)),
             Code::Accumulate => {
                 // SAFETY: runs lie inside `instrs` and every slot index is in bounds
                 // (checked at lowering); the run is not empty.
@@ -362,6 +400,15 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
                     }
                 }
             }
+            // SAFETY: the caller's contract (kept out of line: it needs registers the
+            // dispatch loop would otherwise spill).
+            Code::Dot => unsafe {
+                dots(
+                    instrs.get_unchecked(r.start as usize..r.end as usize),
+                    lists,
+                    s,
+                )
+            },
             Code::CallN => {
                 // The arguments gathered on the stack (a few) or in one buffer per run.
                 let mut heap: Vec<f64> = Vec::new();
@@ -388,6 +435,56 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
             }
             // Never in a lane's instructions: a call reads its pack's arguments.
             Code::Op(Op::Pack) => {}
+        }
+    }
+}
+
+/// Runs `run`, a run of [`Code::Dot`] instructions, over the slot array at `s`: two
+/// chains at a time, in step while both have terms, both results stored after every
+/// operand of the two is read.
+///
+/// # Safety
+/// As [`execute`]: every list inside `lists` with an even length, every slot in bounds,
+/// and no chain of the run reading another's destination (one level).
+#[inline(never)]
+unsafe fn dots(run: &[Instr], lists: &[u32], s: *mut f64) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let factors = |i: &Instr| {
+            let start = i.args[1] as usize;
+            lists.get_unchecked(start..start + i.args[2] as usize)
+        };
+        let mut pairs = run.chunks_exact(2);
+        for two in &mut pairs {
+            let (i, j) = (&two[0], &two[1]);
+            let x = factors(i);
+            let y = factors(j);
+            let mut p = *s.add(i.args[0] as usize);
+            let mut q = *s.add(j.args[0] as usize);
+            // Both chains in step while both have terms, then the longer alone.
+            let common = x.len().min(y.len());
+            let (xc, xt) = x.split_at(common);
+            let (yc, yt) = y.split_at(common);
+            for (u, v) in xc.chunks_exact(2).zip(yc.chunks_exact(2)) {
+                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
+                q = mul_add_in_order(s, v[0] as usize, v[1] as usize, q);
+            }
+            for u in xt.chunks_exact(2) {
+                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
+            }
+            for v in yt.chunks_exact(2) {
+                q = mul_add_in_order(s, v[0] as usize, v[1] as usize, q);
+            }
+            *s.add(i.dst as usize) = p;
+            *s.add(j.dst as usize) = q;
+        }
+        for i in pairs.remainder() {
+            let x = factors(i);
+            let mut p = *s.add(i.args[0] as usize);
+            for u in x.chunks_exact(2) {
+                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
+            }
+            *s.add(i.dst as usize) = p;
         }
     }
 }
@@ -425,6 +522,47 @@ unsafe fn add_in_order(a: f64, s: *const f64, k: usize) -> f64 {
     }
 }
 
+/// `s[a] * s[b] + c`, as the [`Code::MulAdd`] loop computes it: the product rounded, then
+/// the sum, the product as the addition's first operand (so, where both are NaN, the
+/// product's payload), fixed by hand on x86-64 as in [`add_in_order`].
+///
+/// # Safety
+/// `s.add(a)` and `s.add(b)` must point to initialised `f64`s.
+#[inline(always)]
+unsafe fn mul_add_in_order(s: *const f64, a: usize, b: usize, c: f64) -> f64 {
+    // SAFETY: the caller's promise.
+    add_regs_in_order(unsafe { *s.add(a) * *s.add(b) }, c)
+}
+
+/// `a + b` with `a` as the addition's first operand (where both are NaN, `a`'s payload),
+/// both in registers: the order a plain `+` may swap, fixed by hand on x86-64 as in
+/// [`add_in_order`].
+#[inline(always)]
+fn add_regs_in_order(a: f64, b: f64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut a = a;
+        // SAFETY: `addsd` reads and writes only the registers `a` and `b`; no memory, no
+        // stack, no flags.
+        unsafe {
+            std::arch::asm!(
+                "addsd {a}, {b}",
+                a = inout(xmm_reg) a,
+                b = in(xmm_reg) b,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        a
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        a + b
+    }
+}
+
 fn next_id() -> u64 {
     NEXT_PROGRAM.fetch_add(1, Ordering::Relaxed)
 }
+
+#[cfg(test)]
+mod tests;

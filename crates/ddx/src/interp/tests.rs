@@ -1,0 +1,262 @@
+//! The level program's superinstructions against a node-by-node reference evaluation of
+//! the lane (`ddx_ir::math::eval`; any NaN matching any NaN, since `MulAdd` already puts
+//! the product first whichever side of the sum it was on) and, to every bit, NaN payloads
+//! included, against the tape program of the same lane, which has none of them (its chains
+//! stay `MulAdd`s, its pairs two instructions): the program the last-call cache's tests
+//! compare the level program with.
+
+use super::{lower::MIN_DOT, tape::Tape, Code, Program, Schedule};
+use crate::{rt, Equation, Expr, LaneKind, System};
+use ddx_ir::testing::Rng;
+use ddx_ir::{math, Lane, Node};
+
+/// Every node of `lane` evaluated in graph order at `inputs` (symbols, then seeds).
+fn reference(lane: &Lane, inputs: &[f64]) -> Vec<f64> {
+    let nodes = lane.graph.nodes();
+    let mut v = vec![0.0; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        v[i] = match *n {
+            Node::Const(_) => n.constant().expect("a constant"),
+            Node::Symbol(s) => inputs[s.index()],
+            Node::Seed(s) => inputs[lane.seed_base() + s.index()],
+            Node::Apply(op, args) => {
+                let x: Vec<f64> = args[..op.arity()].iter().map(|a| v[a.index()]).collect();
+                math::eval(op, &x)
+            }
+        };
+    }
+    lane.outputs.iter().map(|o| v[o.index()]).collect()
+}
+
+/// An input: mostly ordinary, often a signed zero, an infinity or a NaN with a payload.
+fn coordinate(rng: &mut Rng) -> f64 {
+    match rng.below(12) {
+        0 => -0.0,
+        1 => 0.0,
+        2 => f64::INFINITY,
+        3 => f64::NEG_INFINITY,
+        4 => f64::from_bits(0x7ff8_0000_0000_0000 | (1 + rng.below(4) as u64)),
+        5 => f64::MIN_POSITIVE / 4.0,
+        _ => (rng.below(2001) as f64 - 1000.0) / 64.0,
+    }
+}
+
+/// Sums of products over `n` symbols: `outputs` chains `c + a₁b₁ + … + a_m b_m` of random
+/// lengths (odd and even, some of one term), their factors symbols, sines of symbols or
+/// earlier chains (so chains sit on several levels and feed one another), every so often a
+/// partial sum also an output of its own (which keeps it out of the chain).
+fn sums(seed: u64, n: usize, outputs: usize) -> Equation<System> {
+    rt::equation(move || {
+        let mut rng = Rng::new(seed);
+        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:02}"))).collect();
+        let mut made: Vec<Expr> = Vec::new();
+        let mut outs = Vec::new();
+        for _ in 0..outputs {
+            let factor = |rng: &mut Rng, made: &[Expr]| match rng.below(6) {
+                0 if !made.is_empty() => made[rng.below(made.len())],
+                1 => x[rng.below(n)].sin(),
+                _ => x[rng.below(n)],
+            };
+            let mut f = factor(&mut rng, &made);
+            for _ in 0..rng.below(20) {
+                let (a, b) = (factor(&mut rng, &made), factor(&mut rng, &made));
+                f = if rng.below(2) == 0 {
+                    f + a * b
+                } else {
+                    a * b + f
+                };
+                if rng.below(16) == 0 {
+                    outs.push(f);
+                }
+            }
+            made.push(f);
+            outs.push(f);
+        }
+        outs
+    })
+    .expect("builds")
+}
+
+fn same(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+/// How many `Dot` instructions `p` has, and whether a run holds two or more (run in step).
+fn dots(p: &Program) -> (usize, bool) {
+    let runs = p.run_list().iter().filter(|r| r.code == Code::Dot);
+    runs.fold((0, false), |(n, two), r| {
+        (n + (r.end - r.start) as usize, two || r.end - r.start >= 2)
+    })
+}
+
+/// `p` and the tape program of `lane` at `inputs`: the same outputs, to the bit.
+fn run_both(p: &Program, tape: &Tape, inputs: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let mut out = vec![0.0; p.outputs()];
+    p.run(inputs, &mut out).expect("runs");
+    let mut t = Vec::new();
+    tape.sweep(&mut t, inputs, true);
+    let mut from_tape = Vec::new();
+    tape.read(&t, |_, v| from_tape.push(v));
+    (out, from_tape)
+}
+
+#[test]
+fn dot_chains_give_the_reference_values_and_the_tape_programs_bits() {
+    let mut rng = Rng::new(20);
+    let (mut total, mut in_step, mut odd) = (0, false, false);
+    for seed in 0..60 {
+        let eq = sums(seed, 2 + (seed as usize % 6), 1 + (seed as usize % 7));
+        for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
+            let lane = eq.lane(kind).expect("lane");
+            let p = Program::lower(lane, Schedule::Level);
+            let (count, two) = dots(&p);
+            total += count;
+            in_step |= two;
+            odd |= p
+                .run_list()
+                .iter()
+                .filter(|r| r.code == Code::Dot)
+                .any(|r| (r.end - r.start) % 2 == 1);
+            let tape = Tape::new(lane);
+            for _ in 0..12 {
+                let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
+                let (out, from_tape) = run_both(&p, &tape, &x);
+                let want = reference(lane, &x);
+                assert!(same(&out, &want), "seed {seed} {kind:?} at {x:?}");
+                assert_eq!(
+                    bits(&out),
+                    bits(&from_tape),
+                    "seed {seed} {kind:?} at {x:?}"
+                );
+            }
+        }
+    }
+    assert!(total > 60, "{total} chains");
+    assert!(in_step && odd, "runs of two or more chains, and odd runs");
+}
+
+#[test]
+fn a_partial_sum_used_elsewhere_ends_a_chain() {
+    // f = (((c + ab) + ab) + …) + ab, eight products: one chain; with the fifth partial sum
+    // an output too, the chain is cut there, into two of fewer than `MIN_DOT` `MulAdd`s,
+    // which stay plain.
+    const { assert!(MIN_DOT <= 8 && MIN_DOT > 5) };
+    let build = |tap: bool| {
+        rt::equation(move || {
+            let x: Vec<Expr> = (0..9).map(|i| rt::var(&format!("x{i}"))).collect();
+            let mut f = x[0];
+            let mut outs = Vec::new();
+            for i in 0..8 {
+                f += x[i] * x[i + 1];
+                if tap && i == 4 {
+                    outs.push(f);
+                }
+            }
+            outs.push(f);
+            outs
+        })
+        .expect("builds")
+    };
+    let chained = build(false);
+    let p = Program::lower(
+        chained.lane(LaneKind::Value).expect("lane"),
+        Schedule::Level,
+    );
+    assert_eq!(dots(&p).0, 1);
+    assert_eq!(p.len(), 1);
+    let cut = build(true);
+    let lane = cut.lane(LaneKind::Value).expect("lane");
+    let p = Program::lower(lane, Schedule::Level);
+    assert_eq!(dots(&p).0, 0, "{:?}", p.run_list());
+    let x = [1.5, -0.0, f64::INFINITY, 3.0, -2.0, 0.0, 7.0, f64::NAN, 1.0];
+    let mut out = vec![0.0; 2];
+    p.run(&x, &mut out).expect("runs");
+    assert!(same(&out, &reference(lane, &x)));
+}
+
+/// Random expressions over `n` symbols of products, quotients, sums, differences and
+/// negations, most values used once (so that pairs fuse), some twice (so that they do not),
+/// every so often an inner value an output too.
+fn pairs(seed: u64, n: usize, steps: usize) -> Equation<System> {
+    rt::equation(move || {
+        let mut rng = Rng::new(seed);
+        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:02}"))).collect();
+        let mut pool: Vec<Expr> = x.clone();
+        let mut outs = Vec::new();
+        for _ in 0..steps {
+            // Take a value out of the pool (used once), or leave it in (used again).
+            let take = |rng: &mut Rng, pool: &mut Vec<Expr>| {
+                let k = rng.below(pool.len());
+                if pool.len() > n && rng.below(4) != 0 {
+                    pool.swap_remove(k)
+                } else {
+                    pool[k]
+                }
+            };
+            let a = take(&mut rng, &mut pool);
+            let v = match rng.below(6) {
+                0 => a * take(&mut rng, &mut pool),
+                1 => a / take(&mut rng, &mut pool),
+                2 => a + take(&mut rng, &mut pool),
+                3 => a - take(&mut rng, &mut pool),
+                4 => -a,
+                _ => take(&mut rng, &mut pool) * a,
+            };
+            if rng.below(12) == 0 {
+                outs.push(v);
+            }
+            pool.push(v);
+        }
+        outs.extend(pool.iter().skip(n).copied());
+        if outs.is_empty() {
+            outs.push(pool[0]);
+        }
+        outs
+    })
+    .expect("builds")
+}
+
+#[test]
+fn pair_superinstructions_give_the_reference_values_and_the_tape_programs_bits() {
+    use std::collections::HashSet;
+    let mut rng = Rng::new(21);
+    let mut seen: HashSet<Code> = HashSet::new();
+    for seed in 0..80 {
+        let eq = pairs(seed, 2 + (seed as usize % 5), 8 + (seed as usize % 23));
+        for kind in [LaneKind::Value, LaneKind::Gradient] {
+            let lane = eq.lane(kind).expect("lane");
+            let p = Program::lower(lane, Schedule::Level);
+            seen.extend(p.run_list().iter().map(|r| r.code));
+            let tape = Tape::new(lane);
+            for _ in 0..10 {
+                let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
+                let (out, from_tape) = run_both(&p, &tape, &x);
+                assert!(
+                    same(&out, &reference(lane, &x)),
+                    "seed {seed} {kind:?} at {x:?}"
+                );
+                assert_eq!(
+                    bits(&out),
+                    bits(&from_tape),
+                    "seed {seed} {kind:?} at {x:?}"
+                );
+            }
+        }
+    }
+    for code in [
+        Code::MulMul,
+        Code::MulDiv,
+        Code::AddAdd,
+        Code::AddDiv,
+        Code::SubDiv,
+    ] {
+        assert!(seen.contains(&code), "{code:?} never lowered: {seen:?}");
+    }
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|v| v.to_bits()).collect()
+}
