@@ -3,10 +3,15 @@
 //! kernel's registers and spills in the build log) and timed at each work-group size, on
 //! device-resident columns. A measuring tool for the device backend, not part of it.
 //!
-//! Run: `device_probe MODEL LANE [--points N] [--options "…"]… [--dump]`, MODEL one of
-//! `huber`, `regsol16`, `regsol32`, `uniquac16`; LANE a lane name (`gradient`). Each
-//! `--options` adds one build to compare; `--dump` prints the source and stops.
+//! Run: `device_probe MODEL LANE [--points N] [--options "…"]… [--remat R]… [--local L]…
+//! [--dump]`, MODEL one of `huber`, `regsol16`, `regsol32`, `uniquac16`; LANE a lane name
+//! (`gradient`). Each `--options` and each `--remat` (`rule`, the default; `off`, the plain
+//! kernel; `BUDGET/SEGMENT[/CONE[/GROWTH]]`, see `ddx::cl::Remat`) adds builds to compare (every pair);
+//! each build's outputs are checked bit for bit against the first build's. `--local`
+//! picks the work-group sizes (default 32, 64, 128, 256); `--dump` prints the source
+//! and stops.
 
+use ddx::cl::Remat;
 use ddx::{Equation, LaneKind};
 use ddx_models::thermo::{RegularSolution, ThermoData, Uniquac};
 use opencl3::command_queue::CommandQueue;
@@ -66,11 +71,32 @@ fn main() {
     if builds.is_empty() {
         builds.push(String::new());
     }
+    let remats: Vec<(String, Remat)> = args
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| *a == "--remat")
+        .map(|(i, _)| (args[i + 1].clone(), remat(&args[i + 1])))
+        .collect();
+    let remats = if remats.is_empty() {
+        vec![("rule".to_string(), Remat::RULE)]
+    } else {
+        remats
+    };
+    let locals: Vec<usize> = args
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| *a == "--local")
+        .map(|(i, _)| args[i + 1].parse().expect("a work-group size"))
+        .collect();
+    let locals = if locals.is_empty() {
+        vec![32, 64, 128, 256]
+    } else {
+        locals
+    };
     let eq = model(name);
     let lane_graph = eq.lane(kind).unwrap();
-    let source = ddx::cl::source_of(lane_graph);
     if args.iter().any(|a| a == "--dump") {
-        println!("{source}");
+        println!("{}", ddx::cl::source_with(lane_graph, remats[0].1));
         return;
     }
     let (inputs, outputs) = (
@@ -78,9 +104,8 @@ fn main() {
         lane_graph.outputs.len(),
     );
     println!(
-        "{name} {lane}: {} nodes, {inputs} inputs, {outputs} outputs, {points} points, {} bytes of source",
+        "{name} {lane}: {} nodes, {inputs} inputs, {outputs} outputs, {points} points",
         lane_graph.graph.len(),
-        source.len()
     );
     let device = get_platforms()
         .expect("platforms")
@@ -115,7 +140,17 @@ fn main() {
         .map(|i| 0.01 + 0.19 * ((i as f64 * 0.618_033_988_75).fract()))
         .collect();
     unsafe { queue.enqueue_write_buffer(&mut input, CL_BLOCKING, 0, &host, &[]) }.expect("write");
-    for options in &builds {
+    let mut first: Option<Vec<f64>> = None;
+    for (options, (remat_name, remat)) in builds
+        .iter()
+        .flat_map(|o| remats.iter().map(move |r| (o, r)))
+    {
+        let source = ddx::cl::source_with(lane_graph, *remat);
+        let statements = source.matches("const double").count();
+        println!(
+            "\nremat {remat_name}: {statements} statements, {} bytes of source",
+            source.len()
+        );
         let start = Instant::now();
         let program = match Program::create_and_build_from_source(&context, &source, options) {
             Ok(p) => p,
@@ -137,8 +172,9 @@ fn main() {
             kernel.set_arg(1, &output.get()).expect("arg");
             kernel.set_arg(2, &stride).expect("arg");
             kernel.set_arg(3, &count).expect("arg");
+            kernel.set_arg(4, &(0 as cl_ulong)).expect("arg");
         }
-        for local in [32usize, 64, 128, 256] {
+        for &local in &locals {
             let global = points.div_ceil(local) * local;
             let mut times = Vec::new();
             for _ in 0..6 {
@@ -168,6 +204,39 @@ fn main() {
                     "  local {local}: {:.3} ns/point",
                     median * 1e9 / points as f64
                 );
+            }
+        }
+        let mut answer = vec![0.0; outputs * points];
+        unsafe { queue.enqueue_read_buffer(&output, CL_BLOCKING, 0, &mut answer, &[]) }
+            .expect("read");
+        match &first {
+            None => first = Some(answer),
+            Some(f) => {
+                let differ = f
+                    .iter()
+                    .zip(&answer)
+                    .filter(|(a, b)| a.to_bits() != b.to_bits())
+                    .count();
+                println!("  outputs differing in any bit from the first build's: {differ}");
+            }
+        }
+    }
+}
+
+/// `rule`, `off` or `BUDGET/SEGMENT[/CONE[/GROWTH]]`.
+fn remat(s: &str) -> Remat {
+    match s {
+        "rule" => Remat::RULE,
+        "off" => Remat::OFF,
+        _ => {
+            let v: Vec<usize> = s.split('/').map(|x| x.parse().expect("a count")).collect();
+            Remat {
+                live_budget: v[0],
+                segment: v[1],
+                cone: v.get(2).copied().unwrap_or(v[1]),
+                growth: v.get(3).copied().unwrap_or(3),
+                max_nodes: usize::MAX,
+                second_order: true,
             }
         }
     }

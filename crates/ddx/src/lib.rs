@@ -160,7 +160,7 @@ pub use ddx_ir::{Functions, UserFunction, UserProblem};
 /// The OpenCL device backend (`Backend::Device`): the OpenCL C a lane lowers to, the
 /// device answering, and columns kept in device memory across calls.
 pub mod cl {
-    pub use crate::device::source::source_of;
+    pub use crate::device::source::{source_of, source_with, Remat};
     pub use crate::device::{DeviceColumns, DeviceInfo};
 }
 /// Value and derivatives of an `f64` function, generated while the program compiles.

@@ -207,6 +207,9 @@ pub(crate) fn launch_error(lane: &'static str, what: &str, e: ClError) -> Error 
     }
 }
 
+/// Every kernel's `zero` argument (see `source::Remat`).
+const ZERO: cl_ulong = 0;
+
 impl LaneKernel {
     /// Builds `source` (the OpenCL C of `lane`) on `gpu`.
     ///
@@ -289,7 +292,7 @@ impl LaneKernel {
         let fail = |what, e| launch_error(self.lane, what, e);
         let (stride, count) = (stride as cl_ulong, len as cl_ulong);
         // SAFETY: the arguments match the kernel's signature (two global double
-        // pointers, two ulongs; see `source::source_of`), and the buffers hold
+        // pointers, three ulongs; see `source::source_of`), and the buffers hold
         // `inputs · stride` and `outputs · stride` values.
         unsafe {
             k.set_arg(0, &input.get())
@@ -300,6 +303,7 @@ impl LaneKernel {
                 .map_err(|e| fail("clSetKernelArg", e))?;
             k.set_arg(3, &count)
                 .map_err(|e| fail("clSetKernelArg", e))?;
+            k.set_arg(4, &ZERO).map_err(|e| fail("clSetKernelArg", e))?;
         }
         let local = self.gpu.local;
         #[cfg(test)]

@@ -8,7 +8,9 @@
 //! **Exactness.** `#pragma OPENCL FP_CONTRACT OFF` forbids the device compiler to fuse a
 //! multiply and an add; `fma()` appears only where the graph has an `fma` node; the
 //! program is built with no option that relaxes IEEE arithmetic. Every node is one
-//! statement, in the graph's order, so nothing is re-associated. OpenCL C's own `fmax`,
+//! statement, in the graph's order, so nothing is re-associated; a long lane also
+//! recomputes some values from the inputs instead of keeping them live ([`Remat`]), the
+//! same operations on the same operands, so with the same bits. OpenCL C's own `fmax`,
 //! `fmin`, `sign`, comparisons and `select` do not follow ddx's semantics
 //! (the repository's [ARCHITECTURE.md, "Semantics"](https://github.com/ddx-ad/ddx/blob/main/ARCHITECTURE.md#semantics)): `fmax(+0, −0)` may answer either zero, `sign(±0)` is
 //! `±0`, a vector comparison answers `−1`, and `select` tests the sign bit. So each of
@@ -21,7 +23,7 @@
 //! exponents `2`, `−1`, `½`, …), within the error bounds OpenCL states for double precision;
 //! `powi` is ddx's own binary powering, written out, so it is exact too.
 
-use ddx_ir::{Lane, Node, Op};
+use ddx_ir::{Lane, LaneKind, Node, NodeId, Op};
 use std::fmt::Write;
 
 /// The kernel's name for a lane: `ddx_` and the lane's name (`ddx_gradient`).
@@ -137,58 +139,316 @@ fn expression(op: Op, a: &str, b: &str, c: &str) -> String {
     }
 }
 
+/// When a kernel recomputes values instead of keeping them live (rematerialisation).
+///
+/// A long lane (a gradient's reverse sweep) uses values made early in its forward part
+/// late in its reverse part: kept live, they overflow the device's registers and spill
+/// to memory, which costs far more than computing them again. So when the lane's graph
+/// order keeps more than [`Remat::live_budget`] values live at once, the kernel is cut
+/// into segments of [`Remat::segment`] nodes in graph order, and each segment recomputes
+/// what it uses from earlier segments from the inputs, read again — every value whose
+/// whole cone (the operations it depends on) is at most [`Remat::segment`] operations,
+/// each recomputed once per segment that uses it; larger values are kept live. A
+/// segment's re-read of an input is made opaque to the device compiler
+/// (`as_double(as_ulong(x) ^ z)`, `z` the kernel argument `zero`, always 0, times the
+/// segment's number), so it cannot merge the recomputation back into the first value.
+/// The recomputation is the same operations on the same bits, so the kernel's results
+/// are the plain kernel's to the bit. Output columns are written as soon as their value
+/// is made. The rule is the same for every lane; a lane within the budget is emitted
+/// plain, and so is one whose recomputation would more than triple its statements, and
+/// one of more than [`Remat::max_nodes`] nodes, and, unless [`Remat::second_order`], a
+/// second-order lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Remat {
+    /// Emit the kernel plain when at most this many values are live at once.
+    pub live_budget: usize,
+    /// Nodes per segment.
+    pub segment: usize,
+    /// The most operations a recomputed value's cone may hold.
+    pub cone: usize,
+    /// The most statements the kernel may have, as a multiple of the lane's nodes;
+    /// a lane that would need more is emitted plain.
+    pub growth: usize,
+    /// Lanes of more nodes are emitted plain: the device compiler's time grows faster
+    /// than linearly in a kernel's size (92 s for a 36 287-node Hessian lane on the
+    /// H200), and a rematerialised kernel is larger.
+    pub max_nodes: usize,
+    /// Whether second-order lanes ([`LaneKind::Hessian`], [`LaneKind::Hvp`],
+    /// [`LaneKind::Tensor`]) are recomputed too. [`Remat::RULE`] leaves them plain: on the
+    /// H200 the regular solution 32's 2992-node Hessian lane took the device compiler
+    /// 32.9 s rematerialised instead of 3.6 s, UNIQUAC 16's `hvp` 11.4 s, and their run
+    /// times were not measured; the gain was measured on first-order lanes.
+    ///
+    /// [`LaneKind::Hessian`]: ddx_ir::LaneKind::Hessian
+    /// [`LaneKind::Hvp`]: ddx_ir::LaneKind::Hvp
+    /// [`LaneKind::Tensor`]: ddx_ir::LaneKind::Tensor
+    pub second_order: bool,
+}
+
+impl Remat {
+    /// The rule every kernel is built with ([`source_of`]).
+    pub const RULE: Remat = Remat {
+        live_budget: 256,
+        segment: 1024,
+        cone: 1024,
+        growth: 3,
+        max_nodes: 1 << 14,
+        second_order: false,
+    };
+    /// Never recompute: one statement per node, in graph order.
+    pub const OFF: Remat = Remat {
+        live_budget: usize::MAX,
+        segment: usize::MAX,
+        cone: 0,
+        growth: 1,
+        max_nodes: 0,
+        second_order: false,
+    };
+}
+
 /// The OpenCL C source of `lane`'s kernel (see the module documentation for its layout):
 /// `__kernel void ddx_<lane>(__global const double *input, __global double *output,
-/// ulong stride, ulong len)`.
+/// ulong stride, ulong len, ulong zero)`, `zero` always 0 (see [`Remat`]), built with
+/// [`Remat::RULE`].
 pub fn source_of(lane: &Lane) -> String {
+    source_with(lane, Remat::RULE)
+}
+
+/// [`source_of`] with the rematerialisation rule `remat` (a measuring tool's choice:
+/// [`Remat::OFF`] is the plain kernel). Every rule gives the same results to the bit.
+pub fn source_with(lane: &Lane, remat: Remat) -> String {
     let nodes = lane.graph.nodes();
     let mut s = String::with_capacity(PRELUDE.len() + 64 * nodes.len() + 256);
     s.push_str(PRELUDE);
+    let body = remat_body(lane, remat);
     // `write!` into a String cannot fail.
     let _ = writeln!(
         s,
-        "/* lane {}: {} inputs ({} symbols, {} parameters, {} seeds), {} outputs, {} nodes */",
+        "/* lane {}: {} inputs ({} symbols, {} parameters, {} seeds), {} outputs, {} nodes{} */",
         lane.kind.name(),
         lane.inputs(),
         lane.symbols,
         lane.params,
         lane.seeds,
         lane.outputs.len(),
-        nodes.len()
+        nodes.len(),
+        if body.is_some() {
+            format!(", {} nodes a segment, recomputed", remat.segment)
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         s,
         "__kernel void {}(__global const double *restrict input, \
-         __global double *restrict output, const ulong stride, const ulong len) {{",
+         __global double *restrict output, const ulong stride, const ulong len, \
+         const ulong zero) {{",
         kernel_name(lane)
     );
     s.push_str("    const ulong i = get_global_id(0);\n    if (i >= len) return;\n");
-    let name = |k: usize| format!("v{k}");
-    for (k, node) in nodes.iter().enumerate() {
-        let value = match *node {
-            Node::Const(c) => literal(c.value()),
-            Node::Symbol(sym) => format!("input[{}UL * stride + i]", sym.index()),
-            Node::Seed(seed) => {
-                format!("input[{}UL * stride + i]", lane.seed_base() + seed.index())
+    match body {
+        Some(body) => s.push_str(&body),
+        None => {
+            for (k, node) in nodes.iter().enumerate() {
+                let value = statement(lane, node, |a| format!("v{}", a.index()));
+                let _ = writeln!(s, "    const double v{k} = {value};");
             }
-            Node::Apply(op, args) => {
-                let arg = |j: usize| {
-                    if j < op.arity() {
-                        name(args[j].index())
-                    } else {
-                        String::new()
-                    }
-                };
-                expression(op, &arg(0), &arg(1), &arg(2))
+            for (j, out) in lane.outputs.iter().enumerate() {
+                let _ = writeln!(s, "    output[{j}UL * stride + i] = v{};", out.index());
             }
-        };
-        let _ = writeln!(s, "    const double {} = {value};", name(k));
-    }
-    for (j, out) in lane.outputs.iter().enumerate() {
-        let _ = writeln!(s, "    output[{j}UL * stride + i] = {};", name(out.index()));
+        }
     }
     s.push_str("}\n");
     s
+}
+
+/// The OpenCL C expression of `node`, its arguments named by `arg`.
+fn statement(lane: &Lane, node: &Node, mut arg: impl FnMut(NodeId) -> String) -> String {
+    match *node {
+        Node::Const(c) => literal(c.value()),
+        Node::Symbol(sym) => format!("input[{}UL * stride + i]", sym.index()),
+        Node::Seed(seed) => format!("input[{}UL * stride + i]", lane.seed_base() + seed.index()),
+        Node::Apply(op, args) => {
+            let mut name = |j: usize| {
+                if j < op.arity() {
+                    arg(args[j])
+                } else {
+                    String::new()
+                }
+            };
+            let (a, b, c) = (name(0), name(1), name(2));
+            expression(op, &a, &b, &c)
+        }
+    }
+}
+
+/// The most values live at once when `nodes` are computed in order and `outputs` written
+/// at the end (constants are literals, never live), and each node's last use.
+fn liveness(nodes: &[Node], outputs: &[NodeId]) -> (usize, Vec<usize>) {
+    let n = nodes.len();
+    let mut last = vec![usize::MAX; n];
+    for (k, node) in nodes.iter().enumerate() {
+        for a in node.args() {
+            last[a.index()] = k;
+        }
+    }
+    for out in outputs {
+        last[out.index()] = n;
+    }
+    let mut ends = vec![0usize; n + 1];
+    let (mut live, mut most) = (0usize, 0usize);
+    for (k, node) in nodes.iter().enumerate() {
+        if !matches!(node, Node::Const(_)) && last[k] != usize::MAX {
+            live += 1;
+            ends[last[k]] += 1;
+        }
+        most = most.max(live);
+        live -= ends[k];
+    }
+    (most, last)
+}
+
+/// Which nodes a later segment may recompute: those whose cone holds at most `limit`
+/// operations (inputs and constants count none). Each cone is kept only while a later
+/// node can still use it.
+fn recomputable(nodes: &[Node], last: &[usize], limit: usize) -> Vec<bool> {
+    let mut ok = vec![false; nodes.len()];
+    let mut cones: Vec<Option<Vec<u32>>> = vec![None; nodes.len()];
+    let mut dies: Vec<Vec<usize>> = vec![Vec::new(); nodes.len() + 1];
+    for (k, node) in nodes.iter().enumerate() {
+        let cone = match node {
+            Node::Apply(..) => {
+                let mut cone: Option<Vec<u32>> = Some(vec![k as u32]);
+                for a in node.args() {
+                    cone = match (cone, &cones[a.index()]) {
+                        (Some(c), Some(d)) => Some(union(&c, d)),
+                        _ => None,
+                    };
+                }
+                cone.filter(|c| c.len() <= limit)
+            }
+            _ => Some(Vec::new()),
+        };
+        ok[k] = cone.is_some();
+        if last[k] != usize::MAX {
+            cones[k] = cone;
+            dies[last[k]].push(k);
+        }
+        for d in std::mem::take(&mut dies[k]) {
+            cones[d] = None;
+        }
+    }
+    ok
+}
+
+/// The union of two sorted lists.
+fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        out.push(x.min(y));
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// The kernel body under `remat` (see [`Remat`]), or `None` where the lane is emitted
+/// plain.
+fn remat_body(lane: &Lane, remat: Remat) -> Option<String> {
+    let nodes = lane.graph.nodes();
+    let n = nodes.len();
+    let second = matches!(
+        lane.kind,
+        LaneKind::Hessian | LaneKind::Hvp | LaneKind::Tensor
+    );
+    if n > remat.max_nodes || (second && !remat.second_order) {
+        return None;
+    }
+    let (most, last) = liveness(nodes, &lane.outputs);
+    if most <= remat.live_budget || remat.segment == 0 {
+        return None;
+    }
+    let len = remat.segment;
+    let ok = recomputable(nodes, &last, remat.cone);
+    let mut stores: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (j, out) in lane.outputs.iter().enumerate() {
+        stores[out.index()].push(j);
+    }
+    let mut s = String::with_capacity(64 * n);
+    let mut statements = 0usize;
+    // Per segment: the recomputed copies made so far (node → made).
+    let mut made = vec![usize::MAX; n];
+    let mut stack: Vec<(usize, bool)> = Vec::new();
+    for (k, node) in nodes.iter().enumerate() {
+        let seg = k / len;
+        if k % len == 0 && seg > 0 {
+            let _ = writeln!(
+                s,
+                "    /* segment {seg} */\n    const ulong z{seg} = zero * {seg}UL;"
+            );
+        }
+        // Recompute, in dependency order, what this node uses from earlier segments.
+        for a in node.args() {
+            let a = a.index();
+            if a / len == seg || !ok[a] || matches!(nodes[a], Node::Const(_)) || made[a] == seg {
+                continue;
+            }
+            stack.push((a, false));
+            while let Some((u, ready)) = stack.pop() {
+                if made[u] == seg {
+                    continue;
+                }
+                let far = |v: usize| !matches!(nodes[v], Node::Const(_)) && made[v] != seg;
+                if !ready {
+                    stack.push((u, true));
+                    for b in nodes[u].args() {
+                        if far(b.index()) {
+                            stack.push((b.index(), false));
+                        }
+                    }
+                    continue;
+                }
+                let value = match nodes[u] {
+                    Node::Symbol(_) | Node::Seed(_) => format!(
+                        "as_double(as_ulong({}) ^ z{seg})",
+                        statement(lane, &nodes[u], |_| String::new())
+                    ),
+                    ref other => statement(lane, other, |b| {
+                        let b = b.index();
+                        if matches!(nodes[b], Node::Const(_)) {
+                            format!("v{b}")
+                        } else {
+                            format!("r{seg}_{b}")
+                        }
+                    }),
+                };
+                let _ = writeln!(s, "    const double r{seg}_{u} = {value};");
+                made[u] = seg;
+                statements += 1;
+            }
+        }
+        let value = statement(lane, node, |a| {
+            let a = a.index();
+            if made[a] == seg && a / len != seg {
+                format!("r{seg}_{a}")
+            } else {
+                format!("v{a}")
+            }
+        });
+        let _ = writeln!(s, "    const double v{k} = {value};");
+        statements += 1;
+        for j in &stores[k] {
+            let _ = writeln!(s, "    output[{j}UL * stride + i] = v{k};");
+        }
+        if statements > remat.growth.saturating_mul(n) {
+            return None;
+        }
+    }
+    Some(s)
 }
 
 #[cfg(test)]

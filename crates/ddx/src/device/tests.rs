@@ -447,3 +447,138 @@ fn a_launch_that_fails_retires_the_kernel_and_the_cpu_answers() {
         want.iter().map(|c| bits(c)).collect::<Vec<_>>()
     );
 }
+
+/// Runs `source` (a kernel of `lane`) on the device over `xs`, answering its output
+/// columns' bits (NaNs all alike).
+fn run_source(
+    gpu: &Arc<runtime::Gpu>,
+    lane: &Lane,
+    source: &str,
+    xs: &[Vec<f64>],
+    len: usize,
+) -> Vec<Vec<u64>> {
+    let kernel = LaneKernel::build(gpu, lane, source).expect("the device builds the kernel");
+    let mut out = vec![vec![f64::from_bits(0x7ff4_dead_beef_0001); len]; lane.outputs.len()];
+    let inputs: Vec<*const f64> = xs.iter().map(|c| c.as_ptr()).collect();
+    let outputs: Vec<*mut f64> = out.iter_mut().map(|c| c.as_mut_ptr()).collect();
+    let host = HostColumns {
+        len,
+        inputs: &inputs,
+        outputs: &outputs,
+    };
+    kernel.run_host(&host).expect("the kernel runs");
+    // Every non-NaN result's bits, signed zeros included (a NaN's payload and sign are
+    // no engine's promise: the device compiler may commute an operation's operands).
+    out.iter().map(|c| bits(c)).collect()
+}
+
+/// A regular-solution-like model over `n` symbols (`Σ xᵢ ln xᵢ + Σ aᵢⱼ xᵢ xⱼ`) and a
+/// UNIQUAC-like one (`Σ xᵢ ln(Σⱼ tᵢⱼ xⱼ / Σⱼ xⱼ)`): the model families' shapes, small.
+fn family_models(n: usize) -> [Model; 2] {
+    let names: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
+    let coef = |i: usize, j: usize| 0.3 + ((i * 7 + j * 3) % 11) as f64 / 8.0;
+    let regsol = ddx_ir::build(|| {
+        let x: Vec<_> = names.iter().map(|s| ddx_ir::var(s)).collect();
+        let mut g = x[0] * x[0].ln();
+        for xi in &x[1..] {
+            g += *xi * xi.ln();
+        }
+        for i in 0..n {
+            for j in i + 1..n {
+                g += coef(i, j) * x[i] * x[j];
+            }
+        }
+        vec![g]
+    })
+    .expect("builds");
+    let uniquac = ddx_ir::build(|| {
+        let x: Vec<_> = names.iter().map(|s| ddx_ir::var(s)).collect();
+        let mut total = x[0];
+        for xj in &x[1..] {
+            total += *xj;
+        }
+        let mut g = None;
+        for i in 0..n {
+            let mut s = coef(i, 0) * x[0];
+            for (j, xj) in x.iter().enumerate().skip(1) {
+                s += coef(i, j) * *xj;
+            }
+            let term = x[i] * (s / total).ln();
+            g = Some(g.map_or(term, |g| g + term));
+        }
+        vec![g.expect("n > 0")]
+    })
+    .expect("builds");
+    [regsol, uniquac]
+}
+
+#[test]
+fn recomputing_kernels_answer_the_plain_kernels_bits() {
+    use super::source::{source_with, Remat};
+    let Some((_serial, gpu)) = device() else {
+        return;
+    };
+    // The rule lowered so that lanes small enough for CI are cut into segments: every
+    // lane past a budget of 8 live values, short segments, small and large cones.
+    let rules = [
+        Remat {
+            live_budget: 8,
+            segment: 12,
+            cone: 24,
+            growth: 20,
+            max_nodes: usize::MAX,
+            second_order: true,
+        },
+        Remat {
+            live_budget: 0,
+            segment: 3,
+            cone: 1000,
+            growth: 100,
+            max_nodes: usize::MAX,
+            second_order: true,
+        },
+    ];
+    let mut models: Vec<Model> = (0..3u64)
+        .map(|seed| random_model(seed, 50, 3, 2, &Op::ALL))
+        .collect();
+    models.extend(family_models(4));
+    let mut recomputed = 0;
+    for (m, model) in models.iter().enumerate() {
+        for kind in LaneKind::ALL {
+            let lane = ddx_ir::lane::build(model, kind);
+            let len = 67;
+            let xs: Vec<Vec<f64>> = if m < 3 {
+                columns(&mut Rng(m as u64 ^ 0xabc), lane.symbols + lane.seeds, len)
+            } else {
+                // The families' own domain: positive fractions.
+                (0..lane.symbols + lane.seeds)
+                    .map(|k| {
+                        (0..len)
+                            .map(|p| 0.01 + ((k * 31 + p * 17) % 97) as f64 / 500.0)
+                            .collect()
+                    })
+                    .collect()
+            };
+            let plain = source_with(&lane, Remat::OFF);
+            assert!(!plain.contains("segment 1"));
+            let want = run_source(&gpu, &lane, &plain, &xs, len);
+            for rule in rules {
+                let source = source_with(&lane, rule);
+                if source.contains("/* segment 1 */") {
+                    recomputed += 1;
+                    assert!(source.contains("^ z1)"), "an opaque re-read");
+                }
+                assert_eq!(
+                    run_source(&gpu, &lane, &source, &xs, len),
+                    want,
+                    "model {m}, {kind:?}, {rule:?}"
+                );
+            }
+        }
+    }
+    // The lowered rules cut most lanes: the comparison is not of plain with plain.
+    assert!(
+        recomputed > models.len() * LaneKind::ALL.len(),
+        "{recomputed}"
+    );
+}
