@@ -66,7 +66,9 @@ impl Colouring {
 
 /// The off-diagonal neighbours of each vertex of `pattern` (sorted, no repeats).
 fn adjacency(pattern: &Sparsity) -> Vec<Vec<usize>> {
-    let mut adj = vec![Vec::new(); pattern.columns()];
+    // A vertex per row and per column, so a pattern that is not square (outside the
+    // contract, but a public caller can pass one) is coloured instead of indexed past.
+    let mut adj = vec![Vec::new(); pattern.columns().max(pattern.rows())];
     for c in pattern.entries() {
         if c.row != c.column {
             adj[c.row].push(c.column);
@@ -520,6 +522,22 @@ mod tests {
         assert_eq!(star_violation(l.pattern(), l.colouring()), None);
         assert_eq!(l.direct_violation(), None);
         l
+    }
+
+    #[test]
+    fn patterns_that_are_not_square_are_coloured_without_panicking() {
+        // Outside the contract (a symmetric n × n pattern), but public: a pattern read
+        // with `Sparsity::try_new` of 3 × 2 or 2 × 3 must not index past the vertices.
+        for (rows, columns, cells) in [
+            (3, 2, vec![(0, 0), (1, 1), (2, 0), (2, 1)]),
+            (2, 3, vec![(0, 0), (0, 2), (1, 1), (1, 2)]),
+        ] {
+            let p = Sparsity::try_new(rows, columns, cells).expect("inside the pattern");
+            let c = star_colouring(&p);
+            assert_eq!(star_violation(&p, &c), None);
+            let l = HessianLayout::new(p);
+            assert_eq!(l.pattern().entries().len(), 4);
+        }
     }
 
     #[test]

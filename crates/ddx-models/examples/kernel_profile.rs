@@ -27,6 +27,20 @@ fn run<M: BenchModel>(model: &M, arm: &str, calls: usize, cache: Option<String>)
     run_with(|x| model.eval(x), eq, n, &points, arm, calls, cache);
 }
 
+/// `calls` gradients of `eq` cycling through `points` (`n` coordinates each); prints a sum
+/// of their first partials so that none is optimised away.
+fn gradients(eq: &Equation<Scalar>, n: usize, points: &[f64], calls: usize) {
+    let count = points.len() / n;
+    let mut g = vec![0.0; n];
+    let mut s = 0.0;
+    for k in 0..calls {
+        let x = &points[(k % count) * n..][..n];
+        eq.gradient_into(black_box(x), &mut g).expect("fits");
+        s += g[0];
+    }
+    println!("sum {s}");
+}
+
 /// The arms over `native` (one evaluation) and the equation `eq` makes, at `points`
 /// (`n` coordinates each).
 fn run_with(
@@ -52,13 +66,7 @@ fn run_with(
             let eq = eq();
             let mut g = vec![0.0; n];
             eq.gradient_into(&points[..n], &mut g).expect("fits");
-            let mut s = 0.0;
-            for k in 0..calls {
-                let x = &points[(k % count) * n..][..n];
-                eq.gradient_into(black_box(x), &mut g).expect("fits");
-                s += g[0];
-            }
-            println!("sum {s}");
+            gradients(&eq, n, points, calls);
         }
         "stats" => stats(&Program::lower(
             eq().lane(LaneKind::Gradient).expect("lane"),
@@ -78,14 +86,7 @@ fn run_with(
                 "gradient lane: {} nodes",
                 eq.lane(LaneKind::Gradient).unwrap().graph.len()
             );
-            let mut g = vec![0.0; n];
-            let mut s = 0.0;
-            for k in 0..calls {
-                let x = &points[(k % count) * n..][..n];
-                eq.gradient_into(black_box(x), &mut g).expect("fits");
-                s += g[0];
-            }
-            println!("sum {s}");
+            gradients(&eq, n, points, calls);
         }
         other => panic!("unknown arm {other}"),
     }

@@ -219,8 +219,20 @@ fn run_on_device(
     xs: &[Vec<f64>],
     len: usize,
 ) -> Vec<Vec<f64>> {
-    let kernel =
-        LaneKernel::build(gpu, lane, &source_of(lane)).expect("the device builds the kernel");
+    run_kernel(gpu, lane, &source_of(lane), xs, len)
+}
+
+/// Builds `source` (a kernel of `lane`) and runs it on the device over `xs` (`len`
+/// points), answering its output columns (filled first with a signalling NaN, so a
+/// column the kernel never writes shows).
+fn run_kernel(
+    gpu: &Arc<runtime::Gpu>,
+    lane: &Lane,
+    source: &str,
+    xs: &[Vec<f64>],
+    len: usize,
+) -> Vec<Vec<f64>> {
+    let kernel = LaneKernel::build(gpu, lane, source).expect("the device builds the kernel");
     let mut out = vec![vec![f64::from_bits(0x7ff4_dead_beef_0001); len]; lane.outputs.len()];
     let inputs: Vec<*const f64> = xs.iter().map(|c| c.as_ptr()).collect();
     let outputs: Vec<*mut f64> = out.iter_mut().map(|c| c.as_mut_ptr()).collect();
@@ -457,16 +469,7 @@ fn run_source(
     xs: &[Vec<f64>],
     len: usize,
 ) -> Vec<Vec<u64>> {
-    let kernel = LaneKernel::build(gpu, lane, source).expect("the device builds the kernel");
-    let mut out = vec![vec![f64::from_bits(0x7ff4_dead_beef_0001); len]; lane.outputs.len()];
-    let inputs: Vec<*const f64> = xs.iter().map(|c| c.as_ptr()).collect();
-    let outputs: Vec<*mut f64> = out.iter_mut().map(|c| c.as_mut_ptr()).collect();
-    let host = HostColumns {
-        len,
-        inputs: &inputs,
-        outputs: &outputs,
-    };
-    kernel.run_host(&host).expect("the kernel runs");
+    let out = run_kernel(gpu, lane, source, xs, len);
     // Every non-NaN result's bits, signed zeros included (a NaN's payload and sign are
     // no engine's promise: the device compiler may commute an operation's operands).
     out.iter().map(|c| bits(c)).collect()
