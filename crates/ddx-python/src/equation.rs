@@ -181,7 +181,7 @@ impl Block<'_> {
         match self {
             Block::One(_) => None,
             Block::Batch(a) => Some(a.shape()[1]),
-            Block::Rows(r) => Some(r.iter().map(|a| a.len()).max().unwrap_or(0)),
+            Block::Rows(r) => Some(ddx::broadcast_points(r.iter().map(|a| a.len())).unwrap_or(0)),
         }
     }
 

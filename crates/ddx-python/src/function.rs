@@ -65,7 +65,7 @@ impl Role {
 }
 
 /// The largest difference allowed between `h[i][j]` and `h[j][i]` of a `second`, in
-/// units of the float64 epsilon (2⁻⁵²) times the largest magnitude in the matrix: 16·ε
+/// units of the float64 epsilon (2⁻⁵²) times the largest finite magnitude in the matrix: 16·ε
 /// covers partials written as two formulas that agree mathematically but round apart
 /// (`∂²f/∂x∂y` and `∂²f/∂y∂x` generated separately), and no more.
 pub(crate) const SYMMETRY_ULPS: f64 = 16.0;
@@ -183,15 +183,21 @@ fn numbers(obj: &Bound<'_, PyAny>, role: Role, k: usize, out: &mut [f64]) -> Res
 }
 
 /// The first pair `(i, j)`, `i < j`, of the `k × k` row-major `h` whose entries differ by
-/// more than [`SYMMETRY_ULPS`]·ε times the largest magnitude in `h` (two NaNs agree).
+/// more than [`SYMMETRY_ULPS`]·ε times the largest finite magnitude in `h`; a pair with
+/// an infinite or NaN entry agrees only when equal (two NaNs agree), so an infinity
+/// elsewhere never widens the tolerance.
 fn asymmetry(h: &[f64], k: usize) -> Option<(usize, usize)> {
-    let scale = h.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let scale = h
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
     let tol = SYMMETRY_ULPS * f64::EPSILON * scale;
     (0..k)
         .flat_map(|i| (i + 1..k).map(move |j| (i, j)))
         .find(|&(i, j)| {
             let (a, b) = (h[i * k + j], h[j * k + i]);
-            !(a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol)
+            let close = a.is_finite() && b.is_finite() && (a - b).abs() <= tol;
+            !(a == b || (a.is_nan() && b.is_nan()) || close)
         })
 }
 

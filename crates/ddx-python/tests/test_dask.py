@@ -254,6 +254,20 @@ def test_assign_dask_frame_equals_pandas(scheduler, scalar, points):
     )
 
 
+def test_assign_reads_a_bound_parameter_on_every_frame(scheduler):
+    # No column for `k`: its bound value, broadcast; an empty frame (dask's metadata is
+    # one) is a batch of no points, as NumPy broadcasts lengths 0 and 1.
+    eq = ddx.equation("k * x * x", params=["k"]).with_params([2.0])
+    f, j = eq.jacobian({"x": np.empty(0)})
+    assert f.shape == (0,) and j.shape == (1, 0)
+    frame = pd.DataFrame({"x": [1.0, -3.0, 0.5]})
+    out = dx.assign(eq, frame)
+    assert out["f"].tolist() == [2.0, 18.0, 0.5] and out["df/dx"].tolist() == [4.0, -12.0, 2.0]
+    assert len(dx.assign(eq, frame.iloc[:0])) == 0
+    lazy = dx.assign(eq, dd.from_pandas(frame, npartitions=2))
+    pd.testing.assert_frame_equal(lazy.compute(), out, check_exact=True)
+
+
 # ---------------------------------------------------------------------------------------
 # A real cluster: two worker processes on loopback.
 

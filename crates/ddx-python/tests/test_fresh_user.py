@@ -255,6 +255,25 @@ def test_an_asymmetric_second_is_refused():
     assert eq.jacobian([1.0, 2.0])[1].tolist() == [2.0, 1.0]
 
 
+@pytest.mark.parametrize(
+    "second, accepted",
+    [
+        ([[math.inf, 1.0], [-5.0, 0.0]], False),  # an infinity elsewhere widens nothing
+        ([[0.0, math.inf], [1.0, 0.0]], False),  # an infinite entry against a finite one
+        ([[0.0, math.inf], [math.inf, 0.0]], True),
+        ([[0.0, -math.inf], [math.inf, 0.0]], False),
+        ([[math.inf, 1.0], [1.0, 0.0]], True),
+    ],
+)
+def test_infinite_entries_never_switch_the_symmetry_check_off(second, accepted):
+    f = ddx.function("inf2", 2, lambda a, b: 0.0, lambda a, b: [0.0, 0.0], lambda a, b: second)
+    eq = ddx.equation("inf2(x, y)", functions=[f])
+    if accepted:
+        assert eq.hessian([1.0, 2.0])[2].tolist() == [second[0], [second[0][1], second[1][1]]]
+    else:
+        assert raised(lambda: eq.hessian([1.0, 2.0])).code is ddx.errc.user_function
+
+
 @pytest.mark.parametrize("ulps, accepted", [(0, True), (4, True), (16, True), (64, False)])
 def test_symmetry_tolerance_is_sixteen_epsilon_of_the_largest_entry(ulps, accepted):
     big = 3.0  # the largest magnitude: the tolerance is 16·ε·3

@@ -89,12 +89,32 @@ impl Columns for Table {
     }
 }
 
+/// The number of points of a batch whose input columns are `lengths` long, as the batch
+/// calls count it: the longest length other than 1 (columns of one value are broadcast to
+/// it, as NumPy broadcasts, so an empty column beside them makes a batch of no points), or
+/// 1 when every column holds one value; `None` for no column at all. Columns of two
+/// different lengths other than 1 are refused by the call itself
+/// ([`Error::ColumnLength`]).
+pub fn broadcast_points(lengths: impl IntoIterator<Item = usize>) -> Option<usize> {
+    let mut any = None;
+    let mut longest = None;
+    for l in lengths {
+        any = Some(1);
+        if l != 1 {
+            longest = longest.max(Some(l));
+        }
+    }
+    longest.or(any)
+}
+
 impl Table {
-    /// A table whose point count is the length of the longest column of the input
-    /// `blocks` (columns of length 1 are broadcast to it); with no input column at all,
-    /// the length of the first output block's columns ([`Table::write`]).
+    /// A table whose point count is the length of the longest input column of `blocks`
+    /// that is not of length 1 (columns of length 1 are broadcast to it, as NumPy
+    /// broadcasts: with an empty column, to no point at all), or 1 when every input column
+    /// is of length 1; with no input column at all, the length of the first output
+    /// block's columns ([`Table::write`]).
     fn new(blocks: &[&[&[f64]]]) -> Self {
-        let longest = blocks.iter().flat_map(|b| b.iter().map(|c| c.len())).max();
+        let longest = broadcast_points(blocks.iter().flat_map(|b| b.iter().map(|c| c.len())));
         Table {
             len: longest.unwrap_or(0),
             sized_by_outputs: longest.is_none(),

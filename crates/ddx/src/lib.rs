@@ -133,7 +133,7 @@ mod text;
 mod version;
 
 pub use archive::verify;
-pub use batch::{on_calling_thread, PARALLEL_WORK};
+pub use batch::{broadcast_points, on_calling_thread, PARALLEL_WORK};
 pub use cache::{CacheStats, LastValue, ValueCache};
 pub use ddx_ir::{
     abs, acos, acosh, asin, asinh, atan, atan2, atanh, cbrt, cos, cosh, erf, exp, exp_m1, expm1,

@@ -576,3 +576,38 @@ fn lane_point_into_reads_the_parameters() {
         assert_eq!(e.code(), Errc::ShortPoint, "{e}");
     }
 }
+
+#[test]
+fn an_empty_column_beside_broadcast_ones_is_a_batch_of_no_points() {
+    // As NumPy broadcasts lengths 0 and 1 to 0: nothing to compute, nothing refused.
+    let eq = rt::equation(|| {
+        let (x, y, t) = (rt::var("x"), rt::var("y"), rt::param("t"));
+        x * t + y
+    })
+    .unwrap();
+    let empty: [f64; 0] = [];
+    let mut v: Vec<f64> = Vec::new();
+    eq.evaluate_batch(&[&empty, &[0.75], &[-0.5]], &mut [&mut v])
+        .expect("no points");
+    let bound = eq.with_params([-0.5]).unwrap();
+    bound
+        .evaluate_batch(&[&empty, &[0.75]], &mut [&mut v])
+        .expect("no points, the parameter bound");
+    let (mut jv, mut jp) = (Vec::new(), vec![Vec::new(); bound.jacobian_columns()]);
+    let mut pr: Vec<&mut [f64]> = jp.iter_mut().map(|c| &mut c[..]).collect();
+    bound
+        .jacobian_batch(&[&empty, &[0.75]], &mut [&mut jv], &mut pr)
+        .expect("no points");
+    // An output column that is not empty is refused: the batch has no point.
+    let mut one = vec![0.0];
+    let e = eq
+        .evaluate_batch(&[&empty, &[0.75], &[-0.5]], &mut [&mut one])
+        .expect_err("one output value for no point");
+    assert_eq!(e.code(), Errc::ColumnLength, "{e}");
+    // An empty column beside one of two points is still refused.
+    let mut two = vec![0.0; 2];
+    let e = eq
+        .evaluate_batch(&[&empty, &[0.75, 1.0], &[-0.5]], &mut [&mut two])
+        .expect_err("lengths 0 and 2");
+    assert_eq!(e.code(), Errc::ColumnLength, "{e}");
+}
