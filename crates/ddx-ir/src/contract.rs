@@ -60,11 +60,18 @@ pub fn contract(lane: &Lane) -> Lane {
     }
     let outputs: Vec<NodeId> = lane.outputs.iter().map(|o| map[o.index()]).collect();
     // The fused products are no longer used; keep only what the outputs reach.
-    let (graph, outputs) = out.extract(&outputs);
+    let (graph, outputs) = out.prune(&outputs);
+    // Field by field: `..lane.clone()` would copy the whole plain graph to drop it.
     Lane {
+        kind: lane.kind,
         graph,
         outputs,
-        ..lane.clone()
+        symbols: lane.symbols,
+        params: lane.params,
+        seeds: lane.seeds,
+        values: lane.values,
+        pattern: lane.pattern.clone(),
+        hessian: lane.hessian.clone(),
     }
 }
 

@@ -105,10 +105,10 @@ impl Node {
 ///
 /// **Memory.** Hash-consing needs an index from each node to its id; it holds ids only
 /// (4 bytes a bucket; the node is read from [`Graph::nodes`] to compare), and a graph that
-/// is only read needs none: a graph made by [`Graph::extract`] (every lane, every sealed
-/// model) or [`Graph::from_nodes`] has no index until something adds to it, when it is
-/// built once from the nodes. So the index holds either every node or, in a graph not
-/// added to since it was made, none.
+/// is only read needs none: a graph made by [`Graph::extract`] or [`Graph::prune`] (every
+/// lane, every sealed model) or [`Graph::from_nodes`] has no index until something adds to
+/// it, when it is built once from the nodes. So the index holds either every node or, in a
+/// graph not added to since it was made, none.
 #[derive(Clone, Default)]
 pub struct Graph {
     nodes: Vec<Node>,
@@ -336,20 +336,7 @@ impl Graph {
     /// it folded again), so no extracted graph holds one. The new graph has no interning
     /// index and no spare capacity (see [`Graph`]).
     pub fn extract(&self, roots: &[NodeId]) -> (Graph, Vec<NodeId>) {
-        let mut live = vec![false; self.nodes.len()];
-        for r in roots {
-            live[r.index()] = true;
-        }
-        let (mut count, mut holds) = (0, false);
-        for i in (0..self.nodes.len()).rev() {
-            if live[i] {
-                count += 1;
-                holds |= self.nodes[i].op() == Some(Op::Hold);
-                for a in self.nodes[i].args() {
-                    live[a.index()] = true;
-                }
-            }
-        }
+        let (live, count, holds) = self.liveness(roots);
         let mut out = Graph {
             nodes: Vec::with_capacity(count),
             intern: HashTable::new(),
@@ -389,6 +376,54 @@ impl Graph {
         let roots = roots.iter().map(|r| map[r.index()]).collect();
         out.freeze();
         (out, roots)
+    }
+
+    /// [`Graph::extract`], consuming the graph: the same graph and root ids, made by moving
+    /// the live nodes down in place (each node's new id is at most its old one) in a graph
+    /// with no [`Op::Hold`], so the graph being pruned and its pruned copy are never held
+    /// at once (the interning index is dropped first, and the node list is shrunk to the
+    /// live nodes). A graph with a hold is extracted as [`Graph::extract`] does it.
+    pub fn prune(mut self, roots: &[NodeId]) -> (Graph, Vec<NodeId>) {
+        self.intern = HashTable::new();
+        let (live, count, holds) = self.liveness(roots);
+        if holds {
+            drop(live);
+            return self.extract(roots);
+        }
+        let mut map = vec![NO_ARG; self.nodes.len()];
+        let mut next = 0;
+        for i in 0..self.nodes.len() {
+            if live[i] {
+                // Arguments are earlier, so already moved: `map` holds their new ids.
+                self.nodes[next] = self.nodes[i].map_args(|a| map[a.index()]);
+                map[i] = NodeId::from_index(next);
+                next += 1;
+            }
+        }
+        debug_assert_eq!(next, count);
+        self.nodes.truncate(count);
+        self.nodes.shrink_to_fit();
+        let roots = roots.iter().map(|r| map[r.index()]).collect();
+        (self, roots)
+    }
+
+    /// Which nodes `roots` reach, how many, and whether one of them is an [`Op::Hold`].
+    fn liveness(&self, roots: &[NodeId]) -> (Vec<bool>, usize, bool) {
+        let mut live = vec![false; self.nodes.len()];
+        for r in roots {
+            live[r.index()] = true;
+        }
+        let (mut count, mut holds) = (0, false);
+        for i in (0..self.nodes.len()).rev() {
+            if live[i] {
+                count += 1;
+                holds |= self.nodes[i].op() == Some(Op::Hold);
+                for a in self.nodes[i].args() {
+                    live[a.index()] = true;
+                }
+            }
+        }
+        (live, count, holds)
     }
 
     /// The arguments of the user-function call `id` ([`Op::Call`]) in order, read through
@@ -543,6 +578,28 @@ mod tests {
         assert_eq!((d, e.binary(Op::Div, x, y), e.len()), (NodeId(5), d, 6));
         assert_eq!(e.intern.len(), 6);
         assert!(crate::verify(&e, 2, 0).is_empty());
+    }
+
+    #[test]
+    fn pruning_in_place_gives_the_extracted_graph() {
+        // Without a hold (moved down in place, the index dropped, no spare room) and with
+        // one (extracted), the same nodes and roots as `extract`.
+        let (mut g, xy, root) = sample();
+        let x = g.symbol(SymbolId(0));
+        let h = g.unary(Op::Hold, x);
+        let hxy = g.binary(Op::Mul, h, xy);
+        for roots in [vec![root, xy], vec![hxy, root]] {
+            let (e, e_roots) = g.extract(&roots);
+            let (p, p_roots) = g.clone().prune(&roots);
+            assert_eq!((p.nodes(), &p_roots), (e.nodes(), &e_roots));
+            assert_eq!((p.intern.len(), p.nodes.capacity()), (0, p.len()));
+            assert!(crate::verify(&p, 2, 0).is_empty());
+        }
+        assert_eq!(
+            g.clone().prune(&[root]).0.len(),
+            5,
+            "the dead `x - y` is gone"
+        );
     }
 
     #[test]

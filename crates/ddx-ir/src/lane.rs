@@ -304,7 +304,8 @@ fn build_with(model: &Model, kind: LaneKind, zeros: Zeros) -> Lane {
             }
         }
     };
-    let (graph, outputs) = g.extract(&outputs);
+    // The passes are over: pruned in place, never beside a copy.
+    let (graph, outputs) = g.prune(&outputs);
     let lane = Lane {
         kind,
         graph,
@@ -388,7 +389,7 @@ fn tensor_lane(model: &Model, order: usize) -> Lane {
         .flatten()
         .map(|d| or_zero(&mut g, d))
         .collect();
-    let (graph, outputs) = g.extract(&outs);
+    let (graph, outputs) = g.prune(&outs);
     let lane = Lane {
         kind: LaneKind::Tensor,
         graph,

@@ -36,17 +36,32 @@ pub enum Schedule {
 
 /// One instruction before slots are assigned: what it computes and from which nodes (node
 /// indices as `u32`, as a graph's ids are: 24 bytes an instruction, one per operation of
-/// the lane while it is lowered).
+/// the lane while it is lowered; [`Program::lower`] turns the list into the program's
+/// instructions in place).
 struct Emit {
     /// Schedule key (the dependency level, or 0 for the graph's order).
     key: u32,
     code: Code,
     /// The node whose value it produces.
     node: u32,
+    /// The operand nodes; a [`Code::CallN`] or [`Code::Dot`] (of arity 1) has in
+    /// `operands[1..]` its arguments' or factors' `(start, count)` in the list [`select`]
+    /// returns beside the emits (where its instruction has them in the program's lists).
     operands: [u32; 3],
-    /// A [`Code::CallN`]'s arguments or a [`Code::Dot`]'s factors: `(start, count)` in
-    /// the list [`select`] returns beside the emits (`(0, 0)` otherwise).
-    leaves: [u32; 2],
+}
+
+impl Emit {
+    /// The nodes read through the list `packed` (a [`Code::CallN`]'s arguments or a
+    /// [`Code::Dot`]'s factors; empty for the other codes).
+    fn leaves<'p>(&self, packed: &'p [u32]) -> &'p [u32] {
+        match self.code {
+            Code::CallN | Code::Dot => {
+                let [_, start, count] = self.operands.map(|a| a as usize);
+                &packed[start..start + count]
+            }
+            _ => &[],
+        }
+    }
 }
 
 impl Program {
@@ -59,14 +74,12 @@ impl Program {
         let input_base = consts.len();
 
         let (emits, packed) = select(lane, schedule);
-        let leaves_of =
-            |e: &Emit| &packed[e.leaves[0] as usize..(e.leaves[0] + e.leaves[1]) as usize];
 
         // Last use of every node in schedule order; outputs live to the end.
         // (`u32`: instructions are fewer than nodes, whose ids are `u32`.)
         let mut last_use = vec![0u32; nodes.len()];
         for (k, e) in emits.iter().enumerate() {
-            for &a in e.operands[..e.code.arity()].iter().chain(leaves_of(e)) {
+            for &a in e.operands[..e.code.arity()].iter().chain(e.leaves(&packed)) {
                 let a = a as usize;
                 last_use[a] = last_use[a].max(k as u32);
             }
@@ -90,63 +103,74 @@ impl Program {
         }
         let mut next_free = (input_base + inputs) as u32;
         let mut free: Vec<u32> = Vec::new();
-        let mut instrs = Vec::with_capacity(emits.len());
         let mut runs: Vec<Run> = Vec::new();
         let mut lists: Vec<u32> = Vec::new();
         let mut reads: Vec<u32> = Vec::new();
-        for (k, e) in emits.iter().enumerate() {
-            reads.clear();
-            reads.extend_from_slice(&e.operands[..e.code.arity()]);
-            reads.extend_from_slice(leaves_of(e));
-            let used = &reads[..];
-            let mut args = [0u32; 3];
-            for (a, &node) in args.iter_mut().zip(&e.operands[..e.code.arity()]) {
-                *a = slot[node as usize];
-            }
-            if matches!(e.code, Code::CallN | Code::Dot) {
-                // The arguments' slots, read through the list (live until here).
-                args[1] = lists.len() as u32;
-                args[2] = e.leaves[1];
-                lists.extend(leaves_of(e).iter().map(|&a| slot[a as usize]));
-            }
-            // Temporaries used for the last time here (once each: a released node's last
-            // use is marked past the end) go back to the free list: one point at a time,
-            // before the result takes a slot, so it may reuse one; for blocks, after, so a
-            // block's destination never overlaps its operands.
-            let release = |free: &mut Vec<u32>, last_use: &mut [u32]| {
-                for &id in used {
-                    let a = id as usize;
-                    let temp = matches!(nodes[a], Node::Apply(..));
-                    if temp && last_use[a] == k as u32 {
-                        free.push(slot[a]);
-                        last_use[a] = u32::MAX;
-                    }
+        let mut previous_key = None;
+        // Each emit becomes its instruction in schedule order, collected in place (the
+        // instructions, 16 bytes each, are written over the emits, 24 bytes each, whose
+        // buffer is then shrunk): the two lists are never held at once.
+        let mut instrs: Vec<Instr> = emits
+            .into_iter()
+            .enumerate()
+            .map(|(k, e)| {
+                let leaves = e.leaves(&packed);
+                reads.clear();
+                reads.extend_from_slice(&e.operands[..e.code.arity()]);
+                reads.extend_from_slice(leaves);
+                let used = &reads[..];
+                let mut args = [0u32; 3];
+                for (a, &node) in args.iter_mut().zip(&e.operands[..e.code.arity()]) {
+                    *a = slot[node as usize];
                 }
-            };
-            if schedule == Schedule::Level {
-                release(&mut free, &mut last_use);
-            }
-            let dst = free.pop().unwrap_or_else(|| {
-                next_free += 1;
-                next_free - 1
-            });
-            if schedule == Schedule::Graph {
-                release(&mut free, &mut last_use);
-            }
-            slot[e.node as usize] = dst;
-            // A run of chains holds one level (its chains are independent).
-            let same_level = e.code != Code::Dot || k == 0 || emits[k - 1].key == e.key;
-            match runs.last_mut() {
-                Some(r) if r.code == e.code && same_level => r.end += 1,
-                _ => runs.push(Run {
-                    code: e.code,
-                    start: instrs.len() as u32,
-                    end: instrs.len() as u32 + 1,
-                }),
-            }
-            instrs.push(Instr { dst, args });
-        }
+                if matches!(e.code, Code::CallN | Code::Dot) {
+                    // The arguments' slots, read through the list (live until here).
+                    args[1] = lists.len() as u32;
+                    args[2] = leaves.len() as u32;
+                    lists.extend(leaves.iter().map(|&a| slot[a as usize]));
+                }
+                // Temporaries used for the last time here (once each: a released node's last
+                // use is marked past the end) go back to the free list: one point at a time,
+                // before the result takes a slot, so it may reuse one; for blocks, after, so a
+                // block's destination never overlaps its operands.
+                let release = |free: &mut Vec<u32>, last_use: &mut [u32]| {
+                    for &id in used {
+                        let a = id as usize;
+                        let temp = matches!(nodes[a], Node::Apply(..));
+                        if temp && last_use[a] == k as u32 {
+                            free.push(slot[a]);
+                            last_use[a] = u32::MAX;
+                        }
+                    }
+                };
+                if schedule == Schedule::Level {
+                    release(&mut free, &mut last_use);
+                }
+                let dst = free.pop().unwrap_or_else(|| {
+                    next_free += 1;
+                    next_free - 1
+                });
+                if schedule == Schedule::Graph {
+                    release(&mut free, &mut last_use);
+                }
+                slot[e.node as usize] = dst;
+                // A run of chains holds one level (its chains are independent).
+                let same_level = e.code != Code::Dot || previous_key.is_none_or(|p| p == e.key);
+                previous_key = Some(e.key);
+                match runs.last_mut() {
+                    Some(r) if r.code == e.code && same_level => r.end += 1,
+                    _ => runs.push(Run {
+                        code: e.code,
+                        start: k as u32,
+                        end: k as u32 + 1,
+                    }),
+                }
+                Instr { dst, args }
+            })
+            .collect();
+        instrs.shrink_to_fit();
         let outputs = lane.outputs.iter().map(|o| slot[o.index()]).collect();
+        drop((last_use, slot));
         let slots = next_free as usize;
         let program = Program {
             id: next_id(),
@@ -307,7 +331,7 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             _ => None,
         };
         let (code, operands) = match op {
-            Op::Call if leaves[1] > 0 => (Code::CallN, [x, 0, 0]),
+            Op::Call if leaves[1] > 0 => (Code::CallN, [x, leaves[0], leaves[1]]),
             Op::Add if x != y && product(&plain, y as usize).is_some() => {
                 let [a, b] = product(&plain, y as usize).unwrap_or_default();
                 fused[y as usize] = true;
@@ -353,15 +377,19 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             code,
             node: i as u32,
             operands,
-            leaves,
         });
     }
     // A fused product is computed inside its consumer (which comes later in node order).
     emits.retain(|e| !fused[e.node as usize]);
+    // Only the use counts are read from here on.
+    drop((plain, sum_operand, fused, level));
     if schedule == Schedule::Level {
         dot_chains(&mut emits, &mut packed, &uses, nodes.len());
     }
-    for e in &mut emits {
+    for e in emits
+        .iter_mut()
+        .filter(|e| !matches!(e.code, Code::CallN | Code::Dot))
+    {
         for k in e.code.arity()..3 {
             e.operands[k] = 0;
         }
@@ -431,8 +459,7 @@ fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u32], nodes:
         }
         let e = &mut emits[k];
         e.code = Code::Dot;
-        e.operands = [first, 0, 0];
-        e.leaves = [start, packed.len() as u32 - start];
+        e.operands = [first, start, packed.len() as u32 - start];
     }
     let mut k = 0;
     emits.retain(|_| {
