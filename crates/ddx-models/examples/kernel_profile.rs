@@ -2,8 +2,8 @@
 //! `valgrind --tool=callgrind` the instruction counts are repeatable on a shared machine.
 //!
 //! `kernel_profile <model> <arm> <calls> [cache_dir]`: `model` is `electrolyte-16`/`-32`,
-//! `chain-256` (`ddx_models::trend::Chain`), `uniquac-16`/`-32`, `regular-16`/`-32`,
-//! `peng-robinson-17`/`-33`, `coverage-16` or `gauss1` (NIST Gauss1's residual sum of
+//! `chain-<n>` (`ddx_models::trend::Chain`), `quadratic-<n>` (`trend::Quadratic`),
+//! `uniquac-16`/`-32`, `regular-16`/`-32`, `peng-robinson-17`/`-33`, `coverage-16` or `gauss1` (NIST Gauss1's residual sum of
 //! squares); `arm` is `native` (one `f64` evaluation), `jit` (`gradient_into` through the
 //! kernel, after `wait_for_kernel`), `interp` (`gradient_into`, interpreted) or `stats`
 //! (the interpreted gradient program's instruction mix, printed; `calls` unused). It cycles
@@ -16,7 +16,7 @@ use ddx::{Backend, Equation, LaneKind, Options, Scalar};
 use ddx_models::coverage::Coverage;
 use ddx_models::nist;
 use ddx_models::thermo::{Electrolyte, PengRobinson, RegularSolution, ThermoData, Uniquac};
-use ddx_models::trend::Chain;
+use ddx_models::trend::{Chain, Quadratic};
 use ddx_models::BenchModel;
 use std::hint::black_box;
 
@@ -222,9 +222,17 @@ fn main() {
         ),
         "coverage-16" => run(&Coverage::new(16).expect("n"), arm, calls, cache),
         "gauss1" => gauss1(arm, calls, cache),
-        "chain-256" => run(&Chain::new(256).expect("n"), arm, calls, cache),
         "uniquac-32" => run(&Uniquac::new(&data(), 32).expect("n"), arm, calls, cache),
         "regular-32" => run(&RegularSolution::new(32), arm, calls, cache),
-        other => panic!("unknown model {other}"),
+        other => {
+            let size = |prefix: &str| other.strip_prefix(prefix)?.parse::<usize>().ok();
+            if let Some(n) = size("chain-") {
+                run(&Chain::new(n).expect("n"), arm, calls, cache)
+            } else if let Some(n) = size("quadratic-") {
+                run(&Quadratic::new(n).expect("n"), arm, calls, cache)
+            } else {
+                panic!("unknown model {other}")
+            }
+        }
     }
 }

@@ -165,6 +165,10 @@ impl Compiler {
     /// lane of more than `segment` nodes is split ([`lower::Plan`]): its code is then each
     /// segment's function in order, each starting at a multiple of 16 bytes, followed by
     /// the byte offset of each function (`u32`, little-endian) and their count (`u32`).
+    /// Otherwise a [`Shape::Point`] kernel's code is its function, then its constant table
+    /// ([`lower::function`]) from the next multiple of 8 bytes (`f64`s, little-endian),
+    /// then the table's byte offset and its length in values (`u32` each); a column
+    /// kernel's is its function alone.
     ///
     /// # Errors
     /// [`Error::JitVerify`] when a function fails Cranelift's verifier,
@@ -184,7 +188,19 @@ impl Compiler {
             OptLevel::Speed => &*self.speed,
         };
         let Some(plan) = lower::Plan::new(lane, segment) else {
-            return Self::emit(lane, lower::function(lane, shape, isa), isa);
+            let (func, table) = lower::function(lane, shape, isa);
+            let mut code = Self::emit(lane, func, isa)?;
+            if shape == Shape::Point {
+                code.resize(code.len().next_multiple_of(8), 0xCC);
+                let at = u32::try_from(code.len()).map_err(|_| target("code over 4 GiB"))?;
+                let len = u32::try_from(table.len()).map_err(|_| target("table over 4 GiB"))?;
+                for v in &table {
+                    code.extend_from_slice(&v.to_le_bytes());
+                }
+                code.extend_from_slice(&at.to_le_bytes());
+                code.extend_from_slice(&len.to_le_bytes());
+            }
+            return Ok(code);
         };
         let mut code = Vec::new();
         let mut starts = Vec::with_capacity(plan.segments());

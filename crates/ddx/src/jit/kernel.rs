@@ -8,8 +8,10 @@
 //! names that graph, shape, code generator and host. The entry point is the first byte —
 //! except for a segmented lane ([`Plan`](super::lower::Plan)), whose code is several point
 //! functions, run in order on one heap scratch area, with their offsets at its end (the
-//! layout of [`Compiler::compile`](super::compile::Compiler::compile)). The mapping lives
-//! as long as the kernel; whoever calls a kernel keeps it alive for the call.
+//! layout of [`Compiler::compile`](super::compile::Compiler::compile)). A point kernel that
+//! is not segmented ends with its constant table (the values its loops read, passed to it
+//! as its fourth argument) and the table's place. The mapping lives as long as the
+//! kernel; whoever calls a kernel keeps it alive for the call.
 
 use super::lower::{Plan, Shape};
 use crate::options::OptLevel;
@@ -17,8 +19,8 @@ use ddx_ir::math::{MathTable, MATH_TABLE};
 use ddx_ir::{Error, Lane};
 use memmap2::{Mmap, MmapMut};
 
-/// `extern "C" fn(inputs, outputs, table)` of a [`Shape::Point`] kernel.
-type PointFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable);
+/// `extern "C" fn(inputs, outputs, table, constants)` of a [`Shape::Point`] kernel.
+type PointFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable, *const f64);
 /// `extern "C" fn(inputs, outputs, table, scratch)` of one segment of a segmented kernel.
 type SegmentFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable, *mut f64);
 /// `extern "C" fn(inputs, outputs, start, len, table)` of a [`Shape::Column`] kernel.
@@ -39,6 +41,22 @@ pub(crate) struct Kernel {
     object: Option<Vec<u8>>,
     /// For a segmented lane, each segment's offset in the mapping and the scratch slots.
     segments: Option<Segments>,
+    /// For a point kernel that is not segmented, the byte offset of its constant table in
+    /// the mapping (checked by [`constants_at`]).
+    constants: usize,
+}
+
+/// The byte offset of the constant table of a point kernel's `code` (see the layout of
+/// [`Compiler::compile`](super::compile::Compiler::compile)), checked: a multiple of 8
+/// after the code's first byte, the table and its two words ending the code exactly.
+fn constants_at(code: &[u8]) -> Result<usize, Error> {
+    let bad = || object("a point kernel's constant table is damaged");
+    let end = code.len().checked_sub(8).ok_or_else(bad)?;
+    let word = |at: usize| u32::from_le_bytes([code[at], code[at + 1], code[at + 2], code[at + 3]]);
+    let (at, len) = (word(end) as usize, word(end + 4) as usize);
+    let fits =
+        at > 0 && at % 8 == 0 && len.checked_mul(8).and_then(|b| b.checked_add(at)) == Some(end);
+    fits.then_some(at).ok_or_else(bad)
 }
 
 /// Where a segmented kernel's functions start, and the scratch they share.
@@ -111,6 +129,10 @@ impl Kernel {
             Some(plan) => Some(Segments::read(code, &plan)?),
             None => None,
         };
+        let constants = match (&segments, shape) {
+            (None, Shape::Point) => constants_at(code)?,
+            _ => 0,
+        };
         // A segmented kernel is made of point functions.
         let shape = if segments.is_some() {
             Shape::Point
@@ -130,6 +152,7 @@ impl Kernel {
             outputs: lane.outputs.len(),
             object: retain.then(|| code.to_vec()),
             segments,
+            constants,
         })
     }
 
@@ -137,6 +160,21 @@ impl Kernel {
     #[cfg(test)]
     pub(crate) fn functions(&self) -> usize {
         self.segments.as_ref().map_or(1, |s| s.starts.len())
+    }
+
+    /// The number of values in its constant table (0 for a column or segmented kernel).
+    #[cfg(test)]
+    pub(crate) fn constants(&self) -> usize {
+        if self.constants == 0 {
+            return 0;
+        }
+        let end = self.map.len() - 4;
+        u32::from_le_bytes([
+            self.map[end],
+            self.map[end + 1],
+            self.map[end + 2],
+            self.map[end + 3],
+        ]) as usize
     }
 
     /// The optimisation level it was compiled at.
@@ -245,8 +283,12 @@ impl Kernel {
         // C calling convention (module invariant), executable and alive while `self` is.
         let f: PointFn = unsafe { std::mem::transmute::<*const u8, PointFn>(self.map.as_ptr()) };
         // SAFETY: the caller guarantees the memory the kernel reads and writes; the table
-        // is a `'static` of the layout the kernel was compiled against.
-        unsafe { f(inputs, outputs, &MATH_TABLE) }
+        // is a `'static` of the layout the kernel was compiled against; the constant
+        // table lies inside the mapping (checked by `constants_at`), 8-byte aligned.
+        unsafe {
+            let constants = self.map.as_ptr().add(self.constants).cast::<f64>();
+            f(inputs, outputs, &MATH_TABLE, constants)
+        }
     }
 
     /// Calls a column kernel over points `start..start + len`.

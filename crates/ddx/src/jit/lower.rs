@@ -26,7 +26,11 @@
 //! looping over data leaves them) as one loop over the copies instead of straight-line
 //! copies ([`Emit::rolled`]): each copy does the same operations on the same operands as
 //! its straight-line nodes would, so the answers are the same bits, and the code no longer
-//! grows with the number of copies. Column kernels and segments stay straight-line.
+//! grows with the number of copies. A loop reads a stream of per-copy constants in place
+//! from the kernel's constant table (built here, carried at the end of the kernel's code,
+//! passed to the kernel as its fourth argument), and writes the outputs its copies are
+//! itself where their slots are evenly spaced. Column kernels and segments stay
+//! straight-line.
 //!
 //! An `f64x2` kernel does the same operation on both lanes: vector arithmetic is IEEE per
 //! lane and each math call is made once per lane, so every width answers the same bits.
@@ -81,13 +85,15 @@ pub(crate) fn native_fma(isa: &dyn TargetIsa) -> bool {
     }
 }
 
-/// Builds the function computing `lane` as a kernel of `shape` for `isa`.
-pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Function {
+/// Builds the function computing `lane` as a kernel of `shape` for `isa`, and the constant
+/// table a [`Shape::Point`] kernel reads through its fourth argument (empty for a column
+/// kernel, and for a point kernel whose loops read no constant stream).
+pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Function, Vec<f64>) {
     let ptr = isa.pointer_type();
     let call_conv = isa.default_call_conv();
     let mut sig = Signature::new(call_conv);
     let params = match shape {
-        Shape::Point => 3,
+        Shape::Point => 4,
         Shape::Column { .. } => 5,
     };
     sig.params
@@ -102,9 +108,10 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Functi
 
     let math = MathSigs::new(&mut b, ptr, call_conv);
     let fma = native_fma(isa);
+    let mut constants = Vec::new();
     match shape {
         Shape::Point => {
-            let (inputs, outputs, table) = (args[0], args[1], args[2]);
+            let (inputs, outputs, table, consts) = (args[0], args[1], args[2], args[3]);
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
             let rolls = reroll::find(&lane.graph);
             if rolls.runs.is_empty() {
@@ -116,7 +123,7 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Functi
                     },
                 );
             } else {
-                e.rolled(lane, &rolls, inputs, outputs);
+                constants = e.rolled(lane, &rolls, [inputs, outputs, consts]);
             }
             b.ins().return_(&[]);
         }
@@ -179,7 +186,7 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Functi
     }
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
-    func
+    (func, constants)
 }
 
 /// A long lane split into segments: consecutive ranges of nodes, each lowered as its own
@@ -416,10 +423,59 @@ struct Rolled<'l> {
     /// Each node's value where the code outside loops has reached, once made.
     vals: Vec<Option<Value>>,
     inputs: Value,
+    outputs: Value,
+    /// Per run and template position: where its loop stores its copies among the
+    /// outputs, if it does ([`direct_outputs`]).
+    direct: Vec<Vec<Direct>>,
+    /// The kernel's constant table (its fourth argument) and what it holds so far: the
+    /// constant streams, each stored once, read in place by the loops.
+    consts: Value,
+    table: Vec<f64>,
+    /// Where each constant stream already in `table` starts (by its values' bits).
+    tabled: HashMap<Vec<u64>, usize>,
 }
 
 impl Rolled<'_> {
     const NONE: u32 = u32::MAX;
+}
+
+/// Where a loop stores a template position's copies among the outputs: `(byte offset of
+/// copy 0's slot, bytes from one copy's slot to the next)`, or `None`.
+type Direct = Option<(i32, i64)>;
+
+/// The outputs a point kernel's loops write themselves: per run and template position, the
+/// output slots `(first, step)` when every copy is an output and their first slots are
+/// evenly spaced (copy `c`'s at `first + c·step`), and which slots that covers. Other slots
+/// (those of other positions, and any further slot of a node) are written after the loops
+/// from the runs' areas.
+fn direct_outputs(lane: &Lane, rolls: &Rolls) -> (Vec<Vec<Direct>>, Vec<bool>) {
+    let mut first: HashMap<NodeId, usize> = HashMap::new();
+    for (k, &o) in lane.outputs.iter().enumerate() {
+        first.entry(o).or_insert(k);
+    }
+    let mut written = vec![false; lane.outputs.len()];
+    let direct = rolls
+        .runs
+        .iter()
+        .map(|run| {
+            (0..run.period)
+                .map(|j| {
+                    let slot = |c: usize| first.get(&rolls.node(run, c, j)).map(|&k| k as i64);
+                    let (s0, s1) = (slot(0)?, slot(1)?);
+                    let step = s1 - s0;
+                    (2..run.copies)
+                        .all(|c| slot(c) == Some(s0 + c as i64 * step))
+                        .then_some(())?;
+                    let at = i32::try_from(s0 * 8).ok()?;
+                    for c in 0..run.copies {
+                        written[(s0 + c as i64 * step) as usize] = true;
+                    }
+                    Some((at, 8 * step))
+                })
+                .collect()
+        })
+        .collect();
+    (direct, written)
 }
 
 /// Emits the nodes of a lane at one type (`f64` or `f64x2`).
@@ -504,8 +560,13 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     /// carries what the next copy reads in block parameters, and stores each value read
     /// outside the run at entry `c` of the stack area of its template position. Leaves are
     /// made where first read outside a loop; a value of a run read after it is its last
-    /// copy's from the loop, an earlier copy's loaded from its area.
-    fn rolled(&mut self, lane: &Lane, rolls: &Rolls, inputs: Value, outputs: Value) {
+    /// copy's from the loop, an earlier copy's loaded from its area; outputs at evenly
+    /// spaced slots are stored by their loop ([`direct_outputs`]). A stream of constants
+    /// is read from the kernel's constant table (`io[2]`, the kernel's fourth argument)
+    /// instead: answers the table, which the kernel's code must carry (see
+    /// [`Compiler::compile`](super::compile::Compiler::compile)).
+    fn rolled(&mut self, lane: &Lane, rolls: &Rolls, io: [Value; 3]) -> Vec<f64> {
+        let [inputs, outputs, consts] = io;
         let g = &lane.graph;
         let mut run_of = vec![Rolled::NONE; g.len()];
         for (r, run) in rolls.runs.iter().enumerate() {
@@ -526,7 +587,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 mark(a, run_of[i]);
             }
         }
-        for &o in &lane.outputs {
+        let (direct, written) = direct_outputs(lane, rolls);
+        for (&o, _) in lane.outputs.iter().zip(&written).filter(|(_, w)| !**w) {
             mark(o, Rolled::NONE);
         }
         let mut tail_of = vec![Rolled::NONE; g.len()];
@@ -545,6 +607,11 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             run_of,
             vals: vec![None; g.len()],
             inputs,
+            outputs,
+            direct,
+            consts,
+            table: Vec::new(),
+            tabled: HashMap::new(),
         };
         for (id, node) in g.nodes().iter().enumerate() {
             let v = match *node {
@@ -581,9 +648,12 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             st.vals[id] = Some(v);
         }
         for (k, &o) in lane.outputs.iter().enumerate() {
-            let v = self.value_of(&mut st, o);
-            self.b.ins().store(data(), v, outputs, offset(k, 8));
+            if !written[k] {
+                let v = self.value_of(&mut st, o);
+                self.b.ins().store(data(), v, outputs, offset(k, 8));
+            }
         }
+        st.table
     }
 
     /// `op` of the operands `x` (the first `op.arity()` present); `exponent` is the second
@@ -716,6 +786,11 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let addr = self.b.ins().iadd(area, o);
                 self.b.ins().store(data(), v, addr, offset(j, 8));
             }
+            if let Some((off, stride)) = st.direct[r][j] {
+                let o = at(self, stride);
+                let addr = self.b.ins().iadd(st.outputs, o);
+                self.b.ins().store(data(), v, addr, off);
+            }
             vals.push(v);
         }
         let next = self.b.ins().iadd_imm_s(c, 1i64);
@@ -784,6 +859,28 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                     let base = self.b.ins().stack_addr(self.ptr, slot, 0);
                     return (base, off, d * 8);
                 }
+            }
+        }
+        // Constants: read in place from the kernel's table, each stream stored there once.
+        let bits: Option<Vec<u64>> = nodes
+            .iter()
+            .map(|&n| match *g.node(n) {
+                Node::Const(c) => Some(c.value().to_bits()),
+                _ => None,
+            })
+            .collect();
+        if let Some(bits) = bits {
+            let at = match st.tabled.get(&bits) {
+                Some(&at) => at,
+                None => {
+                    let at = st.table.len();
+                    st.table.extend(bits.iter().map(|&b| f64::from_bits(b)));
+                    st.tabled.insert(bits, at);
+                    at
+                }
+            };
+            if let Ok(off) = i32::try_from(at * 8) {
+                return (st.consts, off, 8);
             }
         }
         let slot = self.area(nodes.len());

@@ -9,6 +9,8 @@
 //! batches: the block program). "Bit for bit" means every non-NaN result, signed zeros
 //! included; a NaN must be a NaN, with any sign and payload (see [`same`]).
 
+use super::lower::Shape;
+use super::Kernel;
 use crate::equation::{Equation, System};
 use crate::options::{Backend, Lanes, OptLevel, Options};
 use ddx_ir::{Graph, LaneKind, Model, NodeId, Op, SymbolId};
@@ -940,4 +942,55 @@ fn repeated_models_are_rerolled() {
         }
     }
     assert!(rolled * 2 > lanes, "{rolled} of {lanes} lanes re-rolled");
+}
+
+/// Per-copy constants are read in place from the kernel's constant table (issue 20): the
+/// point kernels of repeated models with constant streams carry tables, and answer as the
+/// interpreter does (every bit: the proptest above runs the same models).
+#[test]
+fn constant_streams_are_read_from_the_kernel_table() {
+    let (mut tabled, mut rng) = (0, Rng(29));
+    for seed in 0..12u64 {
+        let model = repeated_model(seed, 23 + seed as usize, 1 + seed as usize % 3);
+        let oracle = Equation::<System>::from_model(model.clone());
+        let mut eq = Equation::<System>::from_model(model);
+        eq.set_options(compile_options(1));
+        for kind in LaneKind::ALL {
+            assert!(eq.wait_for_kernel_of(kind), "{:?}", eq.jit_status());
+            let state = eq.jit.state.as_ref().expect("compiling");
+            tabled += usize::from(state.slot(kind).current().expect("a kernel").constants() > 0);
+            let lane = oracle.lane(kind).unwrap();
+            let x: Vec<f64> = (0..lane.inputs()).map(|_| rng.value()).collect();
+            let (mut want, mut got) =
+                (vec![0.0; lane.outputs.len()], vec![0.0; lane.outputs.len()]);
+            oracle.eval_into(kind, &x, &mut want);
+            eq.eval_into(kind, &x, &mut got);
+            assert!(same(&want, &got), "{kind:?}: {want:?} vs {got:?}");
+        }
+    }
+    assert!(tabled >= 6, "{tabled} kernels with a constant table");
+}
+
+/// A point kernel whose constant table's place is damaged is refused, not run.
+#[test]
+fn a_damaged_constant_table_is_refused() {
+    let model = repeated_model(3, 25, 2);
+    let eq = Equation::<System>::from_model(model);
+    let lane = eq.lane(LaneKind::Gradient).unwrap();
+    let c = super::compile::compiler().expect("host");
+    let code = c
+        .compile(lane, Shape::Point, OptLevel::Off, usize::MAX)
+        .expect("compiles");
+    let new = |code: &[u8]| Kernel::new(code, lane, Shape::Point, OptLevel::Off, false, usize::MAX);
+    assert!(new(&code).is_ok());
+    let end = code.len() - 8;
+    for (at, byte) in [(end, 1u8), (end + 4, 1), (end + 3, 0x80), (end + 7, 0x80)] {
+        let mut bad = code.clone();
+        bad[at] ^= byte;
+        assert!(
+            matches!(new(&bad), Err(ddx_ir::Error::JitObject { .. })),
+            "byte {at} changed"
+        );
+    }
+    assert!(new(&code[..7]).is_err());
 }
