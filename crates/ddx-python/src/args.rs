@@ -5,7 +5,7 @@
 //! A parameter typed [`Int`] accepts every `int` (and `int` subclasses such as `IntEnum`
 //! members, `ddx.Want.HESSIAN`; NumPy integers through `__index__`) but a `bool`: `True`
 //! is no order, index or count. Anything else (a `bool`, a `float`, a `str`) is read as
-//! [`Int::NotInt`], which [`Int::within`] refuses with a `TypeError` naming the call, the
+//! [`Int::Other`], which [`Int::within`] refuses with a `TypeError` naming the call, the
 //! argument, its value and what is expected (`ddx.powi: n=2.0 is a float; the exponent
 //! is an int from -2147483648 to 2147483647`). The range is checked by [`Int::within`],
 //! which raises with
@@ -43,7 +43,7 @@ pub(crate) enum Int {
     },
     /// Not an `int` (a `float`, a `bool`, a `str`): refused by the range check, which
     /// knows the call and the argument's name.
-    NotInt {
+    Other {
         /// `repr(value)`, clipped.
         repr: String,
         /// Its type with an article: `"a float"`.
@@ -103,7 +103,7 @@ impl Int {
                 v.to_string(),
             ),
             Int::Huge { text, .. } => (None, text.clone()),
-            Int::NotInt { .. } => return Err(self.not_int(call, name, meaning, &range())),
+            Int::Other { .. } => return Err(self.not_int(call, name, meaning, &range())),
         };
         fits.ok_or_else(|| {
             let why = if self.negative() {
@@ -138,7 +138,7 @@ impl Int {
         let (fits, text) = match self {
             Int::Fits(v) => (Some(*v).filter(|v| (min..=max).contains(v)), v.to_string()),
             Int::Huge { text, .. } => (None, text.clone()),
-            Int::NotInt { .. } => {
+            Int::Other { .. } => {
                 let range = format!("an int from {min} to {max}");
                 return Err(self.not_int(call, name, meaning, &range));
             }
@@ -163,7 +163,7 @@ impl Int {
     /// and its value, and saying what `meaning` is (`range`: `"an int from 1 to 256"`).
     fn not_int(&self, call: &str, name: &str, meaning: &str, range: &str) -> PyErr {
         let (repr, a_type) = match self {
-            Int::NotInt { repr, a_type } => (repr.as_str(), a_type.as_str()),
+            Int::Other { repr, a_type } => (repr.as_str(), a_type.as_str()),
             _ => ("?", "not an int"),
         };
         PyTypeError::new_err(format!(
@@ -175,7 +175,7 @@ impl Int {
         match self {
             Int::Fits(v) => *v < 0,
             Int::Huge { negative, .. } => *negative,
-            Int::NotInt { .. } => false,
+            Int::Other { .. } => false,
         }
     }
 }
@@ -204,7 +204,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
 
 /// Something given where an `int` is expected, kept for the range check to refuse.
 fn not_an_int(obj: &Bound<'_, PyAny>) -> Int {
-    Int::NotInt {
+    Int::Other {
         repr: repr(obj),
         a_type: a_type(obj),
     }
