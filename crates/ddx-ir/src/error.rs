@@ -11,6 +11,7 @@ use std::fmt;
 
 use crate::text::clip;
 pub use crate::text::{Expected, Location, Syntax};
+use crate::words::count;
 
 /// What a vector argument of a product call is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,9 +87,10 @@ impl fmt::Display for UserProblem {
             UserProblem::Name => f.write_str(
                 "the name must be a name of the text syntax, as a symbol's is (a Python \
                  identifier: a letter or `_`, then letters, digits or `_`, Unicode ones \
-                 included) and no built-in function's",
+                 included, in NFKC form, with no invisible character; no Python keyword) and \
+                 no built-in function's",
             ),
-            UserProblem::ArgumentCount(k) => write!(f, "called with {k} arguments"),
+            UserProblem::ArgumentCount(k) => write!(f, "called with {}", count(*k, "argument")),
             UserProblem::Panicked(m) => write!(f, "the function panicked: {m}"),
             UserProblem::Raised(m) => write!(f, "the function failed: {m}"),
             UserProblem::NotGiven(2) => f.write_str(
@@ -187,7 +189,10 @@ pub enum Error {
     },
     // -- issue 4 (second order) ------------------------------------------------------
     /// A call defined for one output only (`hvp`) was made on a system.
-    #[error("not_scalar: `{call}` needs an equation of one output; this one has {outputs}")]
+    #[error(
+        "not_scalar: `{call}` needs an equation of one output; this one has {}",
+        count(*.outputs, "output")
+    )]
     NotScalar {
         /// The call refused.
         call: &'static str,
@@ -365,8 +370,8 @@ pub enum Error {
     },
     /// A text calls a function with the wrong number of arguments.
     #[error(
-        "wrong_argument_count: `{function}` takes {expected} argument{}, {given} given\n{at}",
-        plural(*.expected)
+        "wrong_argument_count: `{function}` takes {}, {given} given\n{at}",
+        count(*.expected, "argument")
     )]
     WrongArgumentCount {
         /// The text and the byte of the first surplus argument, or of the `)` that came too
@@ -579,19 +584,6 @@ fn archive_source(path: &std::path::Path) -> String {
         "the equation bytes".into()
     } else {
         format!("{}", path.display())
-    }
-}
-
-/// `n` and `noun`, in the plural unless `n` is 1: `1 value`, `0 values`.
-fn count(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", plural(n))
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 

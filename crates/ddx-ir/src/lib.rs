@@ -30,6 +30,7 @@ pub mod testing;
 pub mod text;
 pub mod user;
 mod verify;
+pub mod words;
 
 pub use builder::{build, param, var};
 pub use colour::{Colouring, HessianLayout};

@@ -564,6 +564,112 @@ fn is_name_is_the_grammars_rule() {
     }
 }
 
+/// Names Python would not keep apart, or cannot spell, are no names: keywords, names
+/// holding an invisible character, names not in NFKC form (which Python normalises into
+/// another identifier). Each is refused by `is_name` and, in a text, by the parser with
+/// `bad_syntax` saying why (and the NFKC form Python reads); the soft keywords and NFKC
+/// names stay names.
+#[test]
+fn keywords_invisible_characters_and_unnormalised_names_are_refused() {
+    use ddx_ir::text::{is_name, why_not_a_name};
+    for good in [
+        "match", "case", "type", "_", "fi", "x", "\u{3a9}", "\u{e9}", "θ1",
+    ] {
+        assert!(is_name(good), "{good}");
+    }
+    let cases: [(&str, &str, Option<&str>); 12] = [
+        ("lambda", "keyword", None),
+        ("if", "keyword", None),
+        ("None", "keyword", None),
+        ("True", "keyword", None),
+        ("x\u{200d}", "invisible", None),
+        ("x\u{200c}y", "invisible", None),
+        ("a\u{fe0f}", "invisible", None),
+        ("ﬁ", "NFKC", Some("fi")),
+        ("ｘ", "NFKC", Some("x")),
+        ("ℕ", "NFKC", Some("N")),
+        ("e\u{301}", "NFKC", Some("\u{e9}")),
+        ("\u{2126}", "NFKC", Some("\u{3a9}")),
+    ];
+    for (bad, rule, normal) in cases {
+        assert!(!is_name(bad), "{bad:?}");
+        let why = why_not_a_name(bad).expect("refused");
+        assert!(why.contains(rule), "{bad:?}: {why}");
+        let e = Formula::parse(&format!("2 * {bad} + 1")).unwrap_err();
+        assert_eq!(e.code(), Errc::BadSyntax, "{bad:?}: {e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("cannot be a name") && msg.contains(rule),
+            "{msg}"
+        );
+        if let Some(n) = normal {
+            assert!(msg.contains(&format!("Python reads it as `{n}`")), "{msg}");
+        }
+    }
+    // A keyword before `(` is no call of an unknown function either.
+    let e = Formula::parse("if(x)").unwrap_err();
+    assert_eq!(e.code(), Errc::BadSyntax, "{e}");
+    // NFKC-equal spellings are never two symbols: the second is refused.
+    assert_eq!(
+        Formula::parse("fi + ﬁ").unwrap_err().code(),
+        Errc::BadSyntax
+    );
+}
+
+/// The invisible characters' table is Unicode's Default_Ignorable_Code_Point list: the
+/// spot checks below are its documented members and neighbours.
+#[test]
+fn invisible_characters_are_the_default_ignorable_code_points() {
+    use ddx_ir::text::is_invisible;
+    for c in [
+        '\u{ad}',
+        '\u{34f}',
+        '\u{61c}',
+        '\u{115f}',
+        '\u{1160}',
+        '\u{17b4}',
+        '\u{180b}',
+        '\u{180f}',
+        '\u{200b}',
+        '\u{200d}',
+        '\u{200f}',
+        '\u{202a}',
+        '\u{2060}',
+        '\u{206f}',
+        '\u{3164}',
+        '\u{fe00}',
+        '\u{fe0f}',
+        '\u{feff}',
+        '\u{ffa0}',
+        '\u{1bca0}',
+        '\u{1d173}',
+        '\u{e0001}',
+        '\u{e0100}',
+        '\u{e01ef}',
+        '\u{e0fff}',
+    ] {
+        assert!(is_invisible(c), "{:x}", u32::from(c));
+    }
+    for c in [
+        'a',
+        '_',
+        '0',
+        '\u{ac}',
+        '\u{34e}',
+        '\u{17b6}',
+        '\u{180a}',
+        '\u{2010}',
+        '\u{2070}',
+        '\u{fe10}',
+        '\u{fefe}',
+        '\u{ffa1}',
+        '\u{e1000}',
+        'α',
+    ] {
+        assert!(!is_invisible(c), "{:x}", u32::from(c));
+    }
+}
+
 /// User functions' names follow the symbols' rule: Unicode identifiers are accepted,
 /// and called from text by that name.
 #[test]

@@ -2,10 +2,13 @@
 //! Python `int` and checked here, so that a negative or oversized one is a `ddx.Error`
 //! naming the method and the argument rather than PyO3's bare `OverflowError`.
 //!
-//! A parameter typed [`Int`] accepts every `int` (and `int` subclasses: `bool`, `IntEnum`
-//! members such as `ddx.Want.HESSIAN`, NumPy integers through `__index__`); a value that
-//! is not an integer stays Python's `TypeError` (`argument 'k': 'float' object cannot be
-//! interpreted as an integer`). The range is checked by [`Int::within`], which raises with
+//! A parameter typed [`Int`] accepts every `int` (and `int` subclasses such as `IntEnum`
+//! members, `ddx.Want.HESSIAN`; NumPy integers through `__index__`) but a `bool`: `True`
+//! is no order, index or count. Anything else (a `bool`, a `float`, a `str`) is read as
+//! [`Int::Other`], which [`Int::within`] refuses with a `TypeError` naming the call, the
+//! argument, its value and what is expected (`ddx.powi: n=2.0 is a float; the exponent
+//! is an int from -2147483648 to 2147483647`). The range is checked by [`Int::within`],
+//! which raises with
 //! the code the call raises for the same argument out of range the other way (a column
 //! index past the lane: `wrong_column_count`; an order past `ddx.MAX_ORDER`:
 //! `order_too_high`, …).
@@ -16,13 +19,15 @@
 //! Real numbers likewise: a Python `int` past the `float64` range (|n| ≥ 2¹⁰²⁴, where
 //! `float(n)` raises `OverflowError`) given as a value — a constant of a model, a point's
 //! coordinate, a parameter's value, `x0` — is a `ddx.Error` `too_large` saying so
-//! ([`real`]).
+//! ([`real`]). A real number given as a method's argument (`x0`) is no `bool` either
+//! ([`real_argument`]); data (points, columns, NumPy arrays of dtype `bool`) is read as
+//! the batch calls document.
 
 use crate::errors::raise;
 use ddx::Errc;
-use pyo3::exceptions::PyOverflowError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::PyInt;
+use pyo3::types::{PyBool, PyInt};
 
 /// A Python `int` as given: its value when it fits an `i64`, else its decimal text.
 #[derive(Clone, Debug)]
@@ -35,6 +40,14 @@ pub(crate) enum Int {
         negative: bool,
         /// `str(value)`.
         text: String,
+    },
+    /// Not an `int` (a `float`, a `bool`, a `str`): refused by the range check, which
+    /// knows the call and the argument's name.
+    Other {
+        /// `repr(value)`, clipped.
+        repr: String,
+        /// Its type with an article: `"a float"`.
+        a_type: String,
     },
 }
 
@@ -77,12 +90,20 @@ impl Int {
         code: Errc,
         meaning: &str,
     ) -> PyResult<usize> {
+        let range = || {
+            if max == usize::MAX && min == 0 {
+                "a non-negative int".to_string()
+            } else {
+                format!("an int from {min} to {max}")
+            }
+        };
         let (fits, text) = match self {
             Int::Fits(v) => (
                 usize::try_from(*v).ok().filter(|u| (min..=max).contains(u)),
                 v.to_string(),
             ),
             Int::Huge { text, .. } => (None, text.clone()),
+            Int::Other { .. } => return Err(self.not_int(call, name, meaning, &range())),
         };
         fits.ok_or_else(|| {
             let why = if self.negative() {
@@ -92,11 +113,7 @@ impl Int {
             } else {
                 "is too large"
             };
-            let range = if max == usize::MAX && min == 0 {
-                "a non-negative int".to_string()
-            } else {
-                format!("an int from {min} to {max}")
-            };
+            let range = range();
             raise(
                 py,
                 code,
@@ -121,6 +138,10 @@ impl Int {
         let (fits, text) = match self {
             Int::Fits(v) => (Some(*v).filter(|v| (min..=max).contains(v)), v.to_string()),
             Int::Huge { text, .. } => (None, text.clone()),
+            Int::Other { .. } => {
+                let range = format!("an int from {min} to {max}");
+                return Err(self.not_int(call, name, meaning, &range));
+            }
         };
         fits.ok_or_else(|| {
             let why = if self.negative() {
@@ -138,10 +159,23 @@ impl Int {
         })
     }
 
+    /// The `TypeError` for a value that is no `int`, naming `call`, the argument `name`
+    /// and its value, and saying what `meaning` is (`range`: `"an int from 1 to 256"`).
+    fn not_int(&self, call: &str, name: &str, meaning: &str, range: &str) -> PyErr {
+        let (repr, a_type) = match self {
+            Int::Other { repr, a_type } => (repr.as_str(), a_type.as_str()),
+            _ => ("?", "not an int"),
+        };
+        PyTypeError::new_err(format!(
+            "{call}: {name}={repr} is {a_type}; {meaning} is {range}"
+        ))
+    }
+
     fn negative(&self) -> bool {
         match self {
             Int::Fits(v) => *v < 0,
             Int::Huge { negative, .. } => *negative,
+            Int::Other { .. } => false,
         }
     }
 }
@@ -150,6 +184,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if obj.is_instance_of::<PyBool>() {
+            return Ok(not_an_int(&obj));
+        }
         match obj.extract::<i64>() {
             Ok(v) => Ok(Int::Fits(v)),
             Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
@@ -159,9 +196,57 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Int {
                     text: index.str()?.to_string(),
                 })
             }
+            Err(e) if e.is_instance_of::<PyTypeError>(obj.py()) => Ok(not_an_int(&obj)),
             Err(e) => Err(e),
         }
     }
+}
+
+/// Something given where an `int` is expected, kept for the range check to refuse.
+fn not_an_int(obj: &Bound<'_, PyAny>) -> Int {
+    Int::Other {
+        repr: repr(obj),
+        a_type: a_type(obj),
+    }
+}
+
+/// `repr(obj)`, clipped to 40 characters (`?` when `repr` fails).
+fn repr(obj: &Bound<'_, PyAny>) -> String {
+    let r = obj
+        .repr()
+        .map_or_else(|_| "?".to_string(), |r| r.to_string());
+    match r.char_indices().nth(40) {
+        Some((i, _)) => format!("{}…", &r[..i]),
+        None => r,
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".to_string(), |n| n.to_string())
+}
+
+/// `a float`, `a bool`, `a str`: the type of `obj` with its article, for messages.
+fn a_type(obj: &Bound<'_, PyAny>) -> String {
+    let t = type_name(obj);
+    let an = t.starts_with(['a', 'e', 'i', 'o', 'u', 'A', 'E', 'I', 'O', 'U']);
+    format!("{} {t}", if an { "an" } else { "a" })
+}
+
+/// The real number `obj` given as the argument `what` of a method (`"Equation.
+/// univariate_derivative: x0"`), as [`real`] reads it, but no `bool`.
+///
+/// # Errors
+/// `TypeError` for a `bool`, naming `what`; otherwise as [`real`].
+pub(crate) fn real_argument(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    if obj.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what}={} is a bool; a real number (a float or an int) is expected",
+            repr(obj)
+        )));
+    }
+    real(obj, what)
 }
 
 /// The `f64` value of the Python real number `obj` (a `float`, an `int`, anything with

@@ -19,13 +19,14 @@
 //! runs and assigning `options` never waits for a batch in flight (the batch finishes
 //! under the options it started with).
 
-use crate::args::{real, Int};
+use crate::args::{real_argument, Int};
 use crate::blocks::{self, Out};
 use crate::errors::{method_of, raise, OrRaise};
 use crate::expression::Expression;
 use crate::options;
 use crate::points::{self, Kind, Spelled, Values};
 use crate::shape::{on, AnyEquation};
+use ddx::ir::words::count;
 use ddx::{Errc, Expr, LaneKind};
 use numpy::{PyArray2, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -305,7 +306,8 @@ impl Equation {
                     py,
                     Errc::ColumnLength,
                     format!(
-                        "column_length: the point batch has {a} points and the {} batch {b}",
+                        "column_length: the point batch has {} and the {} batch {b}",
+                        count(a, "point"),
                         if kind == LaneKind::Vjp {
                             "weight"
                         } else {
@@ -694,7 +696,7 @@ impl Equation {
         x0: &Bound<'_, PyAny>,
     ) -> PyResult<f64> {
         let k = order(py, &k, "Equation.univariate_derivative")?;
-        let x0 = real(x0, "Equation.univariate_derivative: x0")?;
+        let x0 = real_argument(x0, "Equation.univariate_derivative: x0")?;
         on!(&*self.rust(), e => e.univariate_derivative_of_order(k, x0)).or_raise()
     }
 
@@ -707,7 +709,7 @@ impl Equation {
         x0: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, numpy::PyArray1<f64>>> {
         let k = order(py, &k, "Equation.univariate_derivatives")?;
-        let x0 = real(x0, "Equation.univariate_derivatives: x0")?;
+        let x0 = real_argument(x0, "Equation.univariate_derivatives: x0")?;
         let d = on!(&*self.rust(), e => e.univariate_derivatives(k, x0)).or_raise()?;
         Ok(numpy::PyArray1::from_vec(py, d))
     }

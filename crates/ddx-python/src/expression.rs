@@ -203,16 +203,8 @@ impl Expression {
 /// # Errors
 /// `ddx.Error` `bad_name` naming it and the rule.
 fn spellable(name: &str, what: &'static str) -> PyResult<()> {
-    if ddx::ir::text::is_name(name) {
+    let Some(why) = ddx::ir::text::why_not_a_name(name) else {
         return Ok(());
-    }
-    let why = if name.is_empty() {
-        "a name is not empty"
-    } else if ddx::ir::Op::from_call_name(name).is_some() {
-        "it is a built-in function's name, which a text always reads as the function"
-    } else {
-        "a name is a Python identifier (a letter or `_`, then letters, digits or `_`; \
-         Unicode letters such as `α` or `θ1` included), as the text syntax reads names"
     };
     Err(ddx::Error::BadName {
         name: name.to_string(),
@@ -224,8 +216,9 @@ fn spellable(name: &str, what: &'static str) -> PyResult<()> {
 
 /// The symbol `name` of the model being built: `ddx.var("x")`. Outside a model callable
 /// the handle is poisoned (`errc.no_arena` when an equation uses it). `name` is a name of
-/// the text syntax (a Python identifier, not a built-in function's name); another is
-/// `ddx.Error` `bad_name`.
+/// the text syntax ([`ddx::ir::text::why_not_a_name`]: a Python identifier in NFKC form,
+/// holding no invisible character, no Python keyword and no built-in function's name);
+/// another is `ddx.Error` `bad_name` saying which rule it breaks.
 #[pyfunction]
 fn var(name: &str) -> PyResult<Expression> {
     spellable(name, "a symbol")?;
@@ -267,7 +260,8 @@ unary! {
 
 /// `powi(x, n)`: `x` to the integer power `n` (binary powering, the same bits on every
 /// engine); `n` is never differentiated. Raises `ddx.Error` `too_large` for `n` outside
-/// the 32-bit range (`x ** y` takes any power).
+/// the 32-bit range (`x ** y` takes any power); `TypeError` naming `n` for an `n` that is
+/// not an `int` (a `float`, a `bool`).
 #[pyfunction]
 fn powi(py: Python<'_>, x: &Bound<'_, PyAny>, n: Int) -> PyResult<Expression> {
     let range = (i64::from(i32::MIN), i64::from(i32::MAX));

@@ -24,12 +24,13 @@
 use crate::errors::{keep_raised, raise, OrRaise};
 use crate::expression::{argument, Expression};
 use ddx::ir::user::report;
+use ddx::ir::words::{agree, count, real};
 use ddx::ir::{UserFunction, UserProblem};
 use ddx::{Errc, Expr};
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyFloat, PyInt, PyTuple};
 
 /// A registered user function: `ddx.Function`.
 #[pyclass(frozen, module = "ddx", name = "Function")]
@@ -108,14 +109,20 @@ fn numbers(obj: &Bound<'_, PyAny>, role: Role, k: usize, out: &mut [f64]) -> Res
             return Ok(());
         }
         return Err(format!(
-            "returned one number where {} are needed",
-            out.len()
+            "returned one number where {} {} needed",
+            out.len(),
+            agree(out.len(), "is", "are")
         ));
     }
     let needs = match role {
         Role::Value => "one number (a float, an int or a NumPy scalar)".to_string(),
-        Role::First => format!("{k} numbers, flat"),
-        Role::Second => format!("{k} rows of {k} numbers, or {} numbers flat", k * k),
+        Role::First => format!("{}, flat", count(k, "number")),
+        Role::Second => format!(
+            "{} of {}, or {} flat",
+            count(k, "row"),
+            count(k, "number"),
+            count(k * k, "number")
+        ),
     };
     if role == Role::Value {
         return Err(format!("returned {}, not {needs}", type_name(obj)));
@@ -161,8 +168,8 @@ fn numbers(obj: &Bound<'_, PyAny>, role: Role, k: usize, out: &mut [f64]) -> Res
         }
         if got - before != k {
             return Err(format!(
-                "returned a row of {} numbers, not {needs}",
-                got - before
+                "returned a row of {}, not {needs}",
+                count(got - before, "number")
             ));
         }
     }
@@ -171,12 +178,16 @@ fn numbers(obj: &Bound<'_, PyAny>, role: Role, k: usize, out: &mut [f64]) -> Res
     }
     if rows > 0 && rows != k {
         return Err(format!(
-            "returned {rows} rows where {k} are needed ({needs})"
+            "returned {} where {k} {} needed ({needs})",
+            count(rows, "row"),
+            agree(k, "is", "are")
         ));
     }
     if got != needed {
         return Err(format!(
-            "returned {got} numbers where {needed} are needed ({needs})"
+            "returned {} where {needed} {} needed ({needs})",
+            count(got, "number"),
+            agree(needed, "is", "are")
         ));
     }
     Ok(())
@@ -230,8 +241,8 @@ fn run(name: &str, role: Role, callable: &Py<PyAny>, x: &[f64], out: &mut [f64])
                         "`second` returned an asymmetric matrix: entry ({i}, {j}) is {} and \
                          ({j}, {i}) is {}; second partials are symmetric, so the two must \
                          agree (within {SYMMETRY_ULPS}·ε of the largest entry)",
-                        out[i * k + j],
-                        out[j * k + i]
+                        real(out[i * k + j]),
+                        real(out[j * k + i])
                     )
                 }),
                 Ok(()) => None,
@@ -286,19 +297,15 @@ fn function(
             }
         }
     }
-    if arity.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err(
-            "ddx.function: arity is an int from 1 to 256, not a bool",
-        ));
-    }
     let max = ddx::ir::user::MAX_ARITY;
+    let meaning = "an argument count";
     let arity = arity.extract::<crate::args::Int>()?.within_from(
         py,
         "ddx.function",
         "arity",
         (1, max),
         ddx::Errc::UserFunction,
-        "an argument count",
+        meaning,
     )?;
     let (v, g) = (value.clone().unbind(), first.clone().unbind());
     let (n1, n2) = (name.to_string(), name.to_string());

@@ -21,6 +21,7 @@
 
 use crate::args::real;
 use crate::errors::{raise, OrRaise};
+use ddx::ir::words::{agree, count};
 use ddx::point::{Point, Role};
 use ddx::{Errc, Error, VectorRole};
 use numpy::{
@@ -117,15 +118,20 @@ impl<'a> Context<'a> {
                 .join(", ")
         );
         let source = if self.bound {
-            "takes its bound value".to_string()
+            agree(q, "takes its bound value", "take their bound values").to_string()
         } else {
-            format!("is not bound: bind it with {example}")
+            format!(
+                "{} not bound: bind {} with {example}",
+                agree(q, "is", "are"),
+                agree(q, "it", "them")
+            )
         };
         format!(
             "; a single point holds the symbols only ({}), and the {} ({names}) {source}, or \
-             give it per point in a batch of shape {}",
+             give {} per point in a batch of shape {}",
             self.symbols.join(", "),
-            if q == 1 { "parameter" } else { "parameters" },
+            agree(q, "parameter", "parameters"),
+            agree(q, "it", "them"),
             self.full_batch()
         )
     }
@@ -225,7 +231,7 @@ fn shape_or_dtype_error(
     rows: usize,
     what: String,
 ) -> PyErr {
-    let values = format!("{rows} float64 value{}", if rows == 1 { "" } else { "s" });
+    let values = count(rows, "float64 value");
     let batch = if kind == Kind::Params {
         " (one per parameter; not a batch)".to_string()
     } else {
@@ -361,11 +367,6 @@ fn fill(
             ),
         )
     }))
-}
-
-/// `n` and the noun, plural unless `n` is 1.
-fn count(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 impl Kind {
@@ -692,8 +693,10 @@ fn row_error(py: Python<'_>, n: usize, q: usize, item: &Bound<'_, PyAny>) -> PyE
         py,
         Errc::WrongArity,
         format!(
-            "wrong_arity: a batch given row by row has {n} symbol rows (then {q} parameter \
-             rows, optionally), each a 1-D real sequence or a number; got {}",
+            "wrong_arity: a batch given row by row has {} (then {}, optionally), each a 1-D \
+             real sequence or a number; got {}",
+            count(n, "symbol row"),
+            count(q, "parameter row"),
             type_name(item)
         ),
     )

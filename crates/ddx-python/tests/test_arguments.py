@@ -144,7 +144,8 @@ def test_a_valid_integer_still_answers():
         np.int64(ddx.MAX_ORDER), 0.0
     )
     assert eq.nodes(want=ddx.Want.HESSIAN) == eq.nodes(want=5) > 0
-    assert eq.nodes(want=True) == eq.nodes(want=ddx.Want.JACOBIAN)
+    with pytest.raises(TypeError, match="Equation.nodes: want=True is a bool"):
+        eq.nodes(want=True)  # a bool is no lane number (test_fresh_user_followups.py)
 
 
 def test_a_lane_number_past_want_is_index_out_of_range():
@@ -164,7 +165,7 @@ def test_an_order_past_max_order_names_the_highest():
 def test_not_an_integer_is_pythons_type_error():
     eq = univariate()
     for bad in (1.5, "2", None):
-        with pytest.raises(TypeError, match="while processing 'k'") as e:
+        with pytest.raises(TypeError, match="Equation.univariate_derivative: k=.* is an? ") as e:
             eq.univariate_derivative(bad, 0.5)
         assert "Py" not in str(e.value).replace("Python", ""), str(e.value)
 

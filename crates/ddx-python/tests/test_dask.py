@@ -395,6 +395,28 @@ def test_cluster_user_functions(client, points):
     assert stats and all(s["deserialised"] == 1 for s in stats), stats  # once per worker
 
 
+def test_cluster_unpicklable_user_function_is_a_ddx_error(client, points):
+    """A user function ``cloudpickle`` cannot carry, on a real cluster: the call made
+    while the client is the scheduler refuses at once with ``user_function`` naming the
+    function, the pickling failure as ``__cause__`` (not ``distributed``'s own
+    serialisation ``TypeError``); a graph built for threads and computed on the cluster
+    anyway fails its tasks with the same ``ddx.Error``. The threads still run it."""
+    locked = ddx.equation("scaled_exp(x, y) + x * y", functions=[scaled_exp(_Locked())])
+    x = da.from_array(points, chunks=(2, 250))
+    with pytest.raises(ddx.Error) as e:
+        dx.jacobian(locked, x)
+    assert e.value.code is ddx.errc.user_function
+    assert "`scaled_exp`" in str(e.value) and "cloudpickle" in str(e.value), str(e.value)
+    assert isinstance(e.value.__cause__, TypeError), repr(e.value.__cause__)
+    with dask.config.set(scheduler="threads"):
+        f, j = dx.jacobian(locked, x)
+        same_bits(dask.compute(f, j), locked.jacobian(points))
+    with pytest.raises(ddx.Error) as e:
+        client.compute([f, j], sync=True)
+    assert e.value.code is ddx.errc.user_function
+    assert "`scaled_exp`" in str(e.value), str(e.value)
+
+
 def _tuple(a):
     return a if isinstance(a, tuple) else (a,)
 

@@ -50,6 +50,7 @@ mod rust;
 pub use c::{c, c_mended};
 pub use rust::{rust, rust_mended, RustStyle};
 
+use crate::words::count;
 use crate::{Error, Lane, Node, Op};
 
 /// Whether every operation of `lane` can be evaluated in a Rust constant (so that the
@@ -264,18 +265,18 @@ fn describe(lane: &Lane, symbols: &[String]) -> Vec<String> {
         .collect();
     vec![
         format!(
-            "The `{}` lane of ddx: {} symbol(s), {} seed(s), {} output(s) ({} function value(s) first).",
+            "The `{}` lane of ddx: {}, {}, {} ({} first).",
             lane.kind.name(),
-            lane.symbols,
-            lane.seeds,
-            lane.outputs.len(),
-            lane.values
+            count(lane.symbols, "symbol"),
+            count(lane.seeds, "seed"),
+            count(lane.outputs.len(), "output"),
+            count(lane.values, "function value")
         ),
         if lane.params > 0 {
             format!(
-                "Inputs, in this order: [{}]: the symbols, then {} parameter(s) (never differentiated).",
+                "Inputs, in this order: [{}]: the symbols, then {} (never differentiated).",
                 names.join(", "),
-                lane.params
+                count(lane.params, "parameter")
             )
         } else {
             format!("Symbols, in this order: [{}].", names.join(", "))

@@ -200,6 +200,15 @@ pub enum Syntax {
         /// How many digits it has.
         digits: usize,
     },
+    /// An identifier that is not a name ([`super::why_not_a_name`]): a Python keyword
+    /// (`lambda`), one holding an invisible character (`x\u{200d}`), or one not in NFKC
+    /// form (`ﬁ`, which Python reads as `fi`).
+    NotAName {
+        /// The identifier, as written.
+        name: String,
+        /// The rule it breaks.
+        why: &'static str,
+    },
     /// Parentheses, calls, signs and `**` nest deeper than the parser allows.
     TooDeep {
         /// The most levels allowed.
@@ -253,6 +262,13 @@ impl fmt::Display for Syntax {
                 f,
                 "this integer literal ({digits} digits) is past the float64 range"
             ),
+            Syntax::NotAName { name, why } => {
+                write!(f, "`{}` cannot be a name: {why}", name.escape_debug())?;
+                if !super::is_nfkc(name) {
+                    write!(f, " (Python reads it as `{}`)", super::nfkc(name))?;
+                }
+                Ok(())
+            }
             Syntax::TooDeep { limit } => write!(
                 f,
                 "the expression nests deeper than {limit} levels (parentheses, calls, signs \

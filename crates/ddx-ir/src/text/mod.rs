@@ -5,7 +5,7 @@
 //! | form | meaning |
 //! |---|---|
 //! | `2`, `2.`, `.5`, `1.5e-3`, `1_000`, `1e999` | numbers (`f64`; `1e999` is infinity, as in Python; `_` between digits, as in Python) |
-//! | `x`, `b1`, `_t`, `α`, `θ_K` | symbols: Python identifiers (Unicode `XID_Start` or `_`, then `XID_Continue`; compared as written, without Python's NFKC normalisation), ordered in the equation by the bytes of the name (`B` before `a`, `x10` before `x2`) |
+//! | `x`, `b1`, `_t`, `α`, `θ_K` | symbols: Python identifiers (Unicode `XID_Start` or `_`, then `XID_Continue`) in NFKC form, with no invisible character and no Python keyword ([`is_name`]; a name Python would normalise, `ﬁ` for `fi`, is refused, never silently merged), ordered in the equation by the bytes of the name (`B` before `a`, `x10` before `x2`) |
 //! | `sin(x)`, `pow(a, b)`, `select(c, t, f)` | every function of the operator table, by name |
 //! | `a ** b` | power; right-associative, binds tighter than a sign on its left |
 //! | `-a`, `+a` | signs, binding tighter than `*` and `/` |
@@ -37,12 +37,14 @@
 mod diagnostic;
 mod dot;
 mod lexer;
+mod names;
 mod parser;
 mod print;
 
 pub(crate) use diagnostic::clip;
 pub use diagnostic::{Expected, Location, Syntax};
 pub use dot::dot;
+pub use names::{is_invisible, is_nfkc, nfkc, why_not_a_name, KEYWORDS};
 pub use parser::MAX_DEPTH;
 pub use print::{infix, write_number, Infix, MAX_TEXT_NODES};
 
@@ -59,15 +61,14 @@ pub(crate) const PLUS_TOKEN: &str = "+";
 
 /// Whether `name` is a name the grammar reads as one symbol, or as a user function's
 /// name in a call: a Python identifier (a character of Unicode's `XID_Start` or `_`, then
-/// characters of `XID_Continue`: `x`, `_t`, `α`, `θ1`, `θ_K`; not `x₁`, as in Python) that is no built-in
-/// function's name (`sin` in a text is always the function). A symbol of another name
-/// (`"a b"`, `"2x"`, `"sin"`) can be built by [`var`](crate::var) but not written in a
-/// text, and the text an equation prints does not parse back.
+/// characters of `XID_Continue`: `x`, `_t`, `α`, `θ1`, `θ_K`; not `x₁`, as in Python) in
+/// NFKC form (`fi`, not `ﬁ`, which Python reads as `fi`), holding no invisible character
+/// (`x\u{200d}`), no Python keyword (`lambda`) and no built-in function's name (`sin` in
+/// a text is always the function); [`why_not_a_name`] says which rule another breaks. A
+/// symbol of another name (`"a b"`, `"2x"`, `"sin"`) can be built by [`var`](crate::var)
+/// but not written in a text, and the text an equation prints does not parse back.
 pub fn is_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(lexer::is_name_start)
-        && chars.all(lexer::is_name_continue)
-        && Op::from_call_name(name).is_none()
+    why_not_a_name(name).is_none()
 }
 
 /// Parses each text, a call in them naming a built-in or one of `functions`

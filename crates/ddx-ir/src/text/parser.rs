@@ -258,6 +258,14 @@ impl<'a> Parser<'a> {
                 self.open(0, Then::Paren)
             }
             Kind::Name(name) => {
+                // A keyword, an invisible character, a name Python would normalise: refused
+                // here as in `is_name` (a built-in's name is the function, below).
+                if Op::from_call_name(name).is_none() {
+                    if let Some(why) = super::why_not_a_name(name) {
+                        let name = name.to_string();
+                        return Err(bad(self.text, tok.start, Syntax::NotAName { name, why }));
+                    }
+                }
                 self.advance()?;
                 if self.peek.kind == Kind::Open {
                     self.call(name, tok.start)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from collections.abc import Callable, Sequence
-from typing import overload
+from typing import Any, overload
 
 from ddx import _ddx
 from ddx._ddx import (
@@ -199,18 +199,44 @@ def load(path: str | os.PathLike[str]) -> Equation:
     return _ddx.load(os.fspath(path))
 
 
-def from_bytes(data: bytes | bytearray | memoryview, /) -> Equation:
+def from_bytes(data: bytes | bytearray | memoryview | Any, /) -> Equation:
     """The equation ``data`` holds, as :meth:`Equation.to_bytes` made it (in this process
     or another, by this build or another that reads the format): the inverse of
     ``to_bytes``, and what unpickling an equation does. No model runs and nothing is
     rebuilt; a kernel the bytes hold for this host and build answers at once, and the
-    bound parameter values and options come back with it. Raises :class:`Error`:
+    bound parameter values and options come back with it.
+
+    ``data`` is any object of the buffer protocol holding bytes: ``bytes``, ``bytearray``,
+    ``memoryview``, a 1-D C-contiguous NumPy array of dtype ``uint8`` or ``int8`` (a file
+    read with ``np.fromfile``, a shared-memory block), its items one byte each (formats
+    ``B``, ``b``, ``c``). Raises :class:`Error`: ``wrong_dtype`` for a buffer of other
+    items (``float64``, ``bool``, ``int16``) or not 1-D and C-contiguous (say which);
     ``bad_archive`` (not a ddx archive, or a format this build does not read),
-    ``archive_corrupt`` (damaged or truncated bytes); ``TypeError`` for something that is
-    not bytes-like."""
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"ddx.from_bytes takes bytes, not {type(data).__name__}")
-    return _ddx.from_bytes(bytes(data))
+    ``archive_corrupt`` (damaged or truncated bytes); ``TypeError`` for an object that
+    is no buffer (a ``str``)."""
+    try:
+        view = memoryview(data)
+    except TypeError:
+        raise TypeError(
+            f"ddx.from_bytes takes bytes (or any buffer of bytes: bytearray, memoryview, a "
+            f"1-D NumPy uint8 array), not {type(data).__name__}"
+        ) from None
+    with view:
+        if view.itemsize != 1 or view.format not in ("B", "b", "c"):
+            raise Error(
+                f"wrong_dtype: ddx.from_bytes reads a buffer of bytes (items of one byte: "
+                f"bytes, bytearray, NumPy uint8 or int8); this {type(data).__name__} holds "
+                f"items of format {view.format!r}, {view.itemsize} bytes each",
+                errc.wrong_dtype,
+            )
+        if view.ndim != 1 or not view.c_contiguous:
+            why = f"of shape {view.shape}" if view.ndim != 1 else "not C-contiguous"
+            raise Error(
+                f"wrong_dtype: ddx.from_bytes reads a 1-D C-contiguous buffer of bytes; this "
+                f"{type(data).__name__} is {why} (np.ascontiguousarray(a).ravel() makes one)",
+                errc.wrong_dtype,
+            )
+        return _ddx.from_bytes(view.tobytes())
 
 
 def verify(path: str | os.PathLike[str]) -> None:

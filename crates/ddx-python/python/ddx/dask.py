@@ -144,8 +144,11 @@ class _Shipped:
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if isinstance(self.data, Error):
-            # Leaving the caller's process needs the bytes: say why there are none.
-            raise self.data
+            # Leaving the caller's process needs the bytes, and there are none: the
+            # refusal travels instead, and the task that needs the equation raises it.
+            # (Raising here would surface as the scheduler's own serialisation error:
+            # ``distributed`` wraps it in a ``TypeError``.)
+            return (_refused, (str(self.data),))
         if self.kind == "archive":
             return (_revive, (self.data,))
         return (_revive, (self.data, self.kind))
@@ -156,6 +159,8 @@ class _Shipped:
     def equation(self) -> Equation:
         if self._live is not None:
             return self._live
+        if isinstance(self.data, Error):
+            raise Error(str(self.data), errc.user_function)
         with _cache_lock:
             _count(self.digest, "tasks")
             eq = _cache.get(self.digest)
@@ -171,6 +176,30 @@ class _Shipped:
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
             return eq
+
+
+def _refused(message: str) -> _Shipped:
+    """The unpickler of a :class:`_Shipped` whose equation could not travel: it carries
+    the refusal (``user_function``), which the task needing the equation raises."""
+    return _Shipped(None, Error(message, errc.user_function), "recipe")
+
+
+def _pickling_scheduler() -> str | None:
+    """The scheduler in effect now (``dask.compute``'s choice: ``scheduler=`` config, then
+    a ``distributed`` client, then the collection's default), when it pickles the graph:
+    ``"distributed"`` or ``"processes"``; ``None`` for the threaded and synchronous ones."""
+    from dask.base import get_scheduler
+
+    try:
+        get = get_scheduler(collections=[da.zeros(1)])
+    except (RuntimeError, ValueError):
+        return None
+    owner = getattr(get, "__self__", None)
+    if owner is not None and "Client" in type(owner).__name__:
+        return "distributed"
+    import dask.multiprocessing
+
+    return "processes" if get is dask.multiprocessing.get else None
 
 
 def _recipe_bytes(eq: Equation, refusal: Error) -> bytes | Error:
@@ -191,12 +220,40 @@ def _recipe_bytes(eq: Equation, refusal: Error) -> bytes | Error:
     try:
         return bytes(cloudpickle.dumps((recipe, bound, eq.options)))
     except Exception as e:
-        return Error(
+        names = ", ".join(f"`{f.name}`" for f in _unpicklable(_functions(recipe), cloudpickle))
+        names = names or "its model callable"
+        error = Error(
             f"user_function: ddx.dask ships an equation calling Python user functions "
-            f"({refusal}) by pickling them with cloudpickle, which failed: "
+            f"({refusal}) by pickling them with cloudpickle, which failed for {names}: "
             f"{type(e).__name__}: {e}; only the threaded and synchronous schedulers run it",
             errc.user_function,
         )
+        error.__cause__ = e
+        return error
+
+
+def _unpicklable(functions: list[Any], cloudpickle: Any) -> list[Any]:
+    """Those of ``functions`` that ``cloudpickle`` cannot carry."""
+    out = []
+    for f in functions:
+        try:
+            cloudpickle.dumps(f)
+        except Exception:
+            out.append(f)
+    return out
+
+
+def _functions(recipe: Any) -> list[Any]:
+    """The user functions (``ddx.Function``) a recipe holds, those of a model callable
+    found in its closure and globals, for messages."""
+    if recipe[0] in ("text", "system"):
+        return list(recipe[3] or [])
+    f = recipe[1]
+    seen = [*(getattr(c, "cell_contents", None) for c in (getattr(f, "__closure__", None) or ()))]
+    code = getattr(f, "__code__", None)
+    names = code.co_names if code is not None else ()
+    seen += [getattr(f, "__globals__", {}).get(n) for n in names]
+    return [g for g in seen if isinstance(g, _ddx.Function)]
 
 
 def _rebuild(data: bytes) -> Equation:
@@ -230,6 +287,10 @@ def _ship(eq: Equation, want: Want) -> Any:
         # that cannot be pickled, it runs on the threaded and synchronous schedulers
         # only, and other schedulers raise this).
         data, kind = _recipe_bytes(eq, e), "recipe"
+        if isinstance(data, Error) and _pickling_scheduler() is not None:
+            # The scheduler in effect would pickle the graph: refuse now, the pickling
+            # failure as the cause (a graph computed later elsewhere fails its tasks).
+            raise data
     shipped = _Shipped(eq, data, kind)
     return dask.delayed(shipped, pure=True, name=f"ddx-equation-{shipped.digest}")
 
@@ -284,10 +345,10 @@ class _Points:
                 errc.wrong_arity,
             )
         if x.shape[0] not in (n, n + q):
-            then = f", then {q} parameters ({', '.join(eq.parameters)})" if q else ""
+            then = f", then {_counted(q, 'parameter')} ({', '.join(eq.parameters)})" if q else ""
             raise Error(
-                f"the equation has {n} symbols ({', '.join(eq.symbols)}){then}; the points "
-                f"have {x.shape[0]} rows",
+                f"the equation has {_counted(n, 'symbol')} ({', '.join(eq.symbols)}){then}; the "
+                f"points have {_counted(x.shape[0], 'row')}",
                 errc.wrong_arity,
             )
         _check_real(x, "the points")
@@ -388,14 +449,20 @@ def _check_real(a: Any, what: str) -> None:
     (floats, integers, bool: read as float64), as the in-process calls do."""
     if np.dtype(a.dtype).kind not in "fiub":
         raise Error(
-            f"wrong_dtype: {what} hold real numbers (floats, integers, bool); got dtype "
-            f"{a.dtype}",
+            f"wrong_dtype: {what}: real numbers (floats, integers, bool) are read; got "
+            f"dtype {a.dtype}",
             errc.wrong_dtype,
         )
 
 
 def _is_number(r: Any) -> bool:
     return isinstance(r, (int, float, np.integer, np.floating)) and not isinstance(r, bool)
+
+
+def _counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, in the plural unless ``n`` is 1 (``1 row``, ``2 rows``), as the
+    Rust messages count (``ddx::ir::words::count``)."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _shape(shape: Sequence[int]) -> str:

@@ -35,6 +35,7 @@
 
 use super::StoredKernel;
 use crate::options::{Backend, Codegen, Lanes, OptLevel, Options};
+use ddx_ir::words::{agree, count};
 use ddx_ir::{
     Error, Graph, HessianLayout, Lane, LaneKind, Model, Node, NodeId, Op, SeedId, Sparsity,
     SymbolId, NO_ARG,
@@ -51,7 +52,7 @@ pub(crate) const VERSION: u32 = 4;
 /// The oldest format version this build reads (its options come back with the default
 /// [`Options::answer_limit`]).
 const OLDEST: u32 = 3;
-const HEADER: usize = 52;
+pub(super) const HEADER: usize = 52;
 
 /// The body of a file.
 #[derive(Serialize, Deserialize)]
@@ -371,11 +372,21 @@ pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<Decoded, Error> {
         path: path.to_path_buf(),
         detail,
     };
-    if bytes.len() < 12 || &bytes[..8] != MAGIC {
-        if !bytes.is_empty() && bytes.len() < 8 && MAGIC.starts_with(bytes) {
-            return Err(corrupt(format!("truncated to {} bytes", bytes.len())));
-        }
-        return Err(bad("not a ddx equation file (no ddx magic)".into()));
+    // The magic first, as far as the bytes reach: a prefix of a header is a file cut short.
+    let magic = bytes.len().min(MAGIC.len());
+    if bytes.is_empty() || bytes[..magic] != MAGIC[..magic] {
+        let what = if bytes.is_empty() { "empty: " } else { "" };
+        return Err(bad(format!("{what}not a ddx equation file (no ddx magic)")));
+    }
+    let truncated = || {
+        corrupt(format!(
+            "truncated to {}: the magic is there, but the file is shorter than its \
+             {HEADER}-byte header",
+            count(bytes.len(), "byte")
+        ))
+    };
+    if bytes.len() < 12 {
+        return Err(truncated());
     }
     let word = |at: usize| -> [u8; 4] { [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]] };
     let version = u32::from_le_bytes(word(8));
@@ -385,10 +396,7 @@ pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<Decoded, Error> {
         )));
     }
     let Some(header) = bytes.get(..HEADER) else {
-        return Err(corrupt(format!(
-            "truncated: {} bytes, shorter than the {HEADER}-byte header",
-            bytes.len()
-        )));
+        return Err(truncated());
     };
     let body = &bytes[HEADER..];
     let mut len = [0u8; 8];
@@ -396,8 +404,10 @@ pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<Decoded, Error> {
     let len = u64::from_le_bytes(len);
     if u64::try_from(body.len()).ok() != Some(len) {
         return Err(corrupt(format!(
-            "the header gives a body of {len} bytes; {} follow it",
-            body.len()
+            "the header gives a body of {}; {} follow{} it",
+            count(len, "byte"),
+            body.len(),
+            agree(body.len(), "s", "")
         )));
     }
     if header[20..52] != checksum(&header[..20], body) {
@@ -413,7 +423,10 @@ pub(crate) fn decode(bytes: &[u8], path: &Path) -> Result<Decoded, Error> {
         (None, rest)
     };
     if !rest.is_empty() {
-        return Err(corrupt(format!("{} bytes after the body", rest.len())));
+        return Err(corrupt(format!(
+            "{} after the body",
+            count(rest.len(), "byte")
+        )));
     }
     let mut decoded = parts(body).map_err(|e| match e {
         Refusal::Bad(d) => bad(d),
@@ -571,7 +584,10 @@ fn apply(ops: &[Op], i: usize, op: u8, backs: [u32; 3], arity: usize) -> Result<
         return Err(bad_node(i, format!("operation {op} of {}", ops.len())));
     };
     if found.arity() != arity {
-        return Err(bad_node(i, format!("{found} with {arity} arguments")));
+        return Err(bad_node(
+            i,
+            format!("{found} with {}", count(arity, "argument")),
+        ));
     }
     let mut args = [NO_ARG; 3];
     for (slot, &back) in args.iter_mut().zip(&backs[..arity]) {
@@ -603,14 +619,14 @@ fn lane(rec: &LaneRec, ops: &[Op], m: usize, n: usize, p: usize) -> Result<Lane,
     let seeds = rec.seeds as usize;
     if rec.symbols as usize != n {
         return Err(format!(
-            "the {name} lane has {} symbols of {n}",
-            rec.symbols
+            "the {name} lane has {} of {n}",
+            count(rec.symbols, "symbol")
         ));
     }
     if rec.params as usize != p {
         return Err(format!(
-            "the {name} lane has {} parameters of {p}",
-            rec.params
+            "the {name} lane has {} of {p}",
+            count(rec.params, "parameter")
         ));
     }
     let (graph, outputs) =

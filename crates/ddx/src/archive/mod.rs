@@ -31,6 +31,7 @@ mod tests;
 use crate::equation::{Equation, ModelOutput, Shape};
 use crate::options::OptLevel;
 use crate::prepared::PreparedLanes;
+use ddx_ir::words::count;
 use ddx_ir::{Error, LaneKind, Model};
 use format::{Decoded, Parts};
 use std::io::Write;
@@ -90,8 +91,8 @@ fn difference(file: &Model, model: &Model) -> Option<String> {
     }
     if file.outputs().len() != model.outputs().len() {
         return Some(format!(
-            "the file has {} outputs, the equation {}",
-            file.outputs().len(),
+            "the file has {}, the equation {}",
+            count(file.outputs().len(), "output"),
             model.outputs().len()
         ));
     }

@@ -231,3 +231,47 @@ fn version_3_files_are_read_with_the_default_answer_limit() {
         assert!(e.to_string().contains("reads versions 3 to 4"), "{e}");
     }
 }
+
+/// Every cut of a file inside its header (0 to 52 bytes): empty is no ddx file, and each
+/// cut holding the magic as far as it reaches is a file cut short (`archive_corrupt`,
+/// "truncated", its length), never "no magic", whether the version bytes are there or
+/// not; the whole header with no body is a body of the wrong length. A cut of other
+/// bytes is "no magic".
+#[test]
+fn every_cut_inside_the_header_says_truncated() {
+    let good = model().to_bytes().expect("encodes");
+    let msg = |bytes: &[u8]| {
+        let e = Equation::<Scalar>::from_bytes(bytes).expect_err("refused");
+        (e.code(), e.to_string())
+    };
+    let (code, text) = msg(&[]);
+    assert_eq!(code, Errc::BadArchive, "{text}");
+    assert!(
+        text.contains("empty") && text.contains("no ddx magic"),
+        "{text}"
+    );
+    for n in 1..format::HEADER {
+        let (code, text) = msg(&good[..n]);
+        assert_eq!(code, Errc::ArchiveCorrupt, "{n}: {text}");
+        let bytes = if n == 1 { "byte" } else { "bytes" };
+        assert!(
+            text.contains(&format!("truncated to {n} {bytes}"))
+                && text.contains("shorter than its 52-byte header")
+                && !text.contains("no ddx magic"),
+            "{n}: {text}"
+        );
+        let mut other = good[..n].to_vec();
+        other[n - 1] ^= 0x40;
+        let (code, text) = msg(&other);
+        if n <= 8 {
+            assert_eq!(code, Errc::BadArchive, "{n}: {text}");
+            assert!(text.contains("no ddx magic"), "{n}: {text}");
+        } else if (9..12).contains(&n) {
+            // The version cut short: still truncated.
+            assert_eq!(code, Errc::ArchiveCorrupt, "{n}: {text}");
+        }
+    }
+    let (code, text) = msg(&good[..format::HEADER]);
+    assert_eq!(code, Errc::ArchiveCorrupt, "{text}");
+    assert!(text.contains("the header gives a body of"), "{text}");
+}
