@@ -600,3 +600,23 @@ fn recomputing_kernels_answer_the_plain_kernels_bits() {
         "{recomputed}"
     );
 }
+
+#[test]
+fn only_nvidia_first_order_kernels_are_built_with_a_register_cap() {
+    use super::runtime::build_options;
+    assert_eq!(
+        build_options("NVIDIA CUDA", LaneKind::Gradient),
+        "-cl-nv-maxrregcount=168"
+    );
+    assert_eq!(
+        build_options("NVIDIA CUDA", LaneKind::Jacobian),
+        "-cl-nv-maxrregcount=168"
+    );
+    for kind in [LaneKind::Hessian, LaneKind::Hvp, LaneKind::Tensor] {
+        assert_eq!(build_options("NVIDIA CUDA", kind), "");
+    }
+    assert_eq!(
+        build_options("Portable Computing Language", LaneKind::Gradient),
+        ""
+    );
+}
