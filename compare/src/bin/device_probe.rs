@@ -6,7 +6,7 @@
 //! Run: `device_probe MODEL LANE [--points N] [--options "…"]… [--remat R]… [--local L]…
 //! [--dump]`, MODEL one of `huber`, `regsol16`, `regsol32`, `uniquac16`; LANE a lane name
 //! (`gradient`). Each `--options` and each `--remat` (`rule`, the default; `off`, the plain
-//! kernel; `BUDGET/SEGMENT[/CONE[/GROWTH]]`, see `ddx::cl::Remat`) adds builds to compare (every pair);
+//! kernel; `BUDGET/SEGMENT[/CONE[/GROWTH[/SCHEDULE]]]`, SCHEDULE 1 for demand order; see `ddx::cl::Remat`) adds builds to compare (every pair);
 //! each build's outputs are checked bit for bit against the first build's. `--local`
 //! picks the work-group sizes (default 32, 64, 128, 256); `--dump` prints the source
 //! and stops.
@@ -223,7 +223,7 @@ fn main() {
     }
 }
 
-/// `rule`, `off` or `BUDGET/SEGMENT[/CONE[/GROWTH]]`.
+/// `rule`, `off` or `BUDGET/SEGMENT[/CONE[/GROWTH[/SCHEDULE]]]` (SCHEDULE 1: [`Remat::schedule`]).
 fn remat(s: &str) -> Remat {
     match s {
         "rule" => Remat::RULE,
@@ -237,6 +237,7 @@ fn remat(s: &str) -> Remat {
                 growth: v.get(3).copied().unwrap_or(3),
                 max_nodes: usize::MAX,
                 second_order: true,
+                schedule: v.get(4) == Some(&1),
             }
         }
     }

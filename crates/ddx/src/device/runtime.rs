@@ -207,6 +207,23 @@ pub(crate) fn launch_error(lane: &'static str, what: &str, e: ClError) -> Error 
     }
 }
 
+/// The options `lane`'s kernel is built with on `platform`: none, except on NVIDIA's
+/// platform (`NVIDIA CUDA`) a cap of 168 registers for first-order lanes. On the H200 a
+/// kernel that would take all 255 registers runs two groups of 128 work-items an SM; at
+/// 168 it runs three, and UNIQUAC 16's gradient took 0.91 instead of 1.12 ns/point for
+/// 0.6 KB of spills (a cap of 200 gains no group and was slower; kernels under the cap
+/// are untouched); second-order lanes were not measured under a cap, so they have none
+/// (BENCHMARKS.md, "Demand order"). No option relaxes IEEE arithmetic.
+pub(crate) fn build_options(platform: &str, kind: ddx_ir::LaneKind) -> &'static str {
+    use ddx_ir::LaneKind::{Hessian, Hvp, Tensor};
+    let second = matches!(kind, Hessian | Hvp | Tensor);
+    if platform.starts_with("NVIDIA") && !second {
+        "-cl-nv-maxrregcount=168"
+    } else {
+        ""
+    }
+}
+
 /// Every kernel's `zero` argument (see `source::Remat`).
 const ZERO: cl_ulong = 0;
 
@@ -222,8 +239,9 @@ impl LaneKernel {
         // No option relaxes IEEE arithmetic; contraction is off by pragma in the source.
         #[cfg(test)]
         let source = &super::faults::source(source);
-        let program =
-            Program::create_and_build_from_source(&gpu.context, source, "").map_err(refused)?;
+        let options = build_options(&gpu.info.platform, lane.kind);
+        let program = Program::create_and_build_from_source(&gpu.context, source, options)
+            .map_err(refused)?;
         let kernel = Kernel::create(&program, &super::source::kernel_name(lane))
             .map_err(|e| refused(format!("clCreateKernel: {e}")))?;
         let build_time = start.elapsed();

@@ -523,7 +523,7 @@ fn recomputing_kernels_answer_the_plain_kernels_bits() {
     };
     // The rule lowered so that lanes small enough for CI are cut into segments: every
     // lane past a budget of 8 live values, short segments, small and large cones.
-    let rules = [
+    let lowered = [
         Remat {
             live_budget: 8,
             segment: 12,
@@ -531,6 +531,7 @@ fn recomputing_kernels_answer_the_plain_kernels_bits() {
             growth: 20,
             max_nodes: usize::MAX,
             second_order: true,
+            schedule: false,
         },
         Remat {
             live_budget: 0,
@@ -539,8 +540,22 @@ fn recomputing_kernels_answer_the_plain_kernels_bits() {
             growth: 100,
             max_nodes: usize::MAX,
             second_order: true,
+            schedule: false,
         },
     ];
+    // Each in graph order and in demand order (`Remat::schedule`).
+    let rules: Vec<Remat> = lowered
+        .iter()
+        .flat_map(|&r| {
+            [
+                r,
+                Remat {
+                    schedule: true,
+                    ..r
+                },
+            ]
+        })
+        .collect();
     let mut models: Vec<Model> = (0..3u64)
         .map(|seed| random_model(seed, 50, 3, 2, &Op::ALL))
         .collect();
@@ -565,7 +580,7 @@ fn recomputing_kernels_answer_the_plain_kernels_bits() {
             let plain = source_with(&lane, Remat::OFF);
             assert!(!plain.contains("segment 1"));
             let want = run_source(&gpu, &lane, &plain, &xs, len);
-            for rule in rules {
+            for &rule in &rules {
                 let source = source_with(&lane, rule);
                 if source.contains("/* segment 1 */") {
                     recomputed += 1;
@@ -583,5 +598,25 @@ fn recomputing_kernels_answer_the_plain_kernels_bits() {
     assert!(
         recomputed > models.len() * LaneKind::ALL.len(),
         "{recomputed}"
+    );
+}
+
+#[test]
+fn only_nvidia_first_order_kernels_are_built_with_a_register_cap() {
+    use super::runtime::build_options;
+    assert_eq!(
+        build_options("NVIDIA CUDA", LaneKind::Gradient),
+        "-cl-nv-maxrregcount=168"
+    );
+    assert_eq!(
+        build_options("NVIDIA CUDA", LaneKind::Jacobian),
+        "-cl-nv-maxrregcount=168"
+    );
+    for kind in [LaneKind::Hessian, LaneKind::Hvp, LaneKind::Tensor] {
+        assert_eq!(build_options("NVIDIA CUDA", kind), "");
+    }
+    assert_eq!(
+        build_options("Portable Computing Language", LaneKind::Gradient),
+        ""
     );
 }
