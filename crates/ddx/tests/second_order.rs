@@ -502,7 +502,7 @@ fn a_system_gets_one_hessian_per_output() {
     assert_eq!(e.code(), Errc::NotScalar);
     assert_eq!(
         e.to_string(),
-        "not_scalar: `hvp` needs an equation of one output; this one has 3"
+        "not_scalar: `hvp` needs an equation of one output; this one has 3 outputs"
     );
     assert_eq!(sys.hvp_along("a", at).unwrap_err().code(), Errc::NotScalar);
     // A system of one output answers.
