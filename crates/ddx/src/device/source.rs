@@ -629,29 +629,11 @@ mod tests {
     use super::{demand_order, literal, most_live, source_of, statements};
     use ddx_ir::LaneKind;
 
-    /// A UNIQUAC-like gradient lane (`Σ xᵢ ln(Σⱼ tᵢⱼ xⱼ / Σⱼ xⱼ)` over `n` symbols).
+    /// The UNIQUAC-like model of the device tests (`Σ xᵢ ln(Σⱼ tᵢⱼ xⱼ / Σⱼ xⱼ)` over `n`
+    /// symbols), its gradient lane.
     fn uniquac_like(n: usize) -> ddx_ir::Lane {
-        let names: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
-        let coef = |i: usize, j: usize| 0.3 + ((i * 7 + j * 3) % 11) as f64 / 8.0;
-        let model = ddx_ir::build(|| {
-            let x: Vec<_> = names.iter().map(|s| ddx_ir::var(s)).collect();
-            let mut total = x[0];
-            for xj in &x[1..] {
-                total += *xj;
-            }
-            let mut g = None;
-            for i in 0..n {
-                let mut s = coef(i, 0) * x[0];
-                for (j, xj) in x.iter().enumerate().skip(1) {
-                    s += coef(i, j) * *xj;
-                }
-                let term = x[i] * (s / total).ln();
-                g = Some(g.map_or(term, |g| g + term));
-            }
-            vec![g.expect("n > 0")]
-        })
-        .expect("builds");
-        ddx_ir::lane::build(&model, LaneKind::Gradient)
+        let [_, uniquac] = crate::device::tests::family_models(n);
+        ddx_ir::lane::build(&uniquac, LaneKind::Gradient)
     }
 
     #[test]

@@ -477,7 +477,7 @@ fn run_source(
 
 /// A regular-solution-like model over `n` symbols (`Σ xᵢ ln xᵢ + Σ aᵢⱼ xᵢ xⱼ`) and a
 /// UNIQUAC-like one (`Σ xᵢ ln(Σⱼ tᵢⱼ xⱼ / Σⱼ xⱼ)`): the model families' shapes, small.
-fn family_models(n: usize) -> [Model; 2] {
+pub(super) fn family_models(n: usize) -> [Model; 2] {
     let names: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
     let coef = |i: usize, j: usize| 0.3 + ((i * 7 + j * 3) % 11) as f64 / 8.0;
     let regsol = ddx_ir::build(|| {
