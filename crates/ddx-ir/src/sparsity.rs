@@ -28,8 +28,10 @@ pub struct Sparsity {
 
 impl Sparsity {
     /// A pattern from `(row, column)` pairs, which must be strictly increasing in row-major
-    /// order and inside `rows × columns`; slots are their positions.
-    pub fn new(
+    /// order and inside `rows × columns`; slots are their positions. Only the passes, whose
+    /// pairs hold that by construction, call it (checked in debug builds); a pattern from
+    /// anywhere else goes through [`Sparsity::try_new`], which checks it.
+    pub(crate) fn new(
         rows: usize,
         columns: usize,
         pairs: impl IntoIterator<Item = (usize, usize)>,
@@ -50,7 +52,8 @@ impl Sparsity {
         }
     }
 
-    /// A pattern from `(row, column)` pairs read from outside (a saved equation): `None`
+    /// A pattern from `(row, column)` pairs read from outside (a saved equation, a
+    /// caller's own pattern for [`HessianLayout::new`](crate::HessianLayout::new)): `None`
     /// unless they are strictly increasing in row-major order and inside
     /// `rows × columns`.
     pub fn try_new(
