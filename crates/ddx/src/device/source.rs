@@ -625,14 +625,55 @@ fn demand_order(stmts: &[Stmt]) -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::{demand_order, literal, most_live, source_of, statements};
-    use ddx_ir::LaneKind;
+    use ddx_ir::{LaneKind, Model};
 
-    /// The UNIQUAC-like model of the device tests (`Σ xᵢ ln(Σⱼ tᵢⱼ xⱼ / Σⱼ xⱼ)` over `n`
-    /// symbols), its gradient lane.
+    /// A regular-solution-like model over `n` symbols (`Σ xᵢ ln xᵢ + Σ aᵢⱼ xᵢ xⱼ`) and a
+    /// UNIQUAC-like one (`Σ xᵢ ln(Σⱼ tᵢⱼ xⱼ / Σⱼ xⱼ)`): the model families' shapes, small
+    /// (here, beside the emitter, so that builds without the `opencl` feature have it too;
+    /// the device tests run them).
+    pub(crate) fn family_models(n: usize) -> [Model; 2] {
+        let names: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
+        let coef = |i: usize, j: usize| 0.3 + ((i * 7 + j * 3) % 11) as f64 / 8.0;
+        let regsol = ddx_ir::build(|| {
+            let x: Vec<_> = names.iter().map(|s| ddx_ir::var(s)).collect();
+            let mut g = x[0] * x[0].ln();
+            for xi in &x[1..] {
+                g += *xi * xi.ln();
+            }
+            for i in 0..n {
+                for j in i + 1..n {
+                    g += coef(i, j) * x[i] * x[j];
+                }
+            }
+            vec![g]
+        })
+        .expect("builds");
+        let uniquac = ddx_ir::build(|| {
+            let x: Vec<_> = names.iter().map(|s| ddx_ir::var(s)).collect();
+            let mut total = x[0];
+            for xj in &x[1..] {
+                total += *xj;
+            }
+            let mut g = None;
+            for i in 0..n {
+                let mut s = coef(i, 0) * x[0];
+                for (j, xj) in x.iter().enumerate().skip(1) {
+                    s += coef(i, j) * *xj;
+                }
+                let term = x[i] * (s / total).ln();
+                g = Some(g.map_or(term, |g| g + term));
+            }
+            vec![g.expect("n > 0")]
+        })
+        .expect("builds");
+        [regsol, uniquac]
+    }
+
+    /// The UNIQUAC-like model of [`family_models`], its gradient lane.
     fn uniquac_like(n: usize) -> ddx_ir::Lane {
-        let [_, uniquac] = crate::device::tests::family_models(n);
+        let [_, uniquac] = family_models(n);
         ddx_ir::lane::build(&uniquac, LaneKind::Gradient)
     }
 

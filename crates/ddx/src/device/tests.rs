@@ -17,6 +17,7 @@
 use super::faults::{BAD_LAUNCH, BAD_SOURCE, SERIAL};
 use super::runtime::{self, HostColumns, LaneKernel};
 use super::source::source_of;
+use super::source::tests::family_models;
 use crate::equation::{Equation, System};
 use crate::options::{Backend, Options};
 use ddx_ir::math;
@@ -473,46 +474,6 @@ fn run_source(
     // Every non-NaN result's bits, signed zeros included (a NaN's payload and sign are
     // no engine's promise: the device compiler may commute an operation's operands).
     out.iter().map(|c| bits(c)).collect()
-}
-
-/// A regular-solution-like model over `n` symbols (`Σ xᵢ ln xᵢ + Σ aᵢⱼ xᵢ xⱼ`) and a
-/// UNIQUAC-like one (`Σ xᵢ ln(Σⱼ tᵢⱼ xⱼ / Σⱼ xⱼ)`): the model families' shapes, small.
-pub(super) fn family_models(n: usize) -> [Model; 2] {
-    let names: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
-    let coef = |i: usize, j: usize| 0.3 + ((i * 7 + j * 3) % 11) as f64 / 8.0;
-    let regsol = ddx_ir::build(|| {
-        let x: Vec<_> = names.iter().map(|s| ddx_ir::var(s)).collect();
-        let mut g = x[0] * x[0].ln();
-        for xi in &x[1..] {
-            g += *xi * xi.ln();
-        }
-        for i in 0..n {
-            for j in i + 1..n {
-                g += coef(i, j) * x[i] * x[j];
-            }
-        }
-        vec![g]
-    })
-    .expect("builds");
-    let uniquac = ddx_ir::build(|| {
-        let x: Vec<_> = names.iter().map(|s| ddx_ir::var(s)).collect();
-        let mut total = x[0];
-        for xj in &x[1..] {
-            total += *xj;
-        }
-        let mut g = None;
-        for i in 0..n {
-            let mut s = coef(i, 0) * x[0];
-            for (j, xj) in x.iter().enumerate().skip(1) {
-                s += coef(i, j) * *xj;
-            }
-            let term = x[i] * (s / total).ln();
-            g = Some(g.map_or(term, |g| g + term));
-        }
-        vec![g.expect("n > 0")]
-    })
-    .expect("builds");
-    [regsol, uniquac]
 }
 
 #[test]
