@@ -222,3 +222,21 @@ def test_asymmetry_message_writes_numbers_as_repr():
     m = str(raised(lambda: ddx.equation("huge(x, y)", functions=[f]).hessian([1.0, 2.0])))
     assert f"(0, 1) is {big!r} and (1, 0) is {-big!r}" in m, m
     assert not re.search(r"\d{20}", m), m
+
+
+def test_from_bytes_messages_count_bytes_and_their_hint_works():
+    eq = ddx.equation("x*y + 1")
+    data = eq.to_bytes()
+    # One-byte items that are not bytes: "1 byte each", in the singular.
+    flags = np.zeros(8, dtype=bool)
+    with pytest.raises(ddx.Error, match=r"format '\?', 1 byte each"):
+        ddx.from_bytes(flags)
+    with pytest.raises(ddx.Error, match=r"format 'd', 8 bytes each"):
+        ddx.from_bytes(np.zeros(2))
+    # A strided view is refused, and the copy the message names is read.
+    doubled = np.frombuffer(bytes(b for b in data for _ in range(2)), dtype=np.uint8)
+    strided = memoryview(doubled)[::2]
+    with pytest.raises(ddx.Error, match=r"memoryview\(a\)\.tobytes\(\)"):
+        ddx.from_bytes(strided)
+    again = ddx.from_bytes(memoryview(strided).tobytes())
+    assert again.evaluate([2.0, 3.0]) == eq.evaluate([2.0, 3.0])

@@ -92,3 +92,17 @@ def test_device_backend_answers_single_points_from_the_cpu():
     eq.compile(backend=ddx.Backend.DEVICE)
     assert eq.options.backend is ddx.Backend.DEVICE
     assert eq.jacobian([2.0, 3.0])[1].tolist() == [3.0, 2.0]
+
+
+def test_an_empty_cache_dir_is_refused_not_taken_for_the_current_directory(tmp_path, monkeypatch):
+    # pathlib reads "" as ".": kernels would have been written where the program runs.
+    monkeypatch.chdir(tmp_path)
+    eq = ddx.equation("x*y + 1")
+    for empty in ["", b""]:
+        with pytest.raises(pydantic.ValidationError, match="empty path"):
+            ddx.Options(cache_dir=empty)
+        with pytest.raises(pydantic.ValidationError, match="empty path"):
+            eq.compile(backend=ddx.Backend.COMPILE, cache_dir=empty)
+    assert list(tmp_path.iterdir()) == []
+    # "." written out is a directory the caller named, and is kept.
+    assert ddx.Options(cache_dir=".").cache_dir == Path(".")

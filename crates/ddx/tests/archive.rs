@@ -328,6 +328,22 @@ fn files_save_load_and_verify() {
         assert_eq!(e.code(), Errc::ArchiveIo, "{e}");
         assert!(e.to_string().starts_with("archive_io: "), "{e}");
     }
+    // A device that never ends is refused as not a regular file, not read until memory
+    // runs out; so is a link to it.
+    #[cfg(unix)]
+    {
+        let link = dir.path().join("zero.ddx");
+        std::os::unix::fs::symlink("/dev/zero", &link).expect("links");
+        for path in [Path::new("/dev/zero"), link.as_path()] {
+            for e in [
+                Equation::<Scalar>::load(path).expect_err("a device"),
+                ddx::verify(path).expect_err("a device"),
+            ] {
+                assert_eq!(e.code(), Errc::ArchiveIo, "{e}");
+                assert!(e.to_string().contains("not a regular file"), "{e}");
+            }
+        }
+    }
     let e = eq
         .save(dir.path().join("no/such/dir/f.ddx"))
         .expect_err("no dir");

@@ -395,6 +395,32 @@ fn an_entry_that_cannot_be_read_is_reported_not_refused() {
     assert_eq!(eq.gradient(POINT), oracle.gradient(POINT));
 }
 
+/// Each entry replaced by a link to a device that never ends (`/dev/zero`): it is reported
+/// as unreadable (not a regular file) and compiled again, never read until memory runs out.
+#[cfg(unix)]
+#[test]
+fn an_entry_that_is_not_a_regular_file_is_not_read() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kind = LaneKind::Gradient;
+    let mut eq = model();
+    eq.set_options(cached(dir.path()));
+    assert!(eq.wait_for_kernel_of(kind));
+    for path in entries(dir.path()) {
+        std::fs::remove_file(&path).expect("removes");
+        std::os::unix::fs::symlink("/dev/zero", &path).expect("links");
+    }
+    let oracle = model();
+    let mut eq = model();
+    eq.set_options(cached(dir.path()));
+    assert!(eq.wait_for_kernel_of(kind));
+    let s = eq.jit_status();
+    assert_eq!(s.compiled, 2, "{s:?}");
+    let e = s.cache_error.expect("the unreadable entry is reported");
+    assert_eq!(e.code(), Errc::JitCache);
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    assert_eq!(eq.gradient(POINT), oracle.gradient(POINT));
+}
+
 #[test]
 fn an_entry_that_is_absent_is_not_counted_as_refused() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -226,14 +226,15 @@ def from_bytes(data: bytes | bytearray | memoryview | Any, /) -> Equation:
             raise Error(
                 f"wrong_dtype: ddx.from_bytes reads a buffer of bytes (items of one byte: "
                 f"bytes, bytearray, NumPy uint8 or int8); this {type(data).__name__} holds "
-                f"items of format {view.format!r}, {view.itemsize} bytes each",
+                f"items of format {view.format!r}, {view.itemsize} "
+                f"{'byte' if view.itemsize == 1 else 'bytes'} each",
                 errc.wrong_dtype,
             )
         if view.ndim != 1 or not view.c_contiguous:
             why = f"of shape {view.shape}" if view.ndim != 1 else "not C-contiguous"
             raise Error(
                 f"wrong_dtype: ddx.from_bytes reads a 1-D C-contiguous buffer of bytes; this "
-                f"{type(data).__name__} is {why} (np.ascontiguousarray(a).ravel() makes one)",
+                f"{type(data).__name__} is {why} (memoryview(a).tobytes() copies it into one)",
                 errc.wrong_dtype,
             )
         return _ddx.from_bytes(view.tobytes())

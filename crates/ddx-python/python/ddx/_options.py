@@ -113,6 +113,15 @@ class Options(BaseModel):
     def _backend(cls, v: Any) -> Any:
         return _by_name(Backend, v)
 
+    @field_validator("cache_dir", mode="before")
+    @classmethod
+    def _cache_dir(cls, v: Any) -> Any:
+        # `Path("")` is `Path(".")`: an empty path would quietly mean the current directory
+        # (the Rust options refuse an empty path for the same reason).
+        if isinstance(v, (str, bytes)) and len(v) == 0:
+            raise ValueError("an empty path names no directory: give a directory, or None")
+        return v
+
 
 Raw = tuple[int, int, int, int, bool, int, int, bool, "str | None", "str | None", int]
 

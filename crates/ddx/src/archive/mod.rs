@@ -62,7 +62,30 @@ fn io(path: &Path, what: &str, e: &std::io::Error) -> Error {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|e| io(path, "cannot read", &e))
+    read_regular(path).map_err(|e| io(path, "cannot read", &e))
+}
+
+/// The bytes of the regular file at `path` (links followed). Anything else — a directory,
+/// a FIFO, a device such as `/dev/zero` that never ends — is refused with
+/// [`std::io::ErrorKind::InvalidInput`] instead of being read until memory runs out; the
+/// buffer is reserved for the file's length with `try_reserve`, so a length past memory is
+/// [`std::io::ErrorKind::OutOfMemory`], not an abort. Saved equations and JIT cache entries
+/// are read through it.
+pub(crate) fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let len = usize::try_from(meta.len()).map_err(|_| Error::from(ErrorKind::OutOfMemory))?;
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len)
+        .map_err(|_| Error::from(ErrorKind::OutOfMemory))?;
+    // At most the length read above: a file that grows meanwhile fails its checksum.
+    file.take(meta.len()).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 fn mismatch(path: &Path, detail: String) -> Error {
@@ -289,7 +312,7 @@ pub(crate) fn equation_cached<R: ModelOutput>(
     model: impl FnOnce() -> R,
 ) -> Result<Equation<R::Shape>, Error> {
     let built = ddx_ir::build(|| model().into_exprs())?;
-    if let Ok(bytes) = std::fs::read(path) {
+    if let Ok(bytes) = read_regular(path) {
         if let Ok(d) = format::decode(&bytes, path) {
             if d.scalar == <R::Shape as Shape>::SCALAR && difference(&d.model, &built).is_none() {
                 return Ok(Equation::from_decoded(d));

@@ -188,7 +188,7 @@ pub(crate) enum Entry {
 /// Reads and validates the entry for `key` in `dir`.
 pub(crate) fn read(dir: &Path, key: &Key) -> Entry {
     let file = key.file(dir);
-    match std::fs::read(&file) {
+    match crate::archive::read_regular(&file) {
         Ok(bytes) => match validate(&bytes, key) {
             Some(()) => Entry::Valid(bytes[HEADER..].to_vec()),
             None => Entry::Refused,
