@@ -372,10 +372,10 @@ fn a_cache_path_that_is_a_file_is_reported_not_refused() {
     );
 }
 
-#[test]
-fn an_entry_that_cannot_be_read_is_reported_not_refused() {
-    // Each entry replaced by a directory of its name: reading it fails (not "absent", not
-    // "damaged"), and so does writing it back.
+/// Compiles the gradient into a cache in a temporary directory, replaces each entry with
+/// `replace` (given the entry's path, the file removed), then has a fresh equation use that
+/// cache: it answers the interpreter's gradient, and its status is returned.
+fn with_entries_replaced(replace: impl Fn(&Path)) -> ddx::JitStatus {
     let dir = tempfile::tempdir().expect("temp dir");
     let kind = LaneKind::Gradient;
     let mut eq = model();
@@ -383,16 +383,23 @@ fn an_entry_that_cannot_be_read_is_reported_not_refused() {
     assert!(eq.wait_for_kernel_of(kind));
     for path in entries(dir.path()) {
         std::fs::remove_file(&path).expect("removes");
-        std::fs::create_dir(&path).expect("makes a directory");
+        replace(&path);
     }
     let oracle = model();
     let mut eq = model();
     eq.set_options(cached(dir.path()));
     assert!(eq.wait_for_kernel_of(kind));
-    let s = eq.jit_status();
+    assert_eq!(eq.gradient(POINT), oracle.gradient(POINT));
+    eq.jit_status()
+}
+
+#[test]
+fn an_entry_that_cannot_be_read_is_reported_not_refused() {
+    // Each entry replaced by a directory of its name: reading it fails (not "absent", not
+    // "damaged"), and so does writing it back.
+    let s = with_entries_replaced(|path| std::fs::create_dir(path).expect("makes a directory"));
     assert_eq!((s.loaded, s.refused, s.compiled), (0, 0, 2), "{s:?}");
     assert_eq!(s.cache_error.map(|e| e.code()), Some(Errc::JitCache));
-    assert_eq!(eq.gradient(POINT), oracle.gradient(POINT));
 }
 
 /// Each entry replaced by a link to a device that never ends (`/dev/zero`): it is reported
@@ -400,25 +407,13 @@ fn an_entry_that_cannot_be_read_is_reported_not_refused() {
 #[cfg(unix)]
 #[test]
 fn an_entry_that_is_not_a_regular_file_is_not_read() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let kind = LaneKind::Gradient;
-    let mut eq = model();
-    eq.set_options(cached(dir.path()));
-    assert!(eq.wait_for_kernel_of(kind));
-    for path in entries(dir.path()) {
-        std::fs::remove_file(&path).expect("removes");
-        std::os::unix::fs::symlink("/dev/zero", &path).expect("links");
-    }
-    let oracle = model();
-    let mut eq = model();
-    eq.set_options(cached(dir.path()));
-    assert!(eq.wait_for_kernel_of(kind));
-    let s = eq.jit_status();
+    let s = with_entries_replaced(|path| {
+        std::os::unix::fs::symlink("/dev/zero", path).expect("links");
+    });
     assert_eq!(s.compiled, 2, "{s:?}");
     let e = s.cache_error.expect("the unreadable entry is reported");
     assert_eq!(e.code(), Errc::JitCache);
     assert!(e.to_string().contains("not a regular file"), "{e}");
-    assert_eq!(eq.gradient(POINT), oracle.gradient(POINT));
 }
 
 #[test]
