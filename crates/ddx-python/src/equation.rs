@@ -23,7 +23,7 @@ use crate::args::{real_argument, Int};
 use crate::blocks::{self, Out};
 use crate::errors::{method_of, raise, OrRaise};
 use crate::expression::Expression;
-use crate::names::{self, Name, Text};
+use crate::names::{self, FilePath, Name, Text};
 use crate::options;
 use crate::points::{self, Kind, Spelled, Values};
 use crate::shape::{on, AnyEquation};
@@ -37,7 +37,6 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use smallvec::SmallVec;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 /// A built equation: `ddx.Equation`.
@@ -876,14 +875,16 @@ impl Equation {
     }
 
     /// Writes this equation to `path` (atomically: a reader sees the old file or the new).
-    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    fn save(&self, py: Python<'_>, path: FilePath) -> PyResult<()> {
+        let path = path.0;
         let eq = self.rust();
         py.detach(|| eq.save(&path)).or_raise()
     }
 
     /// Raises `ddx.Error` unless the file at `path` holds this equation (`archive_io`,
     /// `bad_archive`, `archive_corrupt`, `archive_mismatch` say why).
-    fn verify(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    fn verify(&self, py: Python<'_>, path: FilePath) -> PyResult<()> {
+        let path = path.0;
         let eq = self.rust();
         py.detach(|| eq.verify(&path)).or_raise()
     }
@@ -1079,7 +1080,8 @@ fn check_params(py: Python<'_>, formulas: &[ddx::Formula], params: &[String]) ->
 
 /// The equation saved at `path` (no model runs, nothing is rebuilt).
 #[pyfunction]
-fn load(py: Python<'_>, path: PathBuf) -> PyResult<Equation> {
+fn load(py: Python<'_>, path: FilePath) -> PyResult<Equation> {
+    let path = path.0;
     let eq = py.detach(|| AnyEquation::load(&path)).or_raise()?;
     loaded(py, eq)
 }
@@ -1138,7 +1140,8 @@ fn _unpickle(py: Python<'_>, data: &[u8], remember: bool) -> PyResult<Equation> 
 
 /// Raises unless this build can read the equation file at `path` at all.
 #[pyfunction]
-fn verify_file(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+fn verify_file(py: Python<'_>, path: FilePath) -> PyResult<()> {
+    let path = path.0;
     py.detach(|| ddx::verify(&path)).or_raise()
 }
 

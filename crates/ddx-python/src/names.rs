@@ -2,11 +2,13 @@
 //! of points and parameter values) and texts.
 //!
 //! Every `str` argument that crosses into Rust is read by one of the extractors here,
-//! [`Name`] or [`Text`], never as a bare `&str`/`String`: a Python `str` may hold a lone
-//! surrogate (`"a\ud800"`), which is no character and has no UTF-8 form, and PyO3's own
-//! extraction raises `UnicodeEncodeError` for it; these raise `ddx.Error` with the code
-//! the argument has for any other bad value (`bad_name` for a name, `bad_syntax` for a
-//! text), naming the string by its `repr`.
+//! [`Name`], [`Text`] or [`FilePath`], never as a bare `&str`/`String`/`PathBuf`: a Python
+//! `str` may hold a lone surrogate (`"a\ud800"`), which is no character and has no UTF-8
+//! (or file-system) form, and PyO3's own extraction raises `UnicodeEncodeError` for it;
+//! these raise `ddx.Error` with the code the argument has for any other bad value
+//! (`bad_name` for a name, `bad_syntax` for a text, `archive_io` for a file's path),
+//! naming the string by its `repr`. (The options' strings, `cache_dir` and `device`, are
+//! checked by `ddx.Options`'s validators, as its other fields are.)
 //!
 //! A name from Python is a name by [`why_not_a_name`]: the text syntax's rule (which the
 //! Rust library's `ddx::ir::text::why_not_a_name` states, from Unicode 16 tables), and
@@ -16,8 +18,10 @@
 
 use crate::errors::{raise, OrRaise};
 use ddx::Errc;
+use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
+use std::path::PathBuf;
 
 /// A `str` argument read as a name: its UTF-8 text.
 ///
@@ -32,6 +36,41 @@ pub(crate) struct Name(pub(crate) String);
 /// `TypeError` for what is not a `str`; `ddx.Error` `bad_syntax` for a `str` holding a
 /// lone surrogate.
 pub(crate) struct Text(pub(crate) String);
+
+/// A path argument (a `str` or `os.PathLike`) read as a file's path, as PyO3 reads a
+/// `PathBuf` (`os.fspath`, then `os.fsencode`).
+///
+/// # Errors
+/// `TypeError` for what is no path; `ddx.Error` `archive_io` for one holding a lone
+/// surrogate, which no file's name holds.
+pub(crate) struct FilePath(pub(crate) PathBuf);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for FilePath {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        match obj.extract::<PathBuf>() {
+            Ok(p) => Ok(FilePath(p)),
+            Err(e) if e.is_instance_of::<PyUnicodeEncodeError>(obj.py()) => {
+                let repr = obj
+                    .repr()
+                    .map_or_else(|_| "?".to_string(), |r| r.to_string());
+                let code = Errc::ArchiveIo;
+                Err(raise(
+                    obj.py(),
+                    code,
+                    format!(
+                        "{code}: the path {} holds a lone surrogate (a code point from \
+                         U+D800 to U+DFFF alone), which no file's name holds: the file \
+                         system cannot encode it",
+                        ddx::ir::text::quoted(&repr)
+                    ),
+                ))
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Name {
     type Error = PyErr;

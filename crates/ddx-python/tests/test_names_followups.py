@@ -20,6 +20,7 @@ The truths are Python's own: ``str.isidentifier``, ``unicodedata``, ``str.isprin
 
 from __future__ import annotations
 
+import pathlib
 import pickle
 import unicodedata
 
@@ -161,6 +162,26 @@ def test_a_lone_surrogate_is_a_ddx_error():
         assert e.code is code, str(e)
         assert "lone surrogate" in str(e) and "\\ud800" in str(e), str(e)
         str(e).encode("utf-8")  # the message itself is a proper str
+
+
+def test_a_lone_surrogate_in_a_path_or_an_option_is_refused(tmp_path):
+    eq = ddx.equation("x * y")
+    bad = str(tmp_path / "a\ud800.ddx")
+    for call in (
+        lambda: ddx.load(bad),
+        lambda: ddx.verify(bad),
+        lambda: eq.save(bad),
+        lambda: eq.verify(bad),
+        lambda: ddx.load(pathlib.Path(bad)),
+    ):
+        e = raised(call)
+        assert e.code is ddx.errc.archive_io and "lone surrogate" in str(e), str(e)
+    for field in ("device", "cache_dir"):
+        for value in (bad, pathlib.Path(bad)) if field == "cache_dir" else (bad,):
+            e = raised(lambda: ddx.Options(**{field: value}), ValueError)
+            assert "lone surrogate" in str(e), str(e)
+            e = raised(lambda: eq.compile(**{field: value}), ValueError)
+            assert "lone surrogate" in str(e), str(e)
 
 
 # ---------------------------------------------------------------------------------------
