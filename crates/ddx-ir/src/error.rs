@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::text::clip;
+use crate::text::quoted;
 pub use crate::text::{Expected, Location, Syntax};
 use crate::words::count;
 
@@ -213,7 +213,7 @@ pub enum Error {
         got: usize,
     },
     /// A named point gives no value for a symbol.
-    #[error("short_point: the named point gives no value for symbol `{name}`")]
+    #[error("short_point: the named point gives no value for symbol `{}`", quoted(.name))]
     MissingSymbol {
         /// The first symbol (in canonical order) left without a value.
         name: String,
@@ -221,7 +221,7 @@ pub enum Error {
     /// A named point names a symbol the equation does not have.
     #[error(
         "unknown_symbol: the equation has no symbol `{}`{}",
-        clip(.name),
+        quoted(.name),
         suggest(.nearest)
     )]
     UnknownSymbol {
@@ -231,7 +231,10 @@ pub enum Error {
         nearest: Option<String>,
     },
     /// A named point or direction gives two values for one symbol.
-    #[error("duplicate_symbol: the named {role} gives symbol `{name}` more than once")]
+    #[error(
+        "duplicate_symbol: the named {role} gives symbol `{}` more than once",
+        quoted(.name)
+    )]
     DuplicateSymbol {
         /// The repeated name.
         name: String,
@@ -241,7 +244,10 @@ pub enum Error {
     /// One name was used both as a symbol (`rt::var`) and as a parameter (`rt::param`) of
     /// one model, or listed twice as a text's parameter. Its code is
     /// [`Errc::DuplicateSymbol`].
-    #[error("duplicate_symbol: `{name}` is both a symbol and a parameter of the model")]
+    #[error(
+        "duplicate_symbol: `{}` is both a symbol and a parameter of the model",
+        quoted(.name)
+    )]
     ParameterConflict {
         /// The name.
         name: String,
@@ -250,8 +256,9 @@ pub enum Error {
     /// `Equation::with_params` (or, in a batch call, give one column per parameter after
     /// the symbol columns). Its code is [`Errc::ShortPoint`].
     #[error(
-        "short_point: parameter `{name}` has no value: bind the parameters with \
-         `with_params`, or give a batch call one column per parameter after the symbols'"
+        "short_point: parameter `{}` has no value: bind the parameters with \
+         `with_params`, or give a batch call one column per parameter after the symbols'",
+        quoted(.name)
     )]
     UnboundParameter {
         /// The first parameter (in canonical order) without a value.
@@ -259,7 +266,7 @@ pub enum Error {
     },
     /// A user function ([`crate::UserFunction`]) was registered or called wrongly, or its
     /// code failed during a call: the call answers this instead of a value.
-    #[error("user_function: `{name}`: {problem}")]
+    #[error("user_function: `{}`: {problem}", quoted(.name))]
     UserFunction {
         /// The function's name.
         name: String,
@@ -357,7 +364,7 @@ pub enum Error {
     /// A text calls a function the grammar does not have.
     #[error(
         "unknown_function: there is no function `{}`{}\n{at}",
-        clip(.name),
+        quoted(.name),
         suggest(.nearest)
     )]
     UnknownFunction {
@@ -524,7 +531,7 @@ pub enum Error {
     // ---- Generated source (`crate::emit`) and derivative tensors. ----
     /// A name cannot name what it was given for: an emitted function (it must be an
     /// identifier in Rust and C), or a symbol (`rt::var("")`: a symbol needs a name).
-    #[error("bad_name: `{}` cannot name {what}: {why}", clip(.name))]
+    #[error("bad_name: `{}` cannot name {what}: {why}", quoted(.name))]
     BadName {
         /// The name given.
         name: String,
@@ -589,7 +596,7 @@ fn archive_source(path: &std::path::Path) -> String {
 
 fn suggest(nearest: &Option<String>) -> String {
     match nearest {
-        Some(n) => format!(" (did you mean `{n}`?)"),
+        Some(n) => format!(" (did you mean `{}`?)", quoted(n)),
         None => String::new(),
     }
 }
@@ -887,6 +894,46 @@ mod tests {
             nearest: Some("b".into()),
         };
         assert!(e.to_string().contains("did you mean `b`"));
+    }
+
+    /// Every message quoting a name given by the user quotes it escaped
+    /// ([`quoted`]): none carries a control or invisible character.
+    #[test]
+    fn messages_quote_names_escaped() {
+        for raw in ["x\u{200d}", "x\0", "x\u{3164}", "x\u{202e}y", "x\u{1b}[0m"] {
+            let name = || raw.to_string();
+            let errors = [
+                Error::MissingSymbol { name: name() },
+                Error::UnknownSymbol {
+                    name: name(),
+                    nearest: Some(name()),
+                },
+                Error::DuplicateSymbol {
+                    name: name(),
+                    role: PointRole::Point,
+                },
+                Error::ParameterConflict { name: name() },
+                Error::UnboundParameter { name: name() },
+                Error::UserFunction {
+                    name: name(),
+                    problem: UserProblem::Name,
+                },
+                Error::BadName {
+                    name: name(),
+                    what: "a symbol",
+                    why: "",
+                },
+            ];
+            for e in errors {
+                let m = e.to_string();
+                assert!(
+                    !m.chars()
+                        .any(|c| c.is_control() || crate::text::is_invisible(c)),
+                    "{m:?}"
+                );
+                assert!(m.contains(&format!("`{}`", quoted(raw))), "{m:?}");
+            }
+        }
     }
 }
 

@@ -108,7 +108,8 @@ impl Model {
             if let Some(w) = list.windows(2).find(|w| w[0].as_bytes() >= w[1].as_bytes()) {
                 return Err(format!(
                     "the {what} are not in strictly increasing byte order (`{}` then `{}`)",
-                    w[0], w[1]
+                    crate::text::quoted(&w[0]),
+                    crate::text::quoted(&w[1])
                 ));
             }
         }
@@ -117,7 +118,10 @@ impl Model {
                 .binary_search_by(|s| s.as_bytes().cmp(p.as_bytes()))
                 .is_ok()
         }) {
-            return Err(format!("`{p}` is both a symbol and a parameter"));
+            return Err(format!(
+                "`{}` is both a symbol and a parameter",
+                crate::text::quoted(p)
+            ));
         }
         let n = symbols.len();
         let mut names = symbols;

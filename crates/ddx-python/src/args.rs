@@ -210,15 +210,13 @@ fn not_an_int(obj: &Bound<'_, PyAny>) -> Int {
     }
 }
 
-/// `repr(obj)`, clipped to 40 characters (`?` when `repr` fails).
+/// `repr(obj)` as a message quotes it ([`ddx::ir::text::quoted`]: clipped to 40
+/// characters, nothing invisible; `?` when `repr` fails).
 fn repr(obj: &Bound<'_, PyAny>) -> String {
     let r = obj
         .repr()
         .map_or_else(|_| "?".to_string(), |r| r.to_string());
-    match r.char_indices().nth(40) {
-        Some((i, _)) => format!("{}…", &r[..i]),
-        None => r,
-    }
+    ddx::ir::text::quoted(&r)
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
@@ -238,15 +236,25 @@ fn a_type(obj: &Bound<'_, PyAny>) -> String {
 /// univariate_derivative: x0"`), as [`real`] reads it, but no `bool`.
 ///
 /// # Errors
-/// `TypeError` for a `bool`, naming `what`; otherwise as [`real`].
+/// `TypeError` for a `bool`, or anything `float()` does not read (a `str`, `None`, a
+/// `complex`, an array of more than zero dimensions), naming `what`, the value and its
+/// type (`Equation.univariate_derivatives: x0='0.5' is a str; a real number (a float or
+/// an int) is expected`); `too_large` as [`real`] says.
 pub(crate) fn real_argument(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    let not_real = || {
+        PyTypeError::new_err(format!(
+            "{what}={} is {}; a real number (a float or an int) is expected",
+            repr(obj),
+            a_type(obj)
+        ))
+    };
     if obj.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err(format!(
-            "{what}={} is a bool; a real number (a float or an int) is expected",
-            repr(obj)
-        )));
+        return Err(not_real());
     }
-    real(obj, what)
+    match real(obj, what) {
+        Err(e) if e.is_instance_of::<PyTypeError>(obj.py()) => Err(not_real()),
+        r => r,
+    }
 }
 
 /// The `f64` value of the Python real number `obj` (a `float`, an `int`, anything with

@@ -23,9 +23,11 @@ use crate::args::{real_argument, Int};
 use crate::blocks::{self, Out};
 use crate::errors::{method_of, raise, OrRaise};
 use crate::expression::Expression;
+use crate::names::{self, FilePath, Name, Text};
 use crate::options;
 use crate::points::{self, Kind, Spelled, Values};
 use crate::shape::{on, AnyEquation};
+use ddx::ir::text::quoted;
 use ddx::ir::words::count;
 use ddx::{Errc, Expr, LaneKind};
 use numpy::{PyArray2, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
@@ -35,7 +37,6 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyBytes;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use smallvec::SmallVec;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 /// A built equation: `ddx.Equation`.
@@ -874,14 +875,16 @@ impl Equation {
     }
 
     /// Writes this equation to `path` (atomically: a reader sees the old file or the new).
-    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    fn save(&self, py: Python<'_>, path: FilePath) -> PyResult<()> {
+        let path = path.0;
         let eq = self.rust();
         py.detach(|| eq.save(&path)).or_raise()
     }
 
     /// Raises `ddx.Error` unless the file at `path` holds this equation (`archive_io`,
     /// `bad_archive`, `archive_corrupt`, `archive_mismatch` say why).
-    fn verify(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+    fn verify(&self, py: Python<'_>, path: FilePath) -> PyResult<()> {
+        let path = path.0;
         let eq = self.rust();
         py.detach(|| eq.verify(&path)).or_raise()
     }
@@ -989,12 +992,14 @@ fn equation_model(model: &Bound<'_, PyAny>) -> PyResult<Equation> {
 #[pyo3(signature = (text, params = Vec::new(), functions = Vec::new()))]
 fn equation_text(
     text: &Bound<'_, PyString>,
-    params: Vec<String>,
+    params: Vec<Name>,
     functions: Vec<Bound<'_, crate::function::Function>>,
 ) -> PyResult<Equation> {
     let py = text.py();
     let registry = crate::function::registry(&functions);
-    let formula = ddx::Formula::parse_with(text.to_str()?, &registry).or_raise()?;
+    let source = names::utf8(text, Errc::BadSyntax, "a text")?;
+    let formula = ddx::Formula::parse_with(source, &registry).or_raise()?;
+    let params: Vec<String> = params.into_iter().map(|p| p.0).collect();
     check_params(py, std::slice::from_ref(&formula), &params)?;
     let model = ddx::ir::text::model_with_params(&[formula], &params).or_raise()?;
     let recipe = ("text", text, params, functions).into_pyobject(py)?;
@@ -1010,10 +1015,12 @@ fn equation_text(
 #[pyo3(signature = (texts, params = Vec::new(), functions = Vec::new()))]
 fn system_text(
     py: Python<'_>,
-    texts: Vec<String>,
-    params: Vec<String>,
+    texts: Vec<Text>,
+    params: Vec<Name>,
     functions: Vec<Bound<'_, crate::function::Function>>,
 ) -> PyResult<Equation> {
+    let texts: Vec<String> = texts.into_iter().map(|t| t.0).collect();
+    let params: Vec<String> = params.into_iter().map(|p| p.0).collect();
     let registry = crate::function::registry(&functions);
     let formulas = ddx::ir::text::parse_all(&texts, &registry).or_raise()?;
     check_params(py, &formulas, &params)?;
@@ -1025,7 +1032,8 @@ fn system_text(
     ))
 }
 
-/// Refuses a `params=` list naming a parameter twice (`duplicate_symbol`) or a name the
+/// Refuses a `params=` list holding what is not a name ([`names::check`]: `bad_name`, as
+/// `ddx.param` refuses it), naming a parameter twice (`duplicate_symbol`) or a name the
 /// texts do not use (`unknown_symbol`, with the nearest name they use), where the Rust
 /// library would keep one of the two, or add an input nothing reads.
 fn check_params(py: Python<'_>, formulas: &[ddx::Formula], params: &[String]) -> PyResult<()> {
@@ -1036,24 +1044,28 @@ fn check_params(py: Python<'_>, formulas: &[ddx::Formula], params: &[String]) ->
     used.sort_unstable();
     used.dedup();
     for (i, p) in params.iter().enumerate() {
+        names::check(py, p, "a parameter")?;
         if params[..i].contains(p) {
             let code = Errc::DuplicateSymbol;
             return Err(raise(
                 py,
                 code,
-                format!("{code}: params names the parameter `{p}` twice"),
+                format!("{code}: params names the parameter `{}` twice", quoted(p)),
             ));
         }
         if used.binary_search(&p.as_str()).is_err() {
             let code = Errc::UnknownSymbol;
             let nearest = ddx::ir::error::nearest_name(p, used.iter().copied())
-                .map_or_else(String::new, |n| format!(" (did you mean `{n}`?)"));
+                .map_or_else(String::new, |n| {
+                    format!(" (did you mean `{}`?)", quoted(&n))
+                });
             return Err(raise(
                 py,
                 code,
                 format!(
-                    "{code}: params names `{p}`, which the text does not use{nearest}; its \
+                    "{code}: params names `{}`, which the text does not use{nearest}; its \
                      names are {}",
+                    quoted(p),
                     if used.is_empty() {
                         "none".to_string()
                     } else {
@@ -1068,8 +1080,37 @@ fn check_params(py: Python<'_>, formulas: &[ddx::Formula], params: &[String]) ->
 
 /// The equation saved at `path` (no model runs, nothing is rebuilt).
 #[pyfunction]
-fn load(py: Python<'_>, path: PathBuf) -> PyResult<Equation> {
+fn load(py: Python<'_>, path: FilePath) -> PyResult<Equation> {
+    let path = path.0;
     let eq = py.detach(|| AnyEquation::load(&path)).or_raise()?;
+    loaded(py, eq)
+}
+
+/// `eq`, loaded from a file or bytes, as an `Equation` of the package: refused when one
+/// of its names is not a name for Python ([`names::why_not_a_name`]). The Rust library's
+/// `rt::var` and `rt::param` take any non-empty name (`"a b"`, `"sin"`, `"ﬁ"`), and an
+/// equation saved from Rust keeps them; the package takes only the names it could build
+/// itself, so that every equation it holds prints as a text that parses back, and names
+/// Python takes for one are one.
+///
+/// # Errors
+/// `ddx.Error` `bad_name` naming the first such symbol or parameter and the rule.
+fn loaded(py: Python<'_>, eq: AnyEquation) -> PyResult<Equation> {
+    let what = [
+        (
+            eq.symbols(),
+            "a symbol of an equation the Python package loads",
+        ),
+        (
+            eq.parameters(),
+            "a parameter of an equation the Python package loads",
+        ),
+    ];
+    for (list, what) in what {
+        for name in list {
+            names::check(py, name, what)?;
+        }
+    }
     Ok(Equation::new(eq))
 }
 
@@ -1078,11 +1119,12 @@ fn load(py: Python<'_>, path: PathBuf) -> PyResult<Equation> {
 ///
 /// # Errors
 /// `ddx.Error` `bad_archive` for bytes that are not a ddx archive (or a format this build
-/// does not read), `archive_corrupt` for damaged or truncated ones.
+/// does not read), `archive_corrupt` for damaged or truncated ones, `bad_name` for an
+/// equation whose names Python could not write ([`loaded`]).
 #[pyfunction]
 fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Equation> {
     let eq = py.detach(|| AnyEquation::from_bytes(data)).or_raise()?;
-    Ok(Equation::new(eq))
+    loaded(py, eq)
 }
 
 /// The unpickler of `Equation`: the equation `data` holds, remembering its last calls
@@ -1098,7 +1140,8 @@ fn _unpickle(py: Python<'_>, data: &[u8], remember: bool) -> PyResult<Equation> 
 
 /// Raises unless this build can read the equation file at `path` at all.
 #[pyfunction]
-fn verify_file(py: Python<'_>, path: PathBuf) -> PyResult<()> {
+fn verify_file(py: Python<'_>, path: FilePath) -> PyResult<()> {
+    let path = path.0;
     py.detach(|| ddx::verify(&path)).or_raise()
 }
 

@@ -172,12 +172,15 @@ pub(crate) fn python_message(err: &ddx::Error) -> String {
             "not_scalar: {} needs an equation of one output; this one has {outputs}",
             python_call(call)
         ),
-        E::UnboundParameter { name } => format!(
-            "short_point: parameter `{name}` has no value: bind the parameters first, with \
-             Equation.with_params (eq = eq.with_params({{\"{name}\": ...}})), or give them \
-             per point in a batch (rows after the symbol rows of an (n + q, points) array, \
-             or entries of a dict of rows by name)"
-        ),
+        E::UnboundParameter { name } => {
+            let name = ddx::ir::text::quoted(name);
+            format!(
+                "short_point: parameter `{name}` has no value: bind the parameters first, \
+                 with Equation.with_params (eq = eq.with_params({{\"{name}\": ...}})), or give \
+                 them per point in a batch (rows after the symbol rows of an (n + q, points) \
+                 array, or entries of a dict of rows by name)"
+            )
+        }
         other => respell(other.to_string()),
     }
 }

@@ -11,7 +11,7 @@
 //! as in Rust, and the equation that uses it reports `no_arena` or `sealed_arena`.
 
 use crate::args::{real, Int};
-use crate::errors::OrRaise;
+use crate::names::{self, Name};
 use ddx::{Errc, Expr};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyTypeError;
@@ -196,42 +196,25 @@ impl Expression {
     }
 }
 
-/// Refuses a name the text syntax cannot spell ([`ddx::ir::text::is_name`]): a symbol or
-/// parameter of another name could not be written in a text, nor would the text the
-/// equation prints parse back.
-///
-/// # Errors
-/// `ddx.Error` `bad_name` naming it and the rule.
-fn spellable(name: &str, what: &'static str) -> PyResult<()> {
-    let Some(why) = ddx::ir::text::why_not_a_name(name) else {
-        return Ok(());
-    };
-    Err(ddx::Error::BadName {
-        name: name.to_string(),
-        what,
-        why,
-    })
-    .or_raise()
-}
-
 /// The symbol `name` of the model being built: `ddx.var("x")`. Outside a model callable
 /// the handle is poisoned (`errc.no_arena` when an equation uses it). `name` is a name of
 /// the text syntax ([`ddx::ir::text::why_not_a_name`]: a Python identifier in NFKC form,
-/// holding no invisible character, no Python keyword and no built-in function's name);
-/// another is `ddx.Error` `bad_name` saying which rule it breaks.
+/// holding no invisible character, no Python keyword and no built-in function's name) and
+/// an identifier to the running Python ([`crate::names`]); another is `ddx.Error`
+/// `bad_name` saying which rule it breaks (a lone surrogate included).
 #[pyfunction]
-fn var(name: &str) -> PyResult<Expression> {
-    spellable(name, "a symbol")?;
-    Ok(Expression(ddx::rt::var(name)))
+fn var(py: Python<'_>, name: Name) -> PyResult<Expression> {
+    names::check(py, &name.0, "a symbol")?;
+    Ok(Expression(ddx::rt::var(&name.0)))
 }
 
 /// The parameter `name` of the model being built: `ddx.param("T")`, an input never
 /// differentiated (no partial, no Hessian row); bind its value with
 /// `Equation.with_params`. `name` follows `var`'s rule (`bad_name` otherwise).
 #[pyfunction]
-fn param(name: &str) -> PyResult<Expression> {
-    spellable(name, "a parameter")?;
-    Ok(Expression(ddx::rt::param(name)))
+fn param(py: Python<'_>, name: Name) -> PyResult<Expression> {
+    names::check(py, &name.0, "a parameter")?;
+    Ok(Expression(ddx::rt::param(&name.0)))
 }
 
 macro_rules! unary {

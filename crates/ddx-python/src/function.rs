@@ -280,7 +280,7 @@ fn not_callable(role: &str, obj: &Bound<'_, PyAny>) -> PyErr {
 #[pyo3(signature = (name, arity, value, first, second = None))]
 fn function(
     py: Python<'_>,
-    name: &str,
+    name: crate::names::Name,
     arity: &Bound<'_, PyAny>,
     value: &Bound<'_, PyAny>,
     first: &Bound<'_, PyAny>,
@@ -307,6 +307,16 @@ fn function(
         ddx::Errc::UserFunction,
         meaning,
     )?;
+    let name = name.0.as_str();
+    if ddx::ir::text::is_name(name) && crate::names::why_not_a_name(py, name).is_some() {
+        // A name by the Unicode tables of ddx but not of this Python: refused as
+        // `UserFunction::new` refuses a name that breaks the rule.
+        return Err(ddx::Error::UserFunction {
+            name: name.to_string(),
+            problem: UserProblem::Name,
+        })
+        .or_raise();
+    }
     let (v, g) = (value.clone().unbind(), first.clone().unbind());
     let (n1, n2) = (name.to_string(), name.to_string());
     let (v1, g1) = (v.clone_ref(py), g.clone_ref(py));

@@ -36,6 +36,7 @@ mod equation;
 mod errors;
 mod expression;
 mod function;
+mod names;
 mod options;
 mod points;
 mod shape;

@@ -21,6 +21,8 @@
 
 use crate::args::real;
 use crate::errors::{raise, OrRaise};
+use crate::names;
+use ddx::ir::text::quoted;
 use ddx::ir::words::{agree, count};
 use ddx::point::{Point, Role};
 use ddx::{Errc, Error, VectorRole};
@@ -404,7 +406,8 @@ fn named(
         } else {
             v.extract::<f64>().map_err(|_| {
                 PyTypeError::new_err(format!(
-                    "{maps} to one number; `{k}` maps to {}",
+                    "{maps} to one number; `{}` maps to {}",
+                    quoted(&k.to_string()),
                     v.get_type()
                         .name()
                         .map_or_else(|_| "?".to_string(), |n| n.to_string())
@@ -417,24 +420,41 @@ fn named(
     for (k, v) in &keys {
         let s = k.cast::<PyString>().map_err(|_| {
             PyTypeError::new_err(format!(
-                "a named point is keyed by symbol names; got key {k}"
+                "a named point is keyed by symbol names; got key `{}`",
+                quoted(&k.to_string())
             ))
         })?;
-        pairs.push((s.to_str()?, *v));
+        pairs.push((names::utf8(s, Errc::BadName, "a key")?, *v));
     }
-    match pairs.as_slice().fill_as(symbols, out, role) {
+    let what = if kind == Kind::Params {
+        "a parameter"
+    } else {
+        "a symbol"
+    };
+    let filled = pairs.as_slice().fill_as(symbols, out, role);
+    if let Err(Error::UnknownSymbol { name, .. }) = &filled {
+        if let Some(e) = Python::attach(|py| names::not_a_key(py, name, what)) {
+            return Err(e);
+        }
+    }
+    match filled {
         Err(e) if kind == Kind::Params => {
             let code = e.code();
             let message = match e {
                 Error::UnknownSymbol { name, nearest } => format!(
-                    "{code}: the equation has no parameter `{name}`{}",
-                    nearest.map_or_else(String::new, |n| format!(" (did you mean `{n}`?)"))
+                    "{code}: the equation has no parameter `{}`{}",
+                    quoted(&name),
+                    nearest.map_or_else(String::new, |n| format!(
+                        " (did you mean `{}`?)",
+                        quoted(&n)
+                    ))
                 ),
                 Error::MissingSymbol { name } => format!(
-                    "{code}: the parameter values give no value for parameter `{name}`: an \
+                    "{code}: the parameter values give no value for parameter `{}`: an \
                      equation whose parameters are not bound yet is bound whole, every \
                      parameter at once ({}); one already bound may be given some of them, \
                      the others keeping their values",
+                    quoted(&name),
                     symbols.join(", ")
                 ),
                 other => other.to_string(),
@@ -446,7 +466,8 @@ fn named(
         {
             let code = Errc::UnknownSymbol;
             let message = format!(
-                "{code}: `{name}` is a parameter of the equation, not a symbol{}",
+                "{code}: `{}` is a parameter of the equation, not a symbol{}",
+                quoted(&name),
                 ctx.single_point_hint()
             );
             Err(Python::attach(|py| raise(py, code, message)))
@@ -720,14 +741,20 @@ fn columns<'py>(
     let mut rows: Vec<Option<Bound<'py, PyArray1<f64>>>> = (0..n + q).map(|_| None).collect();
     for (k, v) in d.iter() {
         let key = k.cast::<PyString>().map_err(|_| {
-            PyTypeError::new_err(format!("columns are keyed by symbol names; got key {k}"))
+            PyTypeError::new_err(format!(
+                "columns are keyed by symbol names; got key `{}`",
+                quoted(&k.to_string())
+            ))
         })?;
-        let name = key.to_str()?;
+        let name = names::utf8(key, Errc::BadName, "a key")?;
         let at = symbols
             .iter()
             .position(|s| s == name)
             .or_else(|| params.iter().position(|s| s == name).map(|j| n + j));
         let Some(at) = at else {
+            if let Some(e) = names::not_a_key(py, name, "a symbol") {
+                return Err(e);
+            }
             let names = symbols.iter().chain(params).map(String::as_str);
             return Err(Error::UnknownSymbol {
                 name: name.to_string(),

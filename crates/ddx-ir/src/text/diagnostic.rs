@@ -9,11 +9,10 @@
 //! **Invariant**: a message is bounded whatever the input. A long line is shown as a window
 //! of at most [`WINDOW`] characters either side of the fault, each cut side marked `…` (as
 //! rustc and Python shorten long lines), and every piece of the input quoted in a message
-//! (a token found, a name) is cut to [`QUOTE`] characters by [`clip`]. So a parse error
+//! (a token found, a name) is cut to [`QUOTE`] characters and escaped by [`quoted`]. So a parse error
 //! on a one-line text of megabytes is a message of a few hundred bytes.
 
 use crate::Op;
-use std::borrow::Cow;
 use std::fmt;
 
 /// The most characters of the faulty line shown on each side of the fault.
@@ -22,13 +21,41 @@ pub(crate) const WINDOW: usize = 60;
 /// The most characters of a piece of input (a token, a name) quoted in a message.
 pub(crate) const QUOTE: usize = 40;
 
-/// `s` as quoted in a message: whole when it has at most [`QUOTE`] characters, else its
-/// first `QUOTE` characters and `…`.
-pub(crate) fn clip(s: &str) -> Cow<'_, str> {
-    match s.char_indices().nth(QUOTE) {
-        None => Cow::Borrowed(s),
-        Some((cut, _)) => Cow::Owned(format!("{}…", &s[..cut])),
+/// `s` as a message quotes it (a name, a token, a key): cut to its first [`QUOTE`]
+/// characters and `…` when longer, and escaped so that every character shows as itself or
+/// as an escape: what Rust's `str::escape_debug` escapes (control characters such as NUL,
+/// a newline or ESC, as `\0`, `\n`, `\u{1b}`; unprintable and unassigned code points; a
+/// combining mark that starts `s` or follows a quote), and every invisible character
+/// ([`super::is_invisible`]: the zero-width joiner, bidi controls, variation selectors, the
+/// Hangul fillers), as `\u{200d}`. So a message never carries a character that draws as
+/// nothing or moves the cursor, and `x\u{200d}` reads differently from `x`. Every message
+/// of the workspace that quotes a user-supplied name or string quotes it through this.
+pub fn quoted(s: &str) -> String {
+    let cut = match s.char_indices().nth(QUOTE) {
+        None => s,
+        Some((cut, _)) => &s[..cut],
+    };
+    let mut out = String::with_capacity(cut.len() + 3);
+    // Quotes and `\\` stay as they are (a quoted `repr` keeps its quotes); each piece
+    // between them is escaped as `escape_debug` does.
+    for piece in cut.split_inclusive(['\'', '"', '\\']) {
+        let (body, kept) = match piece.char_indices().last() {
+            Some((i, c @ ('\'' | '"' | '\\'))) => (&piece[..i], Some(c)),
+            _ => (piece, None),
+        };
+        for c in body.escape_debug() {
+            if super::is_invisible(c) {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            } else {
+                out.push(c);
+            }
+        }
+        out.extend(kept);
     }
+    if cut.len() < s.len() {
+        out.push('…');
+    }
+    out
 }
 
 /// A byte in a text: the text itself and the byte offset of the problem (the text's length
@@ -80,8 +107,9 @@ impl Location {
 
 impl fmt::Display for Location {
     /// `  at byte N (line L, column C):` (`  in text I, at byte N …:` for one of several
-    /// texts), the input line, and a caret line under the byte. Control characters of the
-    /// line are shown as `�`, one each, so the caret still lines up. Of a long line, only
+    /// texts), the input line, and a caret line under the byte. Control characters and
+    /// invisible ones ([`super::is_invisible`]) of the line are shown as `�`, one each, so
+    /// the caret still lines up and no character of the message draws as nothing. Of a long line, only
     /// [`WINDOW`] characters either side of the byte are shown, a cut side marked `…`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let line_start = self.text[..self.offset].rfind('\n').map_or(0, |i| i + 1);
@@ -116,7 +144,7 @@ impl fmt::Display for Location {
             .trim_end_matches('\r')
             .chars()
             .map(|c| {
-                if c.is_control() && c != '\t' {
+                if (c.is_control() && c != '\t') || super::is_invisible(c) {
                     '�'
                 } else {
                     c
@@ -222,7 +250,7 @@ impl fmt::Display for Syntax {
             Syntax::Expected {
                 expected,
                 found: Some(t),
-            } => write!(f, "expected {expected}, found `{}`", clip(t)),
+            } => write!(f, "expected {expected}, found `{}`", quoted(t)),
             Syntax::Expected {
                 expected,
                 found: None,
@@ -263,9 +291,9 @@ impl fmt::Display for Syntax {
                 "this integer literal ({digits} digits) is past the float64 range"
             ),
             Syntax::NotAName { name, why } => {
-                write!(f, "`{}` cannot be a name: {why}", name.escape_debug())?;
+                write!(f, "`{}` cannot be a name: {why}", quoted(name))?;
                 if !super::is_nfkc(name) {
-                    write!(f, " (Python reads it as `{}`)", super::nfkc(name))?;
+                    write!(f, " (Python reads it as `{}`)", quoted(&super::nfkc(name)))?;
                 }
                 Ok(())
             }
@@ -295,6 +323,8 @@ mod tests {
         let at = Location::new("x\u{1b}y", 99);
         assert_eq!(at.offset, 3);
         assert_eq!(at.to_string(), "  at byte 3:\n    x�y\n       ^");
+        let at = Location::new("x\u{200d}\u{202e}y $", 8);
+        assert_eq!(at.to_string(), "  at byte 8:\n    x��y $\n        ^");
         let at = Location::new("é", 1);
         assert_eq!(at.offset, 0, "clamped down to a char boundary");
     }
@@ -309,10 +339,49 @@ mod tests {
         assert_eq!(lines[2], format!("    {}^", " ".repeat(WINDOW + 1)));
         let short = Location::new("ab$cd", 2).to_string();
         assert!(short.ends_with("    ab$cd\n      ^"), "{short}");
-        assert_eq!(clip(&"x".repeat(QUOTE)), "x".repeat(QUOTE));
+        assert_eq!(quoted(&"x".repeat(QUOTE)), "x".repeat(QUOTE));
         assert_eq!(
-            clip(&"é".repeat(QUOTE + 1)),
+            quoted(&"é".repeat(QUOTE + 1)),
             format!("{}…", "é".repeat(QUOTE))
+        );
+    }
+
+    /// Every kind of character that draws as nothing or moves the cursor is escaped: a
+    /// control character, NUL, a default-ignorable one that `escape_debug` leaves (the
+    /// Hangul filler U+3164, the zero-width joiner in some Rust versions), a bidi control;
+    /// letters of every script, and marks after a base, stay as they are.
+    #[test]
+    fn quoted_escapes_what_does_not_show() {
+        let cases = [
+            ("x\u{200d}", "x\\u{200d}"),
+            ("x\0", "x\\0"),
+            ("a\nb\u{1b}", "a\\nb\\u{1b}"),
+            ("x\u{3164}", "x\\u{3164}"),
+            ("x\u{115f}y", "x\\u{115f}y"),
+            ("\u{202e}x", "\\u{202e}x"),
+            ("x\u{fe0f}", "x\\u{fe0f}"),
+            ("x\u{e0001}", "x\\u{e0001}"),
+            ("αθ1_変数", "αθ1_変数"),
+            ("नमस्ते", "नमस्ते"),
+            ("'a\\ud800' \"q\"", "'a\\ud800' \"q\""),
+        ];
+        for (raw, shown) in cases {
+            assert_eq!(quoted(raw), shown, "{raw:?}");
+            let q = quoted(raw);
+            assert!(
+                !q.chars()
+                    .any(|c| c.is_control() || super::super::is_invisible(c)),
+                "{q:?}"
+            );
+        }
+        let long = format!("{}\u{200d}", "x".repeat(QUOTE - 1));
+        assert_eq!(
+            quoted(&long),
+            format!("{}\\u{{200d}}", "x".repeat(QUOTE - 1))
+        );
+        assert_eq!(
+            quoted(&format!("{long}y")),
+            format!("{}\\u{{200d}}…", "x".repeat(QUOTE - 1))
         );
     }
 }

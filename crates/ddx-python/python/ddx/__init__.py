@@ -129,8 +129,9 @@ def equation(
     With ``params=[...]`` (text only) those names are parameters: inputs never
     differentiated, bound with :meth:`Equation.with_params`, or given per point in a
     batch as rows after the symbol rows (shape ``(n + q, points)``, or a dict of columns
-    by name; a row of length 1 is broadcast). A name listed twice is
-    ``errc.duplicate_symbol``, one the text does not use ``errc.unknown_symbol``. A model
+    by name; a row of length 1 is broadcast). A string that is no name (the rule of
+    :func:`var`) is ``errc.bad_name``, a name listed twice ``errc.duplicate_symbol``, one
+    the text does not use ``errc.unknown_symbol``. A model
     callable names its parameters with :func:`param` instead.
 
     An integer literal in a text past the float64 range is ``errc.too_large`` (as the
@@ -195,7 +196,8 @@ def load(path: str | os.PathLike[str]) -> Equation:
     model runs and nothing is rebuilt; a kernel saved for this host and build answers at
     once. Raises :class:`Error`: ``archive_io`` (unreadable), ``bad_archive`` (not a ddx
     file, or a format this build does not read), ``archive_corrupt`` (checksum or
-    structure)."""
+    structure), ``bad_name`` (a name Python could not write, as :func:`var` refuses it,
+    which the Rust library's ``rt::var`` takes)."""
     return _ddx.load(os.fspath(path))
 
 
@@ -212,7 +214,7 @@ def from_bytes(data: bytes | bytearray | memoryview | Any, /) -> Equation:
     ``B``, ``b``, ``c``). Raises :class:`Error`: ``wrong_dtype`` for a buffer of other
     items (``float64``, ``bool``, ``int16``) or not 1-D and C-contiguous (say which);
     ``bad_archive`` (not a ddx archive, or a format this build does not read),
-    ``archive_corrupt`` (damaged or truncated bytes); ``TypeError`` for an object that
+    ``archive_corrupt`` (damaged or truncated bytes), ``bad_name`` (as :func:`load`); ``TypeError`` for an object that
     is no buffer (a ``str``)."""
     try:
         view = memoryview(data)

@@ -9,6 +9,7 @@ The compiled module moves options across as a flat tuple (``_to_raw``/``_from_ra
 from __future__ import annotations
 
 import enum
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -120,7 +121,27 @@ class Options(BaseModel):
         # (the Rust options refuse an empty path for the same reason).
         if isinstance(v, (str, bytes)) and len(v) == 0:
             raise ValueError("an empty path names no directory: give a directory, or None")
-        return v
+        return _encodable(v, "a directory's path")
+
+    @field_validator("device", mode="before")
+    @classmethod
+    def _device(cls, v: Any) -> Any:
+        return _encodable(v, "a device's name")
+
+
+def _encodable(v: Any, what: str) -> Any:
+    """``v``, unless it is a ``str`` holding a lone surrogate (no character: it has no
+    UTF-8 form, and no path or device name holds it)."""
+    s = os.fspath(v) if isinstance(v, os.PathLike) else v
+    if isinstance(s, str):
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"{ascii(s)} holds a lone surrogate (a code point from U+D800 to U+DFFF "
+                f"alone), which is no character; {what} is a str of characters"
+            ) from None
+    return v
 
 
 Raw = tuple[int, int, int, int, bool, int, int, bool, "str | None", "str | None", int]

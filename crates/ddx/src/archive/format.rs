@@ -480,8 +480,9 @@ fn parts(body: Body<'_>) -> Result<Decoded, Refusal> {
                 .find(|op| op.name() == *name)
                 .ok_or_else(|| {
                     Refusal::Bad(format!(
-                        "written by {} with operation `{name}`, which this build does not have",
-                        body.writer
+                        "written by {} with operation `{}`, which this build does not have",
+                        ddx_ir::text::quoted(body.writer),
+                        ddx_ir::text::quoted(name)
                     ))
                 })
         })
