@@ -21,8 +21,9 @@
 //! or sit in its own constant pool), so its machine code needs no relocation; the compiler
 //! checks that and refuses the code otherwise.
 //!
-//! A [`Shape::Point`] kernel of a lane that is not split into segments computes each run of
-//! repeated structure that [`reroll::find`] finds (many copies of one subgraph, as a model
+//! A [`Shape::Point`] kernel of a lane that is not split into segments, and that
+//! [`reroll::Rule::KERNEL`] re-rolls (long lanes nearly all made of copies), computes each
+//! run of repeated structure that [`reroll::find`] finds (many copies of one subgraph, as a model
 //! looping over data leaves them) as one loop over the copies instead of straight-line
 //! copies ([`Emit::rolled`]): each copy does the same operations on the same operands as
 //! its straight-line nodes would, so the answers are the same bits, and the code no longer
@@ -113,7 +114,7 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
         Shape::Point => {
             let (inputs, outputs, table, consts) = (args[0], args[1], args[2], args[3]);
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
-            let rolls = reroll::find(&lane.graph);
+            let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
             if rolls.runs.is_empty() {
                 e.body(
                     lane,

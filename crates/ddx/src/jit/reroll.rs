@@ -22,6 +22,28 @@
 //! Operations that read the graph beyond their arguments (calls, packs) never match, nor
 //! does a `pow` whose exponent is a constant in one copy and not the same constant in the
 //! next (the lowering of a constant exponent depends on its value).
+//!
+//! A lane is re-rolled only as a whole ([`Rule::KERNEL`]): its runs are kept when the
+//! lane has at least 1024 operations and the runs together cover at least 90 % of them,
+//! and dropped (the lane stays straight-line) otherwise. Both halves come from what a loop
+//! costs and saves:
+//! - a loop runs more instructions than the copies it replaces (its counter, its stream
+//!   loads); what it saves is code size, which pays once the straight-line code would not
+//!   fit the instruction cache: the lowering emits about 36 bytes of x86-64 code per
+//!   operation (the chain family, measured), so 1024 operations are about the 32 KiB of a
+//!   common L1 instruction cache;
+//! - every value that crosses between a loop and straight-line code goes through memory
+//!   (a loop's values are stored to its area for readers outside it, a stream computed
+//!   outside is copied in before the loop), where straight-line code keeps it in a
+//!   register: a lane that is nearly all loops has few such crossings, a lane with loops
+//!   among straight-line code has many.
+//!
+//! Measured (BENCHMARKS.md, "Which lanes are re-rolled"): the gradient lanes of NIST
+//! Gauss1 and the chain family are 97–100 % covered; re-rolled, Gauss1 and chain-256 run
+//! 1.8× and 2.2× faster, chain-64 (1 070 operations) 1.09× faster and chain-16 (254
+//! operations, 9 KiB of straight-line code) 1.16× slower. The component sums of UNIQUAC,
+//! the electrolyte, the regular solution and the quadratic form leave lanes 11–69 %
+//! covered, which ran 1.3–2.2× slower re-rolled.
 
 use ddx_ir::{Graph, Node, NodeId, Op};
 
@@ -33,6 +55,37 @@ pub(crate) const MIN_BODY: usize = 8;
 pub(crate) const MAX_PERIOD: usize = 96;
 /// The fewest operations a run covers.
 pub(crate) const MIN_COVER: usize = 48;
+/// Which lanes keep their runs (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rule {
+    /// The fewest operations a lane has to be re-rolled.
+    pub(crate) min_lane_ops: usize,
+    /// The least share of a lane's operations, in percent, that its runs must cover.
+    pub(crate) min_covered_percent: usize,
+}
+
+impl Rule {
+    /// The rule of the kernels users get: lanes of at least 1024 operations, at least
+    /// 90 % covered.
+    pub(crate) const KERNEL: Rule = Rule {
+        min_lane_ops: 1024,
+        min_covered_percent: 90,
+    };
+    /// Every run found, whatever the lane.
+    pub(crate) const EVERY_RUN: Rule = Rule {
+        min_lane_ops: 0,
+        min_covered_percent: 0,
+    };
+    /// The rule point kernels are lowered by: [`Rule::KERNEL`], or [`Rule::EVERY_RUN`] in
+    /// this crate's unit tests, so that their small random models exercise the lowering of
+    /// loops among straight-line code (the bits do not depend on which runs are kept).
+    pub(crate) const LOWERING: Rule = if cfg!(test) {
+        Rule::EVERY_RUN
+    } else {
+        Rule::KERNEL
+    };
+}
+
 /// The most stack bytes the loops' areas may take in all, counted as if every value of
 /// every run were stored and every stream copied (8 bytes a copy each); runs past
 /// it stay straight-line, so that re-rolling never brings a kernel near
@@ -92,8 +145,9 @@ impl Rolls {
     }
 }
 
-/// Finds the runs of `g` (see the module doc).
-pub(crate) fn find(g: &Graph) -> Rolls {
+/// Finds the runs of `g`: none when `g` has fewer than `rule.min_lane_ops` operations or
+/// the runs would cover less than `rule.min_covered_percent` of them (see the module doc).
+pub(crate) fn find(g: &Graph, rule: Rule) -> Rolls {
     let mut ops = Vec::new();
     let mut at = vec![u32::MAX; g.len()];
     for (i, n) in g.nodes().iter().enumerate() {
@@ -109,6 +163,9 @@ pub(crate) fn find(g: &Graph) -> Rolls {
     };
     let code: Vec<Option<Op>> = rolls.ops.iter().map(|&n| g.node(n).op()).collect();
     let len = rolls.ops.len();
+    if len < rule.min_lane_ops {
+        return rolls;
+    }
     let mut s = 0;
     let mut area = 0;
     while s + MIN_COVER <= len {
@@ -147,6 +204,14 @@ pub(crate) fn find(g: &Graph) -> Rolls {
             }
         }
         s += 1;
+    }
+    let covered: usize = rolls
+        .runs
+        .iter()
+        .map(|r| r.copies * r.period + r.tail)
+        .sum();
+    if covered * 100 < rule.min_covered_percent * len {
+        rolls.runs.clear();
     }
     rolls
 }

@@ -13,7 +13,7 @@ use super::lower::Shape;
 use super::Kernel;
 use crate::equation::{Equation, System};
 use crate::options::{Backend, Lanes, OptLevel, Options};
-use ddx_ir::{Graph, LaneKind, Model, NodeId, Op, SymbolId};
+use ddx_ir::{Graph, LaneKind, Model, Node, NodeId, Op, SymbolId};
 use proptest::prelude::*;
 
 /// Inputs and constants that find bugs.
@@ -937,11 +937,78 @@ fn repeated_models_are_rerolled() {
         let eq = Equation::<System>::from_model(model);
         for kind in LaneKind::ALL {
             lanes += 1;
-            let rolls = super::reroll::find(&eq.lane(kind).unwrap().graph);
+            let rolls = super::reroll::find(
+                &eq.lane(kind).unwrap().graph,
+                super::reroll::Rule::EVERY_RUN,
+            );
             rolled += usize::from(!rolls.runs.is_empty());
         }
     }
     assert!(rolled * 2 > lanes, "{rolled} of {lanes} lanes re-rolled");
+}
+
+/// Which lanes keep their runs (issue 20, `reroll::Rule::KERNEL`): a long lane made of
+/// copies of one term is re-rolled; the same term fewer times, or beside as much work that
+/// does not repeat, stays straight-line (while `Rule::EVERY_RUN` finds the runs of both).
+#[test]
+fn kernels_reroll_only_long_lanes_made_of_copies() {
+    use super::reroll::{find, Rule};
+    fn lane(copies: usize, other: usize) -> Graph {
+        let mut g = Graph::new();
+        let (x, y) = (
+            g.symbol(SymbolId::from_index(0)),
+            g.symbol(SymbolId::from_index(1)),
+        );
+        let mut acc = g.constant(0.0);
+        for i in 0..copies {
+            let c = g.constant(1.0 + i as f64);
+            let t = g.binary(Op::Mul, x, c);
+            let s = g.unary(Op::Sin, t);
+            let u = g.binary(Op::Mul, s, s);
+            acc = g.binary(Op::Add, acc, u);
+        }
+        let (mut rng, mut v) = (Rng(5), y);
+        for i in 0..other {
+            let ops = [
+                Op::Add,
+                Op::Sub,
+                Op::Mul,
+                Op::Div,
+                Op::Sin,
+                Op::Exp,
+                Op::Atan,
+            ];
+            v = match ops[rng.below(ops.len())] {
+                op if op.arity() == 1 => g.unary(op, v),
+                op => {
+                    let c = g.constant(i as f64);
+                    g.binary(op, v, c)
+                }
+            };
+        }
+        g.binary(Op::Add, acc, v);
+        g
+    }
+    let ops = |g: &Graph| {
+        g.nodes()
+            .iter()
+            .filter(|n| matches!(n, Node::Apply(..)))
+            .count()
+    };
+    let long = lane(400, 0);
+    assert!(ops(&long) >= Rule::KERNEL.min_lane_ops);
+    assert!(!find(&long, Rule::KERNEL).runs.is_empty());
+    for (copies, other) in [(100, 0), (400, 1600)] {
+        let g = lane(copies, other);
+        assert!(
+            find(&g, Rule::KERNEL).runs.is_empty(),
+            "{copies} copies, {other} other"
+        );
+        assert!(
+            !find(&g, Rule::EVERY_RUN).runs.is_empty(),
+            "{copies} copies, {other} other"
+        );
+    }
 }
 
 /// Per-copy constants are read in place from the kernel's constant table (issue 20): the
