@@ -46,8 +46,9 @@ const HEADER: usize = 84;
 /// The sources whose text decides the machine code made for a graph, besides the graph:
 /// a development build that changes any of them changes [`build_identity`], and so every
 /// key, even when ddx's version number stays the same.
-const CODEGEN_SOURCES: [&str; 4] = [
+const CODEGEN_SOURCES: [&str; 5] = [
     include_str!("lower.rs"),
+    include_str!("reroll.rs"),
     include_str!("compile.rs"),
     include_str!("kernel.rs"),
     ddx_ir::math::SOURCE,
@@ -269,6 +270,30 @@ pub(crate) fn write(dir: &Path, key: &Key, code: &[u8]) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every module the lowering imports (`use super::…` in `lower.rs`) is part of the code
+    /// generator's identity, so that a change in it changes every cache key (`reroll.rs`,
+    /// which decides which loops a kernel holds, was missing).
+    #[test]
+    fn the_identity_covers_every_module_the_lowering_uses() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/jit");
+        let lower = std::fs::read_to_string(dir.join("lower.rs")).expect("reads lower.rs");
+        let mut modules = 0;
+        for line in lower.lines().filter_map(|l| l.strip_prefix("use super::")) {
+            let name: String = line
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let text = std::fs::read_to_string(dir.join(format!("{name}.rs")))
+                .unwrap_or_else(|e| panic!("{name}.rs: {e}"));
+            assert!(
+                CODEGEN_SOURCES.contains(&text.as_str()),
+                "{name}.rs is not in CODEGEN_SOURCES"
+            );
+            modules += 1;
+        }
+        assert!(modules >= 1, "lower.rs imports no sibling module");
+    }
 
     fn key(b: u8) -> Key {
         Key([b; 32])
