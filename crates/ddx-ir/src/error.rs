@@ -91,8 +91,8 @@ impl fmt::Display for UserProblem {
                  no built-in function's",
             ),
             UserProblem::ArgumentCount(k) => write!(f, "called with {}", count(*k, "argument")),
-            UserProblem::Panicked(m) => write!(f, "the function panicked: {m}"),
-            UserProblem::Raised(m) => write!(f, "the function failed: {m}"),
+            UserProblem::Panicked(m) => write!(f, "the function panicked: {}", lines(m)),
+            UserProblem::Raised(m) => write!(f, "the function failed: {}", lines(m)),
             UserProblem::NotGiven(2) => f.write_str(
                 "the call needs second partials, which the function was registered without \
                  (register them with `with_second`; from Python, `second=`)",
@@ -393,7 +393,7 @@ pub enum Error {
     },
     /// `univariate_derivative` on a model that is not one symbol and one output.
     #[error(
-        "not_univariate: univariate_derivative needs one symbol and one output, \
+        "not_univariate: a univariate derivative needs one symbol and one output, \
          the equation has {} and {}",
         count(*.symbols, "symbol"),
         count(*.outputs, "output")
@@ -585,12 +585,23 @@ pub enum Error {
     },
 }
 
-/// How an archive error names where the bytes came from.
+/// A user function's own message, each line escaped ([`crate::text::escaped`]): its line
+/// breaks kept, every other control or invisible character shown as an escape.
+fn lines(m: &str) -> String {
+    m.split('\n')
+        .map(crate::text::escaped)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How an archive error names where the bytes came from: the path whole, escaped
+/// ([`crate::text::escaped`]: a control or invisible character in a file's name shows as
+/// an escape, never raw).
 fn archive_source(path: &std::path::Path) -> String {
     if path.as_os_str().is_empty() {
         "the equation bytes".into()
     } else {
-        format!("{}", path.display())
+        crate::text::escaped(&path.display().to_string())
     }
 }
 

@@ -1032,10 +1032,14 @@ fn system_text(
     ))
 }
 
-/// Refuses a `params=` list holding what is not a name ([`names::check`]: `bad_name`, as
-/// `ddx.param` refuses it), naming a parameter twice (`duplicate_symbol`) or a name the
-/// texts do not use (`unknown_symbol`, with the nearest name they use), where the Rust
-/// library would keep one of the two, or add an input nothing reads.
+/// Refuses texts that use a name the running Python could not write
+/// ([`names::why_not_a_name`]: the text's grammar takes it, but the Python's Unicode tables
+/// are older; `bad_syntax`, as the grammar refuses a non-name, so that every equation the
+/// package builds loads back), and a `params=` list holding what is not a name
+/// ([`names::check`]: `bad_name`, as `ddx.param` refuses it), naming a parameter twice
+/// (`duplicate_symbol`) or a name the texts do not use (`unknown_symbol`, with the nearest
+/// name they use), where the Rust library would keep one of the two, or add an input
+/// nothing reads.
 fn check_params(py: Python<'_>, formulas: &[ddx::Formula], params: &[String]) -> PyResult<()> {
     let mut used: Vec<&str> = formulas
         .iter()
@@ -1043,6 +1047,19 @@ fn check_params(py: Python<'_>, formulas: &[ddx::Formula], params: &[String]) ->
         .collect();
     used.sort_unstable();
     used.dedup();
+    for name in &used {
+        if let Some(why) = names::why_not_a_name(py, name) {
+            let code = Errc::BadSyntax;
+            return Err(raise(
+                py,
+                code,
+                format!(
+                    "{code}: the text's name `{}` cannot name a symbol: {why}",
+                    quoted(name)
+                ),
+            ));
+        }
+    }
     for (i, p) in params.iter().enumerate() {
         names::check(py, p, "a parameter")?;
         if params[..i].contains(p) {

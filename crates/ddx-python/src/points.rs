@@ -395,9 +395,9 @@ fn named(
     ctx: Context<'_>,
 ) -> PyResult<()> {
     let maps = if kind == Kind::Params {
-        "parameter values map each parameter"
+        "parameter values map each parameter".to_string()
     } else {
-        "a named point maps each symbol"
+        format!("{}, a dict, maps each symbol", kind.what())
     };
     let mut keys: SmallVec<[(Bound<'_, PyAny>, f64); 16]> = SmallVec::new();
     for (k, v) in d.iter() {
@@ -420,7 +420,8 @@ fn named(
     for (k, v) in &keys {
         let s = k.cast::<PyString>().map_err(|_| {
             PyTypeError::new_err(format!(
-                "a named point is keyed by symbol names; got key `{}`",
+                "{}, a dict, is keyed by symbol names; got key `{}`",
+                kind.what(),
                 quoted(&k.to_string())
             ))
         })?;

@@ -242,6 +242,11 @@ def test_assign_refusals(scalar, points):
     with pytest.raises(ddx.Error) as e:
         dx.assign(scalar, pd.DataFrame({"x": [1.0], "y": [2.0], "f": [0.0]}))
     assert e.value.code is ddx.errc.duplicate_symbol and "`f`" in str(e.value)
+    # Column names a message lists are escaped, as every quoted name is (tester29).
+    with pytest.raises(ddx.Error) as e:
+        dx.assign(scalar, pd.DataFrame({"x": points[0], "z\u200d\x1b": points[1]}))
+    message = str(e.value)
+    assert message.startswith("short_point: ") and "z\\u{200d}\\u{1b}" in message, message
     with pytest.raises(ValueError):
         dx.assign(scalar, pd.DataFrame({"x": [1.0], "y": [2.0]}), want=ddx.Want.HVP)
 

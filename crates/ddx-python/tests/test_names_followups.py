@@ -276,3 +276,61 @@ def test_every_name_ddx_takes_is_a_python_identifier():
         except ddx.Error:
             continue
         assert name.isidentifier(), f"U+{cp:04X}"
+
+
+# tester29's findings, each generalised to its kind.
+
+
+@pytest.mark.parametrize("c, since", NEWER)
+def test_a_text_cannot_use_a_name_this_python_cannot_write(c, since):
+    """The text's grammar (Unicode 16 tables) takes ``x・``; Python 3.11 does not: a text
+    using it is refused when built (``bad_syntax``, as for any non-name in a text), so no
+    equation the package holds fails to load back."""
+    name = "x" + c
+    ours = tuple(int(p) for p in unicodedata.unidata_version.split("."))
+    if ours >= since:
+        pytest.skip(f"this Python has Unicode {unicodedata.unidata_version}")
+    for build in (lambda: ddx.equation(f"{name} + 1"), lambda: ddx.equation([f"{name} * 2", "1"])):
+        e = raised(build)
+        assert e.code is ddx.errc.bad_syntax and "isidentifier" in str(e), str(e)
+
+
+@pytest.mark.parametrize("unseen", ["\x1b[31m", "\u202e", "\x07", "\u200d"])
+def test_archive_messages_show_the_path_escaped(tmp_path, unseen):
+    path = tmp_path / f"no{unseen}file"
+    for call in (lambda: ddx.load(path), lambda: ddx.verify(path)):
+        e = raised(call)
+        assert e.code is ddx.errc.archive_io, str(e)
+        assert shows_everything(str(e)) and "file" in str(e), repr(str(e))
+    eq = ddx.equation("x * y")
+    e = raised(lambda: eq.save(tmp_path / f"missing{unseen}dir" / "eq.ddx"))
+    assert shows_everything(str(e)), repr(str(e))
+
+
+@pytest.mark.parametrize("unseen", ["\x1b[31m", "\u202e", "\x00"])
+def test_a_user_functions_message_is_shown_escaped(unseen):
+    def fails(a):
+        raise RuntimeError(f"bad{unseen}input\non two lines")
+
+    f = ddx.function("f", 1, fails, lambda a: [1.0])
+    eq = ddx.equation("f(x) + y", functions=[f])
+    e = raised(lambda: eq.evaluate([1.0, 2.0]))
+    assert e.code is ddx.errc.user_function, str(e)
+    message = str(e)
+    assert no_unseen_in_quotes(message) and "on two lines" in message, repr(message)
+
+
+def test_the_univariate_message_names_no_other_method():
+    eq = ddx.equation(["x * y", "x"])
+    for call in (
+        lambda: eq.univariate_derivative(2, 1.0),
+        lambda: eq.univariate_derivatives(2, 1.0),
+    ):
+        e = raised(call)
+        assert e.code is ddx.errc.not_univariate and "univariate derivative" in str(e), str(e)
+
+
+def test_a_dict_direction_of_columns_names_the_direction():
+    eq = ddx.equation("x * y")
+    e = raised(lambda: eq.jvp({"x": np.ones(3), "y": np.ones(3)}, [1.0, 2.0]), TypeError)
+    assert "the direction" in str(e), str(e)

@@ -280,7 +280,7 @@ fn messages_count_in_the_singular_and_the_plural() {
             "wrong_column_count: 1 point column given, 2 expected",
             "column_length: value column 0 holds 1 value, but the batch has 1 point (the \
              length of the longest input column; an input column of 1 value is broadcast)",
-            "not_univariate: univariate_derivative needs one symbol and one output, the \
+            "not_univariate: a univariate derivative needs one symbol and one output, the \
              equation has 1 symbol and 2 outputs",
         ]
     );

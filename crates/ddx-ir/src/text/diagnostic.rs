@@ -35,10 +35,20 @@ pub fn quoted(s: &str) -> String {
         None => s,
         Some((cut, _)) => &s[..cut],
     };
-    let mut out = String::with_capacity(cut.len() + 3);
+    let mut out = escaped(cut);
+    if cut.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// `s` escaped as [`quoted`] escapes it, whole (not cut): for what a message shows in full,
+/// such as a file's path.
+pub fn escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 3);
     // Quotes and `\\` stay as they are (a quoted `repr` keeps its quotes); each piece
     // between them is escaped as `escape_debug` does.
-    for piece in cut.split_inclusive(['\'', '"', '\\']) {
+    for piece in s.split_inclusive(['\'', '"', '\\']) {
         let (body, kept) = match piece.char_indices().last() {
             Some((i, c @ ('\'' | '"' | '\\'))) => (&piece[..i], Some(c)),
             _ => (piece, None),
@@ -51,9 +61,6 @@ pub fn quoted(s: &str) -> String {
             }
         }
         out.extend(kept);
-    }
-    if cut.len() < s.len() {
-        out.push('…');
     }
     out
 }

@@ -41,7 +41,7 @@ mod names;
 mod parser;
 mod print;
 
-pub use diagnostic::quoted;
+pub use diagnostic::{escaped, quoted};
 pub use diagnostic::{Expected, Location, Syntax};
 pub use dot::dot;
 pub use names::{is_invisible, is_nfkc, nfkc, why_not_a_name, KEYWORDS};

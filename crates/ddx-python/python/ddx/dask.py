@@ -638,18 +638,27 @@ def _frame_want(want: Any, call: str = "ddx.dask.assign") -> Want:
     return want
 
 
+def _shown(name: str) -> str:
+    """`name` as a message shows it: control and format characters as `\\u{…}` escapes."""
+    return "".join(c if c.isprintable() or c == " " else f"\\u{{{ord(c):x}}}" for c in name)
+
+
 def _check_columns(eq: Equation, columns: Sequence[str], added: Sequence[str]) -> None:
     present = [str(c) for c in columns]
     for name in eq.symbols:
         if present.count(name) == 0:
+            shown = ", ".join(_shown(c) for c in present) or "no columns"
             raise Error(
-                f"no column `{name}` for the symbol `{name}` (the frame has "
-                f"{', '.join(present) or 'no columns'})",
+                f"short_point: no column `{_shown(name)}` for the symbol `{_shown(name)}` "
+                f"(the frame has {shown})",
                 errc.short_point,
             )
     for name in [*eq.symbols, *eq.parameters]:
         if present.count(name) > 1:
-            raise Error(f"two columns are named `{name}`", errc.duplicate_symbol)
+            raise Error(
+                f"duplicate_symbol: two columns are named `{_shown(name)}`",
+                errc.duplicate_symbol,
+            )
     clash = [c for c in added if c in present]
     if clash:
         raise Error(
