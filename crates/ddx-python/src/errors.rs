@@ -163,10 +163,11 @@ pub(crate) fn python_message(err: &ddx::Error) -> String {
             values,
             limit,
         } => format!(
-            "too_large: {} would answer {values} values, more than the limit of {limit} \
+            "too_large: {} would answer {}, more than the limit of {limit} \
              (Options.answer_limit: raise it by assigning eq.options, e.g. \
              eq.options = eq.options.model_copy(update={{\"answer_limit\": {values}}}))",
-            python_call(call)
+            python_call(call),
+            ddx::ir::words::count(*values, "value")
         ),
         E::NotScalar { call, outputs } => format!(
             "not_scalar: {} needs an equation of one output; this one has {outputs}",

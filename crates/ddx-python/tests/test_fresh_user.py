@@ -536,6 +536,9 @@ def test_answer_limit_applies_to_every_call():
     ):
         e = raised(call)
         assert e.code is ddx.errc.too_large and "answer_limit" in str(e), str(e)
+    # The count agrees with its noun (tester29: "would answer 1 values").
+    assert "would answer 1 value," in str(raised(lambda: scalar.evaluate([1.0, 2.0])))
+    assert "would answer 2 values," in str(raised(lambda: system.evaluate([1.0, 2.0])))
     assert scalar.compile(answer_limit=1).evaluate([1.0, 2.0]) == 2.0
     assert system.compile(answer_limit=2).evaluate([1.0, 2.0]).tolist() == [2.0, 3.0]
 
