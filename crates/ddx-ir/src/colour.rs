@@ -555,6 +555,35 @@ mod tests {
         }
     }
 
+    /// `HessianLayout::new` is public and its `expect` holds for every pattern
+    /// `Sparsity::try_new` accepts: random patterns of every shape up to 9 × 9, symmetric
+    /// or not, some rows and columns empty, lay out without a panic and keep every cell.
+    #[test]
+    fn every_checked_pattern_lays_out() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..3000 {
+            let (rows, columns) = (1 + next(9), 1 + next(9));
+            let mut cells: Vec<(usize, usize)> = (0..next(rows * columns + 1))
+                .map(|_| (next(rows), next(columns)))
+                .collect();
+            cells.sort_unstable();
+            cells.dedup();
+            let p = Sparsity::try_new(rows, columns, cells.clone()).expect("inside the pattern");
+            let l = HessianLayout::new(p);
+            assert_eq!(
+                l.pattern().entries().len(),
+                cells.len(),
+                "{rows} × {columns}: {cells:?}"
+            );
+        }
+    }
+
     #[test]
     fn tridiagonal_takes_three_colours() {
         // A path on four or more vertices has a P4, which needs three colours.
