@@ -46,9 +46,10 @@ const HEADER: usize = 84;
 /// The sources whose text decides the machine code made for a graph, besides the graph:
 /// a development build that changes any of them changes [`build_identity`], and so every
 /// key, even when ddx's version number stays the same.
-const CODEGEN_SOURCES: [&str; 5] = [
+const CODEGEN_SOURCES: [&str; 6] = [
     include_str!("lower.rs"),
     include_str!("reroll.rs"),
+    include_str!("slp.rs"),
     include_str!("compile.rs"),
     include_str!("kernel.rs"),
     ddx_ir::math::SOURCE,

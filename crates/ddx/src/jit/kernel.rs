@@ -9,8 +9,8 @@
 //! except for a segmented lane ([`Plan`](super::lower::Plan)), whose code is several point
 //! functions, run in order on one heap scratch area, with their offsets at its end (the
 //! layout of [`Compiler::compile`](super::compile::Compiler::compile)). A point kernel that
-//! is not segmented ends with its constant table (the values its loops read, passed to it
-//! as its fourth argument) and the table's place. The mapping lives as long as the
+//! is not segmented ends with its constant table (the values its loops and its vector
+//! operations read, passed to it as its fourth argument) and the table's place. The mapping lives as long as the
 //! kernel; whoever calls a kernel keeps it alive for the call.
 
 use super::lower::{Plan, Shape};

@@ -33,10 +33,18 @@
 //! itself where their slots are evenly spaced. Column kernels and segments stay
 //! straight-line.
 //!
+//! A [`Shape::Point`] kernel of any other lane that is not split into segments computes
+//! the pairs [`slp::find`] finds (two operations of one kind that do not depend on each
+//! other, as a model's components and their adjoints leave them) as one `f64x2` operation
+//! each ([`Emit::packed`]): each lane of a vector instruction is the IEEE operation its
+//! scalar node would be, on the same operands, so the answers are the same bits. Pairs of
+//! constants it reads come from the kernel's constant table as the loops' streams do.
+//!
 //! An `f64x2` kernel does the same operation on both lanes: vector arithmetic is IEEE per
 //! lane and each math call is made once per lane, so every width answers the same bits.
 
 use super::reroll::{self, Arg, Rolls};
+use super::slp::{self, Packs};
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -88,7 +96,7 @@ pub(crate) fn native_fma(isa: &dyn TargetIsa) -> bool {
 
 /// Builds the function computing `lane` as a kernel of `shape` for `isa`, and the constant
 /// table a [`Shape::Point`] kernel reads through its fourth argument (empty for a column
-/// kernel, and for a point kernel whose loops read no constant stream).
+/// kernel, and for a point kernel whose loops and pairs read no constant).
 pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Function, Vec<f64>) {
     let ptr = isa.pointer_type();
     let call_conv = isa.default_call_conv();
@@ -115,7 +123,14 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
             let (inputs, outputs, table, consts) = (args[0], args[1], args[2], args[3]);
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
             let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
-            if rolls.runs.is_empty() {
+            let packs = if rolls.runs.is_empty() {
+                slp::find(lane, fma)
+            } else {
+                Packs::default()
+            };
+            if !packs.is_empty() {
+                constants = e.packed(lane, &packs, [inputs, outputs, consts]);
+            } else if rolls.runs.is_empty() {
                 e.body(
                     lane,
                     |b, k| b.ins().load(types::F64, data(), inputs, offset(k, 8)),
@@ -358,6 +373,16 @@ fn data() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
+/// Flags for memory unchanged while a point kernel runs (its inputs, its constant table):
+/// never trapping, read-only and movable, so that Cranelift places each load where it is
+/// first read (and folds one read once into its reader) instead of where it was emitted.
+fn unchanging() -> MemFlagsData {
+    MemFlagsData::new()
+        .with_notrap()
+        .with_readonly()
+        .with_can_move()
+}
+
 /// Flags for the column-pointer tables and the math table: aligned, never trapping, and
 /// unchanged while the kernel runs.
 fn pointer_table() -> MemFlagsData {
@@ -438,6 +463,32 @@ struct Rolled<'l> {
 
 impl Rolled<'_> {
     const NONE: u32 = u32::MAX;
+}
+
+/// The state of [`Emit::packed`] between nodes.
+struct Paired<'l> {
+    lane: &'l Lane,
+    packs: &'l Packs,
+    inputs: Value,
+    /// The kernel's constant table (its fourth argument) and what it holds so far: the
+    /// pairs of constants vector operations read, an entry per use.
+    consts: Value,
+    table: Vec<f64>,
+    /// Each node's scalar value, once made (for a paired node, once extracted).
+    scalar: Vec<Option<Value>>,
+    /// Each pair's vector, at its low node.
+    vector: Vec<Option<Value>>,
+    /// Vector operands built from nodes that are not a pair in lane order, by `(low, high)`.
+    built: HashMap<(u32, u32), Value>,
+}
+
+/// The input slot node `id` loads, if it is an input (a symbol or a seed).
+fn input_slot(lane: &Lane, id: NodeId) -> Option<usize> {
+    match *lane.graph.node(id) {
+        Node::Symbol(s) => Some(s.index()),
+        Node::Seed(s) => Some(lane.seed_base() + s.index()),
+        _ => None,
+    }
 }
 
 /// Where a loop stores a template position's copies among the outputs: `(byte offset of
@@ -655,6 +706,163 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             }
         }
         st.table
+    }
+
+    /// Emits a point kernel's nodes as [`Emit::body`] does, except that each pair of
+    /// `packs` is one `f64x2` operation (its low node in lane 0, its partner in lane 1),
+    /// emitted in the order [`Packs::order`] gives. A scalar read of a paired node extracts
+    /// its lane; a vector operand that is not a pair in the same lane order is built
+    /// ([`Emit::vector_of`]); two adjacent outputs of one pair, in lane order, are stored
+    /// with one vector store. Inputs are read, and pairs of constants read from the
+    /// kernel's constant table (`io[2]`, its fourth argument, each use its own entry), by
+    /// loads Cranelift may move to where they are read and fold into their reader (both
+    /// blocks are unchanged while the kernel runs): a load placed at the top would keep
+    /// its value live, and spilled, until its last reader. Answers the table.
+    fn packed(&mut self, lane: &Lane, packs: &Packs, io: [Value; 3]) -> Vec<f64> {
+        let [inputs, outputs, consts] = io;
+        let g = &lane.graph;
+        let mut st = Paired {
+            lane,
+            packs,
+            inputs,
+            consts,
+            table: Vec::new(),
+            scalar: vec![None; g.len()],
+            vector: vec![None; g.len()],
+            built: HashMap::new(),
+        };
+        for &id in packs.order() {
+            let Node::Apply(op, args) = *g.node(id) else {
+                continue;
+            };
+            if let Some(hi) = packs.partner(id) {
+                let Node::Apply(_, other) = *g.node(hi) else {
+                    continue;
+                };
+                let mut x = [None; 3];
+                for k in 0..op.arity() {
+                    x[k] = Some(self.vector_of(&mut st, args[k], other[k]));
+                }
+                let (ty, width) = (self.ty, self.width);
+                (self.ty, self.width) = (types::F64X2, 2);
+                let v = self.apply(op, x, exponent(g, op, &args));
+                (self.ty, self.width) = (ty, width);
+                st.vector[id.index()] = Some(v);
+                continue;
+            }
+            let v = match op {
+                Op::Pack => self.constant(f64::NAN),
+                Op::Call if g.is_packed_call(id) => {
+                    let tag = self.scalar_of(&mut st, args[0]);
+                    let leaves: Vec<Value> = g
+                        .call_args(id)
+                        .map(|a| self.scalar_of(&mut st, a))
+                        .collect();
+                    self.call_n(tag, &leaves)
+                }
+                _ => {
+                    let mut x = [None; 3];
+                    for (k, &a) in args[..op.arity()].iter().enumerate() {
+                        x[k] = Some(self.scalar_of(&mut st, a));
+                    }
+                    self.apply(op, x, exponent(g, op, &args))
+                }
+            };
+            st.scalar[id.index()] = Some(v);
+        }
+        let outs = &lane.outputs;
+        let mut k = 0;
+        while k < outs.len() {
+            let o = outs[k];
+            if let (Some(&next), Some(v)) = (outs.get(k + 1), st.vector[o.index()]) {
+                if packs.partner(o) == Some(next) {
+                    self.b.ins().store(data(), v, outputs, offset(k, 8));
+                    k += 2;
+                    continue;
+                }
+            }
+            let v = self.scalar_of(&mut st, o);
+            self.b.ins().store(data(), v, outputs, offset(k, 8));
+            k += 1;
+        }
+        st.table
+    }
+
+    /// Node `id` as a scalar where [`Emit::packed`] has reached: a leaf made or loaded at
+    /// its first read, a paired node's lane extracted at its first scalar read.
+    fn scalar_of(&mut self, st: &mut Paired<'_>, id: NodeId) -> Value {
+        if let Some(v) = st.scalar[id.index()] {
+            return v;
+        }
+        let v = match *st.lane.graph.node(id) {
+            Node::Const(c) => self.constant(c.value()),
+            Node::Symbol(_) | Node::Seed(_) => {
+                let k = input_slot(st.lane, id).unwrap_or_else(|| unreachable!("an input"));
+                self.b
+                    .ins()
+                    .load(types::F64, unchanging(), st.inputs, offset(k, 8))
+            }
+            Node::Apply(..) => {
+                let lane = st.packs.lane(id);
+                let low = if lane == 0 {
+                    id
+                } else {
+                    st.packs
+                        .partner(id)
+                        .unwrap_or_else(|| unreachable!("a high lane has a partner"))
+                };
+                let v = st.vector[low.index()]
+                    .unwrap_or_else(|| unreachable!("a pair is emitted before its readers"));
+                self.b.ins().extractlane(v, lane)
+            }
+        };
+        st.scalar[id.index()] = Some(v);
+        v
+    }
+
+    /// The `f64x2` value holding `p` in lane 0 and `q` in lane 1: the pair itself when
+    /// they are one in that order; two constants loaded from a new entry of the kernel's
+    /// table; else built once and kept: one load of two adjacent inputs, a splat
+    /// (`p == q`), or the two scalars put together.
+    fn vector_of(&mut self, st: &mut Paired<'_>, p: NodeId, q: NodeId) -> Value {
+        if st.packs.partner(p) == Some(q) && st.packs.lane(p) == 0 {
+            if let Some(v) = st.vector[p.index()] {
+                return v;
+            }
+        }
+        let g = &st.lane.graph;
+        if let (Some(a), Some(c)) = (g.constant_of(p), g.constant_of(q)) {
+            // Its own entry: a load read twice is not folded, and would stay live.
+            let at = st.table.len();
+            st.table.extend([a, c]);
+            return self
+                .b
+                .ins()
+                .load(types::F64X2, unchanging(), st.consts, offset(at, 8));
+        }
+        let key = (p.index() as u32, q.index() as u32);
+        if let Some(&v) = st.built.get(&key) {
+            return v;
+        }
+        let v = match (input_slot(st.lane, p), input_slot(st.lane, q)) {
+            (Some(s), Some(t)) if t == s + 1 => {
+                self.b
+                    .ins()
+                    .load(types::F64X2, unchanging(), st.inputs, offset(s, 8))
+            }
+            _ if p == q => {
+                let x = self.scalar_of(st, p);
+                self.b.ins().splat(types::F64X2, x)
+            }
+            _ => {
+                let lo = self.scalar_of(st, p);
+                let hi = self.scalar_of(st, q);
+                let v = self.b.ins().splat(types::F64X2, lo);
+                self.b.ins().insertlane(v, hi, 1)
+            }
+        };
+        st.built.insert(key, v);
+        v
     }
 
     /// `op` of the operands `x` (the first `op.arity()` present); `exponent` is the second

@@ -25,6 +25,7 @@ mod compile;
 mod kernel;
 mod lower;
 mod reroll;
+mod slp;
 #[cfg(test)]
 mod tests;
 
