@@ -72,6 +72,32 @@ fn run_with(
             eq().lane(LaneKind::Gradient).expect("lane"),
             Schedule::Level,
         )),
+        "jit-batch" | "interp-batch" => {
+            // Batch gradients of 1024 points on this thread (the compare harness's batch
+            // arms): `calls` batches.
+            let mut eq = eq();
+            if arm == "jit-batch" {
+                let mut o = Options::with_backend(Backend::Compile);
+                o.points = 1024;
+                eq.set_options(o);
+                assert!(eq.wait_for_kernel_of(LaneKind::Gradient));
+            }
+            let cols: Vec<Vec<f64>> = (0..n)
+                .map(|k| (0..1024).map(|p| points[(p % count) * n + k]).collect())
+                .collect();
+            let xs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
+            let mut out = vec![vec![0.0; 1024]; n];
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
+            let mut s = 0.0;
+            pool.install(|| {
+                for _ in 0..calls {
+                    let mut o: Vec<&mut [f64]> = out.iter_mut().map(Vec::as_mut_slice).collect();
+                    eq.gradient_batch(black_box(&xs), &mut o).expect("fits");
+                    s += out[0][0];
+                }
+            });
+            println!("sum {s}");
+        }
         "jit" => {
             let mut eq = eq();
             let mut o = Options::with_backend(Backend::Compile);
