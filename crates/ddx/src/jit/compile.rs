@@ -203,12 +203,13 @@ impl Compiler {
             return Ok(code);
         };
         let mut code = Vec::new();
+        let packs = lower::segment_packs(lane, &plan, isa);
         let mut starts = Vec::with_capacity(plan.segments());
         for s in 0..plan.segments() {
             // Padding that traps (`int3` on x86-64) should anything jump into it.
             code.resize(code.len().next_multiple_of(16), 0xCC);
             starts.push(u32::try_from(code.len()).map_err(|_| target("code over 4 GiB"))?);
-            let f = lower::segment_function(lane, &plan, s, isa);
+            let f = lower::segment_function(lane, &plan, &packs, s, isa);
             code.extend_from_slice(&Self::emit(lane, f, isa)?);
         }
         for at in &starts {

@@ -124,12 +124,12 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
             let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
             let packs = if rolls.runs.is_empty() {
-                slp::find(lane, fma)
+                slp::find(lane, fma, usize::MAX)
             } else {
                 Packs::default()
             };
             if !packs.is_empty() {
-                constants = e.packed(lane, &packs, [inputs, outputs, consts]);
+                constants = e.packed(lane, &packs, [inputs, outputs], Some(consts), None);
             } else if rolls.runs.is_empty() {
                 e.body(
                     lane,
@@ -220,7 +220,7 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
 #[derive(Debug)]
 pub(crate) struct Plan {
     /// Nodes per segment (the last may have fewer).
-    per: usize,
+    pub(crate) per: usize,
     len: usize,
     /// The scratch slot of each node, or [`Plan::NONE`].
     slot: Vec<u32>,
@@ -294,6 +294,7 @@ impl Plan {
 pub(crate) fn segment_function(
     lane: &Lane,
     plan: &Plan,
+    packs: &Packs,
     s: usize,
     isa: &dyn TargetIsa,
 ) -> Function {
@@ -313,11 +314,26 @@ pub(crate) fn segment_function(
     let math = MathSigs::new(&mut b, ptr, call_conv);
     let fma = native_fma(isa);
     let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
-    e.segment(lane, plan, s, inputs, outputs, scratch);
+    if packs.is_empty() {
+        e.segment(lane, plan, s, inputs, outputs, scratch);
+    } else {
+        let part = Part {
+            plan,
+            segment: s,
+            scratch,
+        };
+        e.packed(lane, packs, [inputs, outputs], None, Some(part));
+    }
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
     func
+}
+
+/// The pairs of a lane split by `plan` (each within one segment), for
+/// [`segment_function`].
+pub(crate) fn segment_packs(lane: &Lane, plan: &Plan, isa: &dyn TargetIsa) -> Packs {
+    slp::find(lane, native_fma(isa), plan.per)
 }
 
 /// Jumps from the current block to a new loop head taking the point index `from`, and
@@ -471,15 +487,27 @@ struct Paired<'l> {
     packs: &'l Packs,
     inputs: Value,
     /// The kernel's constant table (its fourth argument) and what it holds so far: the
-    /// pairs of constants vector operations read, an entry per use.
-    consts: Value,
+    /// pairs of constants vector operations read, an entry per use. A segment has none
+    /// (its pairs of constants are constants of its code).
+    consts: Option<Value>,
     table: Vec<f64>,
+    /// The first node emitted: a segment reads earlier operations from its scratch area.
+    start: usize,
+    part: Option<Part<'l>>,
     /// Each node's scalar value, once made (for a paired node, once extracted).
     scalar: Vec<Option<Value>>,
     /// Each pair's vector, at its low node.
     vector: Vec<Option<Value>>,
     /// Vector operands built from nodes that are not a pair in lane order, by `(low, high)`.
     built: HashMap<(u32, u32), Value>,
+}
+
+/// The segment [`Emit::packed`] emits: segment `segment` of `plan`, with its scratch area.
+#[derive(Clone, Copy)]
+struct Part<'p> {
+    plan: &'p Plan,
+    segment: usize,
+    scratch: Value,
 }
 
 /// The input slot node `id` loads, if it is an input (a symbol or a seed).
@@ -718,23 +746,37 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     /// loads Cranelift may move to where they are read and fold into their reader (both
     /// blocks are unchanged while the kernel runs): a load placed at the top would keep
     /// its value live, and spilled, until its last reader. Answers the table.
-    fn packed(&mut self, lane: &Lane, packs: &Packs, io: [Value; 3]) -> Vec<f64> {
-        let [inputs, outputs, consts] = io;
+    fn packed(
+        &mut self,
+        lane: &Lane,
+        packs: &Packs,
+        io: [Value; 2],
+        consts: Option<Value>,
+        part: Option<Part<'_>>,
+    ) -> Vec<f64> {
+        let [inputs, outputs] = io;
         let g = &lane.graph;
+        let range = part.map_or(0..g.len(), |p| p.plan.range(p.segment));
         let mut st = Paired {
             lane,
             packs,
             inputs,
             consts,
+            start: range.start,
+            part,
             table: Vec::new(),
             scalar: vec![None; g.len()],
             vector: vec![None; g.len()],
             built: HashMap::new(),
         };
         for &id in packs.order() {
+            if !range.contains(&id.index()) {
+                continue;
+            }
             let Node::Apply(op, args) = *g.node(id) else {
                 continue;
             };
+
             if let Some(hi) = packs.partner(id) {
                 let Node::Apply(_, other) = *g.node(hi) else {
                     continue;
@@ -748,6 +790,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let v = self.apply(op, x, exponent(g, op, &args));
                 (self.ty, self.width) = (ty, width);
                 st.vector[id.index()] = Some(v);
+                self.keep(&mut st, id);
+                self.keep(&mut st, hi);
                 continue;
             }
             let v = match op {
@@ -769,11 +813,16 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 }
             };
             st.scalar[id.index()] = Some(v);
+            self.keep(&mut st, id);
         }
         let outs = &lane.outputs;
         let mut k = 0;
         while k < outs.len() {
             let o = outs[k];
+            if !range.contains(&o.index()) {
+                k += 1;
+                continue;
+            }
             if let (Some(&next), Some(v)) = (outs.get(k + 1), st.vector[o.index()]) {
                 if packs.partner(o) == Some(next) {
                     self.b.ins().store(data(), v, outputs, offset(k, 8));
@@ -786,6 +835,19 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             k += 1;
         }
         st.table
+    }
+
+    /// In a segment, stores node `id` (just made) to its scratch slot if a later segment
+    /// reads it.
+    fn keep(&mut self, st: &mut Paired<'_>, id: NodeId) {
+        let Some(p) = st.part else { return };
+        let slot = p.plan.slot[id.index()];
+        if slot != Plan::NONE {
+            let v = self.scalar_of(st, id);
+            self.b
+                .ins()
+                .store(data(), v, p.scratch, offset(slot as usize, 8));
+        }
     }
 
     /// Node `id` as a scalar where [`Emit::packed`] has reached: a leaf made or loaded at
@@ -801,6 +863,13 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 self.b
                     .ins()
                     .load(types::F64, unchanging(), st.inputs, offset(k, 8))
+            }
+            Node::Apply(..) if id.index() < st.start => {
+                let Some(p) = st.part else {
+                    unreachable!("only a segment starts after node 0")
+                };
+                let at = offset(p.plan.slot[id.index()] as usize, 8);
+                self.b.ins().load(types::F64, data(), p.scratch, at)
             }
             Node::Apply(..) => {
                 let lane = st.packs.lane(id);
@@ -832,13 +901,20 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         }
         let g = &st.lane.graph;
         if let (Some(a), Some(c)) = (g.constant_of(p), g.constant_of(q)) {
+            let Some(consts) = st.consts else {
+                // A segment has no table: a constant of its own code.
+                let mut bytes = a.to_le_bytes().to_vec();
+                bytes.extend_from_slice(&c.to_le_bytes());
+                let h = self.b.func.dfg.constants.insert(bytes.into());
+                return self.b.ins().vconst(types::F64X2, h);
+            };
             // Its own entry: a load read twice is not folded, and would stay live.
             let at = st.table.len();
             st.table.extend([a, c]);
             return self
                 .b
                 .ins()
-                .load(types::F64X2, unchanging(), st.consts, offset(at, 8));
+                .load(types::F64X2, unchanging(), consts, offset(at, 8));
         }
         let key = (p.index() as u32, q.index() as u32);
         if let Some(&v) = st.built.get(&key) {

@@ -153,6 +153,8 @@ struct Search<'l> {
     /// How many argument positions of pairs read each vector operand `(low, high)`: what
     /// building one costs is shared among them.
     slots: HashMap<(u32, u32), u32>,
+    /// Nodes per segment: the two nodes of a pair lie in one.
+    segment: usize,
 }
 
 /// The most readers of one node looked at when growing a tree top-down (a node read by
@@ -160,7 +162,7 @@ struct Search<'l> {
 const MAX_READERS: usize = 16;
 
 impl<'l> Search<'l> {
-    fn new(lane: &'l Lane, fma: bool) -> Self {
+    fn new(lane: &'l Lane, fma: bool, segment: usize) -> Self {
         let g = &lane.graph;
         let n = g.len();
         let mut depth = vec![0u32; n];
@@ -200,6 +202,7 @@ impl<'l> Search<'l> {
             partner: vec![Packs::NONE; n],
             high: vec![false; n],
             slots: HashMap::new(),
+            segment,
         }
     }
 
@@ -224,6 +227,7 @@ impl<'l> Search<'l> {
             && self.shape[a].is_some()
             && self.shape[a] == self.shape[b]
             && self.depth[a] == self.depth[b]
+            && a / self.segment == b / self.segment
     }
 
     /// Pairs `a` (low) and `b` (high).
@@ -438,11 +442,12 @@ impl<'l> Search<'l> {
 type Group = (Shape, u32, [Option<Shape>; 3]);
 
 /// The pairs of `lane` and its emission order (see the module doc); `fma` says whether
-/// the target has a fused multiply-add instruction.
-pub(crate) fn find(lane: &Lane, fma: bool) -> Packs {
+/// the target has a fused multiply-add instruction; a pair's two nodes lie in one segment
+/// of `segment` nodes (`usize::MAX` for a lane emitted as one function).
+pub(crate) fn find(lane: &Lane, fma: bool, segment: usize) -> Packs {
     let g = &lane.graph;
     let n = g.len();
-    let mut s = Search::new(lane, fma);
+    let mut s = Search::new(lane, fma, segment.max(1));
     // Seeds: adjacent outputs.
     for w in lane.outputs.windows(2) {
         s.try_tree(w[0].index(), w[1].index());

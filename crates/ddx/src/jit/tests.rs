@@ -1172,16 +1172,20 @@ proptest! {
     /// Packed point kernels (issue 20): models whose components are computed alike, so
     /// that their operations, and their adjoints', are paired into `f64x2` operations
     /// (vector operands built from pairs, splats, gathers, constant pairs from the table,
-    /// adjacent inputs; pairs read as scalars; outputs stored in pairs): every lane, shape
-    /// and level, to the bit.
+    /// adjacent inputs; pairs read as scalars; outputs stored in pairs), whole and split
+    /// into segments of a few nodes: every lane, shape and level, to the bit.
     #[test]
     fn packed_kernels_agree_with_the_interpreter_to_the_bit(
         seed in any::<u64>(),
         copies in 2usize..4,
         len in 1usize..14,
+        per in 2usize..24,
     ) {
         let mut rng = Rng(seed ^ 0x7E7E);
-        check_model(&component_model(seed, copies, len), &mut rng, &[1, 3])?;
+        let model = component_model(seed, copies, len);
+        check_model(&model, &mut rng, &[1, 3])?;
+        // Segmented: pairs within a segment, values crossing segments through scratch.
+        with_segments(per, || check_model(&model, &mut rng, &[1]))?;
     }
 }
 
@@ -1197,7 +1201,7 @@ fn component_models_are_packed() {
         for kind in LaneKind::ALL {
             let lane = eq.lane(kind).unwrap();
             lanes += 1;
-            packed += usize::from(!super::slp::find(lane, true).is_empty());
+            packed += usize::from(!super::slp::find(lane, true, usize::MAX).is_empty());
         }
     }
     assert!(packed * 2 > lanes, "{packed} of {lanes} lanes packed");
