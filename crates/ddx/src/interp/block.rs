@@ -8,7 +8,7 @@
 //! the graph has an `fma` node (Rust never contracts on its own), and transcendental
 //! functions are called point by point through `ddx_ir::math`.
 
-use super::{Code, Instr, Program, Run, Scratch, BLOCK_SCRATCH};
+use super::{Code, Instr, Program, Run, Scratch, Tables, BLOCK_SCRATCH};
 use ddx_ir::{math, Op};
 
 /// Where a block's inputs come from and its outputs go: base pointers of columns.
@@ -75,7 +75,7 @@ impl Program {
                 dispatch(
                     &self.runs,
                     &self.instrs,
-                    &self.lists,
+                    &self.tables(),
                     s.slots.as_mut_ptr(),
                     b,
                     n,
@@ -97,17 +97,24 @@ impl Program {
 ///
 /// # Safety
 /// As [`execute`].
-unsafe fn dispatch(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b: usize, n: usize) {
+unsafe fn dispatch(
+    runs: &[Run],
+    instrs: &[Instr],
+    t: &Tables<'_>,
+    s: *mut f64,
+    b: usize,
+    n: usize,
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
             // SAFETY: the features are present; the slot contract is the caller's.
-            return unsafe { execute_avx2(runs, instrs, lists, s, b, n) };
+            return unsafe { execute_avx2(runs, instrs, t, s, b, n) };
         }
     }
     // SAFETY: as above.
-    unsafe { execute(runs, instrs, lists, s, b, n) }
+    unsafe { execute(runs, instrs, t, s, b, n) }
 }
 
 /// [`execute`] compiled for AVX2 and FMA.
@@ -119,24 +126,26 @@ unsafe fn dispatch(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b
 unsafe fn execute_avx2(
     runs: &[Run],
     instrs: &[Instr],
-    lists: &[u32],
+    t: &Tables<'_>,
     s: *mut f64,
     b: usize,
     n: usize,
 ) {
     // SAFETY: forwarded.
-    unsafe { execute(runs, instrs, lists, s, b, n) }
+    unsafe { execute(runs, instrs, t, s, b, n) }
 }
 
 /// Runs every instruction over the first `n` points of each slot's block of `b`,
-/// [`Code::CallN`]'s argument slots in `lists`.
+/// [`Code::CallN`]'s argument slots in `t.lists`.
 ///
 /// # Safety
-/// Every slot index (in `instrs` and `lists`) must be below the scratch's slot count (`s`
-/// holds `slots * b` values), `n <= b`, runs must lie inside `instrs` and every `CallN`'s
-/// list inside `lists`, and no destination may equal one of its operands.
+/// Every slot index (in `instrs` and `t.lists`) must be below the scratch's slot count (`s`
+/// holds `slots * b` values), `n <= b`, runs must lie inside `instrs` and every list
+/// inside `t.lists` (and a [`Code::DotConst`]'s inside `t.weights`), and no destination
+/// may equal one of its operands.
 #[inline(always)]
-unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b: usize, n: usize) {
+unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f64, b: usize, n: usize) {
+    let lists = t.lists;
     // SAFETY (all three): the caller's contract makes every block in bounds, and the
     // destination block disjoint from the operand blocks.
     let block = |slot: u32| unsafe { std::slice::from_raw_parts(s.add(slot as usize * b), n) };
@@ -241,6 +250,26 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b:
                             #[allow(clippy::assign_op_pattern)]
                             {
                                 sum = a * b + sum;
+                            }
+                        }
+                        *d = sum;
+                    }
+                }
+            }
+            // As `Dot`, the weights from the program.
+            Code::DotConst => {
+                for i in &instrs[r.start as usize..r.end as usize] {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+                    let (xs, ws) = (&lists[start..start + k], &t.weights[start..start + k]);
+                    let c = block(i.args[0]);
+                    for (p, d) in out(i.dst).iter_mut().enumerate() {
+                        let mut sum = c[p];
+                        for (&x, &w) in xs.iter().zip(ws) {
+                            // SAFETY: as for `Dot`.
+                            let x = unsafe { *s.add(x as usize * b + p) };
+                            #[allow(clippy::assign_op_pattern)]
+                            {
+                                sum = w * x + sum;
                             }
                         }
                         *d = sum;
