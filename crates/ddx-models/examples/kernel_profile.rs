@@ -66,13 +66,18 @@ fn batches(eq: &Equation<Scalar>, n: usize, points: &[f64], calls: usize, jit: b
         let mut parts: Vec<&mut [f64]> = out.iter_mut().map(Vec::as_mut_slice).collect();
         eq.gradient_batch(&cols, &mut parts).expect("fits");
         if jit {
-            assert!(eq.wait_for_kernel_of(LaneKind::Gradient), "{:?}", eq.jit_status());
+            assert!(
+                eq.wait_for_kernel_of(LaneKind::Gradient),
+                "{:?}",
+                eq.jit_status()
+            );
             eq.gradient_batch(&cols, &mut parts).expect("fits");
         }
         let mut s = 0.0;
         let t = std::time::Instant::now();
         for _ in 0..calls {
-            eq.gradient_batch(black_box(&cols), &mut parts).expect("fits");
+            eq.gradient_batch(black_box(&cols), &mut parts)
+                .expect("fits");
             s += parts[0][0];
         }
         let ns = t.elapsed().as_nanos() as f64 / (calls * BATCH).max(1) as f64;
@@ -120,10 +125,20 @@ fn run_with(
             }
             batches(&eq, n, points, calls, arm == "batch-jit");
         }
-        "stats" => stats(&Program::lower(
-            eq().lane(LaneKind::Gradient).expect("lane"),
-            Schedule::Level,
-        )),
+        "stats" => {
+            let eq = eq();
+            let lane = eq.lane(LaneKind::Gradient).expect("lane");
+            let block = Program::lower(lane, Schedule::Graph);
+            println!(
+                "block program: instructions {} runs {} slots {} ({} constants), {} points a block",
+                block.len(),
+                block.runs(),
+                block.slot_count(),
+                block.constant_count(),
+                block.block_size()
+            );
+            stats(&Program::lower(lane, Schedule::Level))
+        }
         "jit" => {
             let mut eq = eq();
             let mut o = Options::with_backend(Backend::Compile);

@@ -185,7 +185,7 @@ impl Program {
         let slots = next_free as usize;
         let program = Program {
             id: next_id(),
-            block: block_size(slots),
+            block: block_size(slots - consts.len()),
             slots,
             consts,
             inputs,
@@ -229,6 +229,10 @@ impl Program {
                 assert!(
                     i.dst < n && self.reads(r.code, i).all(|a| a < n),
                     "slot out of range in {i:?}"
+                );
+                assert!(
+                    i.dst as usize >= self.consts.len() + self.inputs,
+                    "a destination is a temporary's slot: {i:?}"
                 );
                 if self.schedule == Schedule::Graph {
                     assert!(
@@ -399,10 +403,12 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     emits.retain(|e| !fused[e.node as usize]);
     // Only the use counts are read from here on.
     drop((plain, sum_operand, fused));
-    if schedule == Schedule::Level {
+    if schedule != Schedule::Tape {
         // A factor that is a constant other than NaN: a `DotConst`'s weight.
         let weight = |id: u32| nodes[id as usize].constant().filter(|w| !w.is_nan());
         dot_chains(&mut emits, &mut packed, &uses, weight);
+    }
+    if schedule == Schedule::Level {
         instruction_levels(&mut emits, &packed, &mut level);
     }
     drop(level);
@@ -548,9 +554,10 @@ fn dot_chains(
     });
 }
 
-/// Points per block: as many as keep every slot's block within about 1 MiB (half a
-/// typical server core's L2), a multiple of 8 between 16 and 256. Measured on Kirby2's
-/// Jacobian: 8 points per block run at 36% of the speed of 128, and 256 no faster.
+/// Points per block: as many as keep every block (one per input and temporary slot: the
+/// constants have none) within about 1 MiB (half a typical server core's L2), a multiple
+/// of 8 between 16 and 256. Measured on Kirby2's Jacobian: 8 points per block run at 36%
+/// of the speed of 128, and 256 no faster.
 fn block_size(slots: usize) -> usize {
     let fit = (1024 * 1024 / 8) / slots.max(1);
     (fit / 8 * 8).clamp(16, 256)

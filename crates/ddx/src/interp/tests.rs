@@ -8,7 +8,7 @@
 use super::{
     lower::{MIN_DOT, MIN_DOT_CONST},
     tape::Tape,
-    Code, Program, Schedule,
+    Code, Columns, Program, Schedule,
 };
 use crate::{rt, Equation, Expr, LaneKind, System};
 use ddx_ir::testing::Rng;
@@ -406,4 +406,72 @@ fn independent_chains_of_different_lengths_share_one_run() {
     let mut out = vec![0.0; 8];
     p.run(&x, &mut out).expect("runs");
     assert_eq!(bits(&out), bits(&reference(lane, &x)));
+}
+
+/// Input and output columns for [`Program::run_columns`].
+struct Cols {
+    inputs: Vec<Vec<f64>>,
+    outputs: Vec<*mut f64>,
+}
+
+// SAFETY: the test runs one block run at a time on one thread.
+unsafe impl Sync for Cols {}
+
+impl Columns for Cols {
+    fn input(&self, k: usize) -> *const f64 {
+        self.inputs[k].as_ptr()
+    }
+    fn output(&self, k: usize) -> *mut f64 {
+        self.outputs[k]
+    }
+}
+
+#[test]
+fn block_chains_give_the_per_point_values() {
+    // The weighted and general chains of a block program run a tile of points at a time
+    // (a shorter last tile point by point); every point must answer what the per-point
+    // program answers, NaN for NaN, for lengths around the tile and the block.
+    let mut rng = Rng::new(31);
+    let (mut weighted, mut general) = (false, false);
+    for seed in 0..30 {
+        let (n, outputs) = (2 + (seed as usize % 6), 1 + (seed as usize % 9));
+        let (eq, general_eq) = (weighted_sums(seed, n, outputs), sums(seed, n, outputs));
+        for (eq, kind) in [
+            (&eq, LaneKind::Value),
+            (&eq, LaneKind::Gradient),
+            (&general_eq, LaneKind::Value),
+        ] {
+            let lane = eq.lane(kind).expect("lane");
+            let block = Program::lower(lane, Schedule::Graph);
+            let level = Program::lower(lane, Schedule::Level);
+            for r in block.run_list() {
+                weighted |= r.code == Code::DotConst;
+                general |= r.code == Code::Dot;
+            }
+            let b = block.block_size();
+            for len in [1, 31, 32, 33, 65, b - 1, b + 1, 2 * b + 37] {
+                let inputs: Vec<Vec<f64>> = (0..block.inputs())
+                    .map(|_| (0..len).map(|_| coordinate(&mut rng)).collect())
+                    .collect();
+                let mut out = vec![vec![0.0; len]; block.outputs()];
+                let cols = Cols {
+                    inputs,
+                    outputs: out.iter_mut().map(|c| c.as_mut_ptr()).collect(),
+                };
+                // SAFETY: every column holds `len` values, and only this call touches them.
+                unsafe { block.run_columns(&cols, 0, len) };
+                let mut want = vec![0.0; level.outputs()];
+                for p in 0..len {
+                    let x: Vec<f64> = cols.inputs.iter().map(|c| c[p]).collect();
+                    level.run(&x, &mut want).expect("runs");
+                    let got: Vec<f64> = out.iter().map(|c| c[p]).collect();
+                    assert!(
+                        same(&got, &want),
+                        "seed {seed} {kind:?} len {len} point {p}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(weighted && general, "{weighted} {general}");
 }
