@@ -166,7 +166,8 @@ impl Program {
                 }
                 slot[e.node as usize] = dst;
                 // A run of chains holds one level (its chains are independent).
-                let same_level = e.code != Code::Dot || previous_key.is_none_or(|p| p == e.key);
+                let same_level = !matches!(e.code, Code::Dot | Code::DotConst)
+                    || previous_key.is_none_or(|p| p == e.key);
                 previous_key = Some(e.key);
                 match runs.last_mut() {
                     Some(r) if r.code == e.code && same_level => r.end += 1,

@@ -117,6 +117,7 @@ fn dot_chains_give_the_reference_values_and_the_tape_programs_bits() {
             let lane = eq.lane(kind).expect("lane");
             let p = Program::lower(lane, Schedule::Level);
             let (count, two) = dots(&p);
+            chains_independent(&p);
             total += count;
             in_step |= two;
             odd |= p
@@ -327,7 +328,7 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
     const { assert!(MIN_DOT_CONST <= 8) };
     let mut rng = Rng::new(30);
     let (mut chains, mut fours, mut remainders, mut pieces) = (0, false, false, false);
-    for seed in 0..60 {
+    for seed in 0..100 {
         let eq = weighted_sums(seed, 2 + (seed as usize % 6), 1 + (seed as usize % 11));
         for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
             let lane = eq.lane(kind).expect("lane");
@@ -339,6 +340,7 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
                 remainders |= !n.is_multiple_of(4);
             }
             pieces |= split(&p);
+            chains_independent(&p);
             let tape = Tape::new(lane);
             for _ in 0..8 {
                 let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
@@ -360,6 +362,30 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
         fours && remainders && pieces,
         "{fours} {remainders} {pieces}"
     );
+}
+
+/// Asserts that no chain of a [`Code::Dot`] or [`Code::DotConst`] run of `p` reads an
+/// earlier one's destination: the per-point loop runs a run's chains in step, every read
+/// before any store (so a run must hold one level).
+fn chains_independent(p: &Program) {
+    let chains = p
+        .run_list()
+        .iter()
+        .filter(|r| matches!(r.code, Code::Dot | Code::DotConst));
+    for r in chains {
+        let run = &p.instructions()[r.start as usize..r.end as usize];
+        // A later chain may reuse a slot an earlier one read last (all reads come first),
+        // but none may read what an earlier one writes.
+        for (k, i) in run.iter().enumerate() {
+            for j in &run[k + 1..] {
+                assert!(
+                    !p.reads(r.code, j).any(|x| x == i.dst),
+                    "{:?}: {j:?} reads {i:?}'s destination",
+                    r.code
+                );
+            }
+        }
+    }
 }
 
 /// Whether some [`Code::DotConst`] in `p` starts from a [`Code::MulAdd`]'s sum: a chain
