@@ -9,8 +9,8 @@
 //! (`gradient_batch` over 1024 points a call, the block interpreter, on one thread),
 //! `batch-jit` (the same through the JIT's column kernel, `points = 1024`) or `stats`
 //! (the interpreted gradient program's instruction mix, printed; `calls` unused). It cycles
-//! through 256 sample points. `native` and the `batch` arms print the time per point on
-//! stderr. With `cache_dir`, the kernel is
+//! through 256 sample points. Every timed arm prints its time per point (per call of one
+//! point) on stderr. With `cache_dir`, the kernel is
 //! also written there (header + machine code), for disassembling with
 //! `objdump -D -b binary -mi386:x86-64 --start-address=84`.
 
@@ -36,12 +36,15 @@ fn gradients(eq: &Equation<Scalar>, n: usize, points: &[f64], calls: usize) {
     let count = points.len() / n;
     let mut g = vec![0.0; n];
     let mut s = 0.0;
+    let t = std::time::Instant::now();
     for k in 0..calls {
         let x = &points[(k % count) * n..][..n];
         eq.gradient_into(black_box(x), &mut g).expect("fits");
         s += g[0];
     }
+    let ns = t.elapsed().as_nanos() as f64 / calls.max(1) as f64;
     println!("sum {s}");
+    eprintln!("{ns:.2} ns a point");
 }
 
 /// Points in one call of the `batch` arms, as the compare harness's batch arms.

@@ -1,8 +1,9 @@
 //! Lowering a lane graph to a [`Program`]: scheduling, run grouping and slot assignment.
 //!
-//! **Schedule.** For one point at a time ([`Schedule::Level`]), operations are ordered by
-//! dependency level (the longest path from an input) and within a level by operation, so
-//! that equal operations sit next to each other; a *run* of equal operations is executed
+//! **Schedule.** For one point at a time ([`Schedule::Level`]), instructions are ordered by
+//! their level (the longest path of instructions from an input, counted after fusion, so a
+//! chain is one step) and within a level by operation, so that equal operations sit next
+//! to each other; a *run* of equal operations is executed
 //! by one dispatch and a tight loop. Models that sum over data (one identical chain per
 //! observation) become long runs. For blocks of points ([`Schedule::Graph`]) dispatch is
 //! already shared by the block, and the graph's own order keeps fewer values alive (each
