@@ -5,9 +5,12 @@
 //! `chain-<n>` (`ddx_models::trend::Chain`), `quadratic-<n>` (`trend::Quadratic`),
 //! `uniquac-16`/`-32`, `regular-16`/`-32`, `peng-robinson-17`/`-33`, `coverage-16` or `gauss1` (NIST Gauss1's residual sum of
 //! squares); `arm` is `native` (one `f64` evaluation), `jit` (`gradient_into` through the
-//! kernel, after `wait_for_kernel`), `interp` (`gradient_into`, interpreted) or `stats`
+//! kernel, after `wait_for_kernel`), `interp` (`gradient_into`, interpreted), `batch`
+//! (`gradient_batch` over 1024 points a call, the block interpreter, on one thread),
+//! `batch-jit` (the same through the JIT's column kernel, `points = 1024`) or `stats`
 //! (the interpreted gradient program's instruction mix, printed; `calls` unused). It cycles
-//! through 256 sample points. With `cache_dir`, the kernel is
+//! through 256 sample points. Every timed arm prints its time per point (per call of one
+//! point) on stderr. With `cache_dir`, the kernel is
 //! also written there (header + machine code), for disassembling with
 //! `objdump -D -b binary -mi386:x86-64 --start-address=84`.
 
@@ -33,12 +36,57 @@ fn gradients(eq: &Equation<Scalar>, n: usize, points: &[f64], calls: usize) {
     let count = points.len() / n;
     let mut g = vec![0.0; n];
     let mut s = 0.0;
+    let t = std::time::Instant::now();
     for k in 0..calls {
         let x = &points[(k % count) * n..][..n];
         eq.gradient_into(black_box(x), &mut g).expect("fits");
         s += g[0];
     }
+    let ns = t.elapsed().as_nanos() as f64 / calls.max(1) as f64;
     println!("sum {s}");
+    eprintln!("{ns:.2} ns a point");
+}
+
+/// Points in one call of the `batch` arms, as the compare harness's batch arms.
+const BATCH: usize = 1024;
+
+/// `calls` batch gradients of `eq` over [`BATCH`] points (`points`, `n` coordinates each,
+/// tiled), on this thread (a one-thread rayon pool, as the compare harness runs them);
+/// after the JIT's column kernel where `jit`. Prints a sum of first partials, and the
+/// time per point on stderr.
+fn batches(eq: &Equation<Scalar>, n: usize, points: &[f64], calls: usize, jit: bool) {
+    let count = points.len() / n;
+    let xs: Vec<Vec<f64>> = (0..n)
+        .map(|j| (0..BATCH).map(|k| points[(k % count) * n + j]).collect())
+        .collect();
+    let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+    let mut out = vec![vec![0.0; BATCH]; n];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a pool");
+    pool.install(|| {
+        let mut parts: Vec<&mut [f64]> = out.iter_mut().map(Vec::as_mut_slice).collect();
+        eq.gradient_batch(&cols, &mut parts).expect("fits");
+        if jit {
+            assert!(
+                eq.wait_for_kernel_of(LaneKind::Gradient),
+                "{:?}",
+                eq.jit_status()
+            );
+            eq.gradient_batch(&cols, &mut parts).expect("fits");
+        }
+        let mut s = 0.0;
+        let t = std::time::Instant::now();
+        for _ in 0..calls {
+            eq.gradient_batch(black_box(&cols), &mut parts)
+                .expect("fits");
+            s += parts[0][0];
+        }
+        let ns = t.elapsed().as_nanos() as f64 / (calls * BATCH).max(1) as f64;
+        println!("sum {s}");
+        eprintln!("{ns:.2} ns a point");
+    });
 }
 
 /// The arms over `native` (one evaluation) and the equation `eq` makes, at `points`
@@ -56,11 +104,14 @@ fn run_with(
     match arm {
         "native" => {
             let mut s = 0.0;
+            let t = std::time::Instant::now();
             for k in 0..calls {
                 let x = &points[(k % count) * n..][..n];
                 s += native(black_box(x));
             }
+            let ns = t.elapsed().as_nanos() as f64 / calls.max(1) as f64;
             println!("sum {s}");
+            eprintln!("{ns:.2} ns a point");
         }
         "interp" => {
             let eq = eq();
@@ -68,35 +119,28 @@ fn run_with(
             eq.gradient_into(&points[..n], &mut g).expect("fits");
             gradients(&eq, n, points, calls);
         }
-        "stats" => stats(&Program::lower(
-            eq().lane(LaneKind::Gradient).expect("lane"),
-            Schedule::Level,
-        )),
-        "jit-batch" | "interp-batch" => {
-            // Batch gradients of 1024 points on this thread (the compare harness's batch
-            // arms): `calls` batches.
+        "batch" | "batch-jit" => {
             let mut eq = eq();
-            if arm == "jit-batch" {
+            if arm == "batch-jit" {
                 let mut o = Options::with_backend(Backend::Compile);
-                o.points = 1024;
+                o.points = BATCH;
                 eq.set_options(o);
-                assert!(eq.wait_for_kernel_of(LaneKind::Gradient));
             }
-            let cols: Vec<Vec<f64>> = (0..n)
-                .map(|k| (0..1024).map(|p| points[(p % count) * n + k]).collect())
-                .collect();
-            let xs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
-            let mut out = vec![vec![0.0; 1024]; n];
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("pool");
-            let mut s = 0.0;
-            pool.install(|| {
-                for _ in 0..calls {
-                    let mut o: Vec<&mut [f64]> = out.iter_mut().map(Vec::as_mut_slice).collect();
-                    eq.gradient_batch(black_box(&xs), &mut o).expect("fits");
-                    s += out[0][0];
-                }
-            });
-            println!("sum {s}");
+            batches(&eq, n, points, calls, arm == "batch-jit");
+        }
+        "stats" => {
+            let eq = eq();
+            let lane = eq.lane(LaneKind::Gradient).expect("lane");
+            let block = Program::lower(lane, Schedule::Graph);
+            println!(
+                "block program: instructions {} runs {} slots {} ({} constants), {} points a block",
+                block.len(),
+                block.runs(),
+                block.slot_count(),
+                block.constant_count(),
+                block.block_size()
+            );
+            stats(&Program::lower(lane, Schedule::Level))
         }
         "jit" => {
             let mut eq = eq();
@@ -144,6 +188,13 @@ fn stats(p: &Program) {
     v.sort_by_key(|(_, (i, _))| std::cmp::Reverse(*i));
     for (code, (i, r)) in &v {
         println!("  {code:?}: {i} instructions in {r} runs");
+    }
+    if std::env::var_os("DDX_RUNS").is_some() {
+        let seq: Vec<String> = runs
+            .iter()
+            .map(|r| format!("{:?}x{}", r.code, r.end - r.start))
+            .collect();
+        println!("  runs: {}", seq.join(" "));
     }
     let mut l: Vec<_> = lengths.into_iter().collect();
     l.sort();
@@ -197,6 +248,52 @@ fn stats(p: &Program) {
     println!("  operand kinds (top 20):");
     for ((a, b), c) in v.iter().take(20) {
         println!("    {c:6}  {a} {b}");
+    }
+    dot_terms(p);
+}
+
+/// The terms of the program's [`Code::Dot`] and [`Code::DotConst`] chains: how many, how
+/// long, how many chains a run, and what kind of slot each factor is (constant, input,
+/// temporary; a `DotConst`'s weight is `weight`).
+fn dot_terms(p: &Program) {
+    use std::collections::HashMap;
+    let (consts, inputs) = (p.constant_count(), p.inputs());
+    let kind = |slot: u32| match slot as usize {
+        s if s < consts => "const",
+        s if s < consts + inputs => "input",
+        _ => "temp",
+    };
+    for code in [Code::Dot, Code::DotConst] {
+        let mut kinds: HashMap<(&str, &str), usize> = HashMap::new();
+        let (mut chains, mut terms, mut per_run) = (0, 0, Vec::new());
+        for r in p.run_list().iter().filter(|r| r.code == code) {
+            per_run.push(r.end - r.start);
+            for i in &p.instructions()[r.start as usize..r.end as usize] {
+                chains += 1;
+                let list = &p.lists()[i.args[1] as usize..][..i.args[2] as usize];
+                if code == Code::DotConst {
+                    terms += list.len();
+                    for &x in list {
+                        *kinds.entry((kind(x), "weight")).or_default() += 1;
+                    }
+                    continue;
+                }
+                for u in list.chunks_exact(2) {
+                    terms += 1;
+                    *kinds.entry((kind(u[0]), kind(u[1]))).or_default() += 1;
+                }
+            }
+        }
+        if chains == 0 {
+            continue;
+        }
+        per_run.sort_unstable();
+        println!("  {code:?}: {chains} chains, {terms} terms; chains a run {per_run:?}");
+        let mut v: Vec<_> = kinds.into_iter().collect();
+        v.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
+        for ((a, b), c) in v {
+            println!("    {c:6}  {a} * {b}");
+        }
     }
 }
 

@@ -1,14 +1,19 @@
 //! The block interpreter: each instruction runs over a block of points.
 //!
-//! Slot `s` of a block program holds `block` consecutive values, one per point; an
-//! instruction is a loop over the block that rustc vectorises. Where the CPU has AVX2 and
-//! FMA, an AVX2+FMA build of the same loops is chosen at run time. The loops perform the
-//! same operation on each point as the per-point interpreter, through the same math
-//! functions, so results are bit-identical to it: a fused multiply-add appears only where
-//! the graph has an `fma` node (Rust never contracts on its own), and transcendental
-//! functions are called point by point through `ddx_ir::math`.
+//! Every input and temporary slot of a block program holds `block` consecutive values, one
+//! per point; a constant slot holds no block: an instruction reads its constant operand
+//! as one number, the same at every point (so the constants cost no memory traffic and no
+//! room in the cache, and blocks stay as long as the temporaries allow). An instruction is
+//! a loop over the block that rustc vectorises, one loop for each way its operands come
+//! (every one a block, or one of them a constant; a rarer mix reads each operand point by
+//! point). Builds of the same loops for AVX-512 (with FMA) and for AVX2+FMA are chosen at
+//! run time where the CPU has them. The loops perform the same operation on each point as
+//! the per-point interpreter, through the same math functions, so results are
+//! bit-identical to it: a fused multiply-add appears only where the graph has an `fma`
+//! node (Rust never contracts on its own), and transcendental functions are called point
+//! by point through `ddx_ir::math`.
 
-use super::{Code, Instr, Program, Run, Scratch, BLOCK_SCRATCH};
+use super::{Code, Instr, Program, Run, Scratch, Tables, BLOCK_SCRATCH};
 use ddx_ir::{math, Op};
 
 /// Where a block's inputs come from and its outputs go: base pointers of columns.
@@ -40,7 +45,7 @@ impl Program {
         });
     }
 
-    /// [`Program::run_columns`] in scratch `s`.
+    /// [`Program::run_columns`] in scratch `s`: a block for every slot past the constants.
     ///
     /// # Safety
     /// As [`Program::run_columns`].
@@ -52,62 +57,141 @@ impl Program {
         len: usize,
     ) {
         let b = self.block;
+        let k = self.consts.len();
         if s.program != self.id {
             s.slots.clear();
-            s.slots.resize(self.slots * b, 0.0);
-            for (k, c) in self.consts.iter().enumerate() {
-                s.slots[k * b..(k + 1) * b].fill(*c);
-            }
+            s.slots.resize((self.slots - k) * b, 0.0);
             s.program = self.id;
         }
-        let base = self.consts.len();
         let mut at = start;
         while at < start + len {
             let n = b.min(start + len - at);
-            for k in 0..self.inputs {
+            for j in 0..self.inputs {
                 // SAFETY: the caller guarantees `at + n` readable values.
-                let src = unsafe { std::slice::from_raw_parts(columns.input(k).add(at), n) };
-                s.slots[(base + k) * b..(base + k) * b + n].copy_from_slice(src);
+                let src = unsafe { std::slice::from_raw_parts(columns.input(j).add(at), n) };
+                s.slots[j * b..j * b + n].copy_from_slice(src);
             }
-            // SAFETY: `lower` checked every slot below `self.slots`, the scratch holds
-            // `self.slots * b` values, and `n <= b`.
-            unsafe {
-                dispatch(
-                    &self.runs,
-                    &self.instrs,
-                    &self.lists,
-                    s.slots.as_mut_ptr(),
-                    b,
-                    n,
-                )
+            let frame = Frame {
+                s: s.slots.as_mut_ptr(),
+                consts: &self.consts,
+                b,
+                n,
             };
-            for (k, &slot) in self.outputs.iter().enumerate() {
-                let from = &s.slots[slot as usize * b..slot as usize * b + n];
+            // SAFETY: `lower` checked every slot below `self.slots`, the scratch holds a
+            // block of `b` for each of the `self.slots - k` slots past the constants, and
+            // `n <= b`.
+            unsafe { dispatch(&self.runs, &self.instrs, &self.tables(), &frame) };
+            for (j, &slot) in self.outputs.iter().enumerate() {
                 // SAFETY: the caller guarantees `at + n` writable values that no one
                 // else touches.
-                let dst = unsafe { std::slice::from_raw_parts_mut(columns.output(k).add(at), n) };
-                dst.copy_from_slice(from);
+                let dst = unsafe { std::slice::from_raw_parts_mut(columns.output(j).add(at), n) };
+                match frame.arg(slot) {
+                    // SAFETY: the slot's block is in bounds (as above).
+                    Arg::Block(from) => dst.copy_from_slice(unsafe { from_block(from, n) }),
+                    Arg::Splat(c) => dst.fill(c),
+                }
             }
             at += n;
         }
     }
 }
 
+/// One block's view of the slots: the blocks past the constants at `s` (`b` values each,
+/// the first `n` live), and the constants themselves.
+struct Frame<'a> {
+    s: *mut f64,
+    consts: &'a [f64],
+    b: usize,
+    n: usize,
+}
+
+/// How an instruction reads an operand: a block of values, or one constant for every point.
+#[derive(Clone, Copy)]
+enum Arg {
+    Block(*const f64),
+    Splat(f64),
+}
+
+impl Frame<'_> {
+    /// Where slot `slot` is read.
+    ///
+    /// A constant slot's value, or the start of a block that is in bounds when `slot` is
+    /// below the program's slot count (the callers' contract).
+    #[inline(always)]
+    fn arg(&self, slot: u32) -> Arg {
+        let slot = slot as usize;
+        match self.consts.get(slot) {
+            Some(&c) => Arg::Splat(c),
+            None => Arg::Block(self.s.wrapping_add((slot - self.consts.len()) * self.b)),
+        }
+    }
+
+    /// The block destination slot `slot` is written to (never a constant: an operation's).
+    ///
+    /// # Safety
+    /// `slot` must be a temporary's slot of the program, and nothing else may be borrowed
+    /// from its block while the answer lives.
+    #[inline(always)]
+    unsafe fn out<'b>(&self, slot: u32) -> &'b mut [f64] {
+        let at = (slot as usize).saturating_sub(self.consts.len()) * self.b;
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts_mut(self.s.add(at), self.n) }
+    }
+
+    /// The value of slot `slot` at point `p`.
+    ///
+    /// # Safety
+    /// `slot` below the program's slot count, `p < n`.
+    #[inline(always)]
+    unsafe fn at(&self, slot: u32, p: usize) -> f64 {
+        match self.arg(slot) {
+            // SAFETY: the caller's contract.
+            Arg::Block(a) => unsafe { *a.add(p) },
+            Arg::Splat(c) => c,
+        }
+    }
+}
+
+/// `n` values of a block.
+///
+/// # Safety
+/// `a` must point to `n` initialised values that nothing writes while the answer lives.
+#[inline(always)]
+unsafe fn from_block<'a>(a: *const f64, n: usize) -> &'a [f64] {
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(a, n) }
+}
+
 /// Runs the block loops with the widest instruction set the CPU has.
 ///
 /// # Safety
 /// As [`execute`].
-unsafe fn dispatch(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b: usize, n: usize) {
+unsafe fn dispatch(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") && has!("avx512dq") && has!("avx512vl") && has!("fma") {
             // SAFETY: the features are present; the slot contract is the caller's.
-            return unsafe { execute_avx2(runs, instrs, lists, s, b, n) };
+            return unsafe { execute_avx512(runs, instrs, t, f) };
+        }
+        if has!("avx2") && has!("fma") {
+            // SAFETY: as above.
+            return unsafe { execute_avx2(runs, instrs, t, f) };
         }
     }
     // SAFETY: as above.
-    unsafe { execute(runs, instrs, lists, s, b, n) }
+    unsafe { execute(runs, instrs, t, f) }
+}
+
+/// [`execute`] compiled for AVX-512 (512-bit vectors) and FMA.
+///
+/// # Safety
+/// The CPU must have AVX-512 F, DQ, VL and FMA; otherwise as [`execute`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+unsafe fn execute_avx512(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>) {
+    // SAFETY: forwarded.
+    unsafe { execute(runs, instrs, t, f) }
 }
 
 /// [`execute`] compiled for AVX2 and FMA.
@@ -116,53 +200,101 @@ unsafe fn dispatch(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b
 /// The CPU must have AVX2 and FMA; otherwise as [`execute`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn execute_avx2(
-    runs: &[Run],
-    instrs: &[Instr],
-    lists: &[u32],
-    s: *mut f64,
-    b: usize,
-    n: usize,
-) {
+unsafe fn execute_avx2(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>) {
     // SAFETY: forwarded.
-    unsafe { execute(runs, instrs, lists, s, b, n) }
+    unsafe { execute(runs, instrs, t, f) }
 }
 
-/// Runs every instruction over the first `n` points of each slot's block of `b`,
-/// [`Code::CallN`]'s argument slots in `lists`.
+/// Runs every instruction over the first `f.n` points of each block, [`Code::CallN`]'s
+/// argument slots and the chains' factors in `t.lists`.
 ///
 /// # Safety
-/// Every slot index (in `instrs` and `lists`) must be below the scratch's slot count (`s`
-/// holds `slots * b` values), `n <= b`, runs must lie inside `instrs` and every `CallN`'s
-/// list inside `lists`, and no destination may equal one of its operands.
+/// Every slot index (in `instrs` and `t.lists`) must be below the program's slot count
+/// (`f.s` holds a block of `f.b` values for each slot past the constants), `f.n <= f.b`,
+/// runs must lie inside `instrs` and every list inside `t.lists` (and a
+/// [`Code::DotConst`]'s inside `t.weights`), every destination must be a temporary's, and
+/// no destination may equal one of its operands.
 #[inline(always)]
-unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b: usize, n: usize) {
-    // SAFETY (all three): the caller's contract makes every block in bounds, and the
+unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>) {
+    let (lists, n) = (t.lists, f.n);
+    // SAFETY (all the loops): the caller's contract makes every block in bounds, and the
     // destination block disjoint from the operand blocks.
-    let block = |slot: u32| unsafe { std::slice::from_raw_parts(s.add(slot as usize * b), n) };
-    let out = |slot: u32| unsafe { std::slice::from_raw_parts_mut(s.add(slot as usize * b), n) };
     macro_rules! run {
         ($r:expr, 1, |$x:ident| $body:expr) => {
             for i in &instrs[$r.start as usize..$r.end as usize] {
-                let a = block(i.args[0]);
-                for (d, &$x) in out(i.dst).iter_mut().zip(a) {
-                    *d = $body;
+                let d = unsafe { f.out(i.dst) };
+                match f.arg(i.args[0]) {
+                    Arg::Block(a) => {
+                        for (d, &$x) in d.iter_mut().zip(unsafe { from_block(a, n) }) {
+                            *d = $body;
+                        }
+                    }
+                    Arg::Splat($x) => d.fill($body),
                 }
             }
         };
         ($r:expr, 2, |$x:ident, $y:ident| $body:expr) => {
             for i in &instrs[$r.start as usize..$r.end as usize] {
-                let (a, c) = (block(i.args[0]), block(i.args[1]));
-                for ((d, &$x), &$y) in out(i.dst).iter_mut().zip(a).zip(c) {
-                    *d = $body;
+                let d = unsafe { f.out(i.dst) };
+                match (f.arg(i.args[0]), f.arg(i.args[1])) {
+                    (Arg::Block(a), Arg::Block(c)) => {
+                        let (a, c) = unsafe { (from_block(a, n), from_block(c, n)) };
+                        for ((d, &$x), &$y) in d.iter_mut().zip(a).zip(c) {
+                            *d = $body;
+                        }
+                    }
+                    (Arg::Splat($x), Arg::Block(c)) => {
+                        for (d, &$y) in d.iter_mut().zip(unsafe { from_block(c, n) }) {
+                            *d = $body;
+                        }
+                    }
+                    (Arg::Block(a), Arg::Splat($y)) => {
+                        for (d, &$x) in d.iter_mut().zip(unsafe { from_block(a, n) }) {
+                            *d = $body;
+                        }
+                    }
+                    (Arg::Splat($x), Arg::Splat($y)) => d.fill($body),
                 }
             }
         };
         ($r:expr, 3, |$x:ident, $y:ident, $z:ident| $body:expr) => {
             for i in &instrs[$r.start as usize..$r.end as usize] {
-                let (a, c, e) = (block(i.args[0]), block(i.args[1]), block(i.args[2]));
-                for (((d, &$x), &$y), &$z) in out(i.dst).iter_mut().zip(a).zip(c).zip(e) {
-                    *d = $body;
+                let d = unsafe { f.out(i.dst) };
+                match (f.arg(i.args[0]), f.arg(i.args[1]), f.arg(i.args[2])) {
+                    (Arg::Block(a), Arg::Block(c), Arg::Block(e)) => {
+                        let (a, c, e) =
+                            unsafe { (from_block(a, n), from_block(c, n), from_block(e, n)) };
+                        for (((d, &$x), &$y), &$z) in d.iter_mut().zip(a).zip(c).zip(e) {
+                            *d = $body;
+                        }
+                    }
+                    (Arg::Splat($x), Arg::Block(c), Arg::Block(e)) => {
+                        let (c, e) = unsafe { (from_block(c, n), from_block(e, n)) };
+                        for ((d, &$y), &$z) in d.iter_mut().zip(c).zip(e) {
+                            *d = $body;
+                        }
+                    }
+                    (Arg::Block(a), Arg::Splat($y), Arg::Block(e)) => {
+                        let (a, e) = unsafe { (from_block(a, n), from_block(e, n)) };
+                        for ((d, &$x), &$z) in d.iter_mut().zip(a).zip(e) {
+                            *d = $body;
+                        }
+                    }
+                    (Arg::Block(a), Arg::Block(c), Arg::Splat($z)) => {
+                        let (a, c) = unsafe { (from_block(a, n), from_block(c, n)) };
+                        for ((d, &$x), &$y) in d.iter_mut().zip(a).zip(c) {
+                            *d = $body;
+                        }
+                    }
+                    // Two or three constants: each operand read point by point.
+                    _ => {
+                        for (p, d) in d.iter_mut().enumerate() {
+                            let ($x, $y, $z) = unsafe {
+                                (f.at(i.args[0], p), f.at(i.args[1], p), f.at(i.args[2], p))
+                            };
+                            *d = $body;
+                        }
+                    }
                 }
             }
         };
@@ -186,7 +318,7 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b:
             Code::Op(Op::Le) => run!(r, 2, |a, c| math::truth(a <= c)),
             Code::Op(Op::Eq) => run!(r, 2, |a, c| math::truth(a == c)),
             Code::Op(Op::Ne) => run!(r, 2, |a, c| math::ne(a, c)),
-            Code::Op(Op::Select) => run!(r, 3, |c, t, f| math::select(c, t, f)),
+            Code::Op(Op::Select) => run!(r, 3, |c, t, e| math::select(c, t, e)),
             Code::Op(Op::Fma) => run!(r, 3, |a, c, e| a.mul_add(c, e)),
             Code::Op(Op::Call) => run!(r, 3, |a, c, e| ddx_ir::user::call(a, c, e)),
             Code::Op(Op::Pow) => run!(r, 2, |a, c| math::pow(a, c)),
@@ -222,29 +354,27 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b:
             Code::AddAdd => run!(r, 3, |a, b, c| a + b + c),
             Code::AddDiv => run!(r, 3, |a, b, c| c + a / b),
             Code::SubDiv => run!(r, 3, |a, b, c| c - a / b),
-            // Level programs only have it; over blocks it is the chain's `MulAdd`s, point
-            // by point.
+            // A chain's sum kept in registers for a tile of points while its terms stream
+            // through: the products and sums of its `MulAdd`s, in their order.
             Code::Dot => {
                 for i in &instrs[r.start as usize..r.end as usize] {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     let factors = &lists[start..start + k];
-                    let c = block(i.args[0]);
-                    for (p, d) in out(i.dst).iter_mut().enumerate() {
-                        let mut sum = c[p];
-                        for u in factors.chunks_exact(2) {
-                            // SAFETY: every listed slot's block is in bounds (the caller's
-                            // contract) and `p < n`.
-                            let (a, b) = unsafe {
-                                (*s.add(u[0] as usize * b + p), *s.add(u[1] as usize * b + p))
-                            };
-                            // The product first, as `MulAdd` adds it.
-                            #[allow(clippy::assign_op_pattern)]
-                            {
-                                sum = a * b + sum;
-                            }
-                        }
-                        *d = sum;
-                    }
+                    // SAFETY: the caller's contract (every listed slot in bounds).
+                    unsafe {
+                        chain(f, i, k / 2, |j| {
+                            (f.arg(factors[2 * j]), f.arg(factors[2 * j + 1]))
+                        })
+                    };
+                }
+            }
+            // As `Dot`, each product's weight from the program.
+            Code::DotConst => {
+                for i in &instrs[r.start as usize..r.end as usize] {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+                    let (xs, ws) = (&lists[start..start + k], &t.weights[start..start + k]);
+                    // SAFETY: as for `Dot`.
+                    unsafe { chain(f, i, k, |j| (f.arg(xs[j]), Arg::Splat(ws[j]))) };
                 }
             }
             Code::CallN => {
@@ -252,22 +382,94 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64, b:
                 for i in &instrs[r.start as usize..r.end as usize] {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     let slots = &lists[start..start + k];
-                    let tag = block(i.args[0]);
-                    for (p, d) in out(i.dst).iter_mut().enumerate() {
+                    // SAFETY: every listed slot is in bounds (the caller's contract), and
+                    // `p < n`.
+                    for (p, d) in unsafe { f.out(i.dst) }.iter_mut().enumerate() {
                         x.clear();
-                        // SAFETY: every listed slot's block is in bounds (the caller's
-                        // contract) and `p < n`.
-                        x.extend(
-                            slots
-                                .iter()
-                                .map(|&slot| unsafe { *s.add(slot as usize * b + p) }),
-                        );
-                        *d = ddx_ir::user::call_slice(tag[p], &x);
+                        x.extend(slots.iter().map(|&slot| unsafe { f.at(slot, p) }));
+                        let tag = unsafe { f.at(i.args[0], p) };
+                        *d = ddx_ir::user::call_slice(tag, &x);
                     }
                 }
             }
             // Never in a lane's instructions: a call reads its pack's arguments.
             Code::Op(Op::Pack) => {}
         }
+    }
+}
+
+/// Points a chain's sum is kept for in registers: four AVX-512 vectors.
+const TILE: usize = 32;
+
+/// Runs chain instruction `i` ([`Code::Dot`] or [`Code::DotConst`]: `args[0]` the first
+/// sum's `c`) of `m` terms, `term(j)` the factors of term `j`, over the frame's points:
+/// for each tile of [`TILE`] points the sum stays in registers while every term's product
+/// is rounded and added to it (the product first, as [`Code::MulAdd`] adds it), then it
+/// is stored; a last, shorter tile point by point.
+///
+/// # Safety
+/// Every slot `i` and `term` name must be below the program's slot count, and the
+/// destination a temporary's, read by no term.
+#[inline(always)]
+// The product written first, as `MulAdd` adds it.
+#[allow(clippy::assign_op_pattern)]
+unsafe fn chain(f: &Frame<'_>, i: &Instr, m: usize, term: impl Fn(usize) -> (Arg, Arg)) {
+    // SAFETY (all the reads and writes): the caller's contract, and every point below
+    // `f.n`.
+    let d = unsafe { f.out(i.dst) };
+    let n = f.n;
+    let mut p0 = 0;
+    while p0 + TILE <= n {
+        let mut acc = [0.0f64; TILE];
+        for (q, a) in acc.iter_mut().enumerate() {
+            *a = unsafe { f.at(i.args[0], p0 + q) };
+        }
+        for j in 0..m {
+            match term(j) {
+                (Arg::Block(x), Arg::Splat(w)) => {
+                    let x = unsafe { from_block(x.add(p0), TILE) };
+                    for (a, &x) in acc.iter_mut().zip(x) {
+                        *a = x * w + *a;
+                    }
+                }
+                (Arg::Block(x), Arg::Block(y)) => {
+                    let (x, y) =
+                        unsafe { (from_block(x.add(p0), TILE), from_block(y.add(p0), TILE)) };
+                    for ((a, &x), &y) in acc.iter_mut().zip(x).zip(y) {
+                        *a = x * y + *a;
+                    }
+                }
+                (x, y) => {
+                    for (q, a) in acc.iter_mut().enumerate() {
+                        let (x, y) = unsafe { (arg_at(x, p0 + q), arg_at(y, p0 + q)) };
+                        *a = x * y + *a;
+                    }
+                }
+            }
+        }
+        d[p0..p0 + TILE].copy_from_slice(&acc);
+        p0 += TILE;
+    }
+    for (p, d) in d.iter_mut().enumerate().skip(p0) {
+        let mut sum = unsafe { f.at(i.args[0], p) };
+        for j in 0..m {
+            let (x, y) = term(j);
+            let (x, y) = unsafe { (arg_at(x, p), arg_at(y, p)) };
+            sum = x * y + sum;
+        }
+        *d = sum;
+    }
+}
+
+/// The value of operand `a` at point `p`.
+///
+/// # Safety
+/// A block operand must hold more than `p` initialised values.
+#[inline(always)]
+unsafe fn arg_at(a: Arg, p: usize) -> f64 {
+    match a {
+        // SAFETY: the caller's contract.
+        Arg::Block(a) => unsafe { *a.add(p) },
+        Arg::Splat(c) => c,
     }
 }

@@ -1,8 +1,9 @@
 //! Lowering a lane graph to a [`Program`]: scheduling, run grouping and slot assignment.
 //!
-//! **Schedule.** For one point at a time ([`Schedule::Level`]), operations are ordered by
-//! dependency level (the longest path from an input) and within a level by operation, so
-//! that equal operations sit next to each other; a *run* of equal operations is executed
+//! **Schedule.** For one point at a time ([`Schedule::Level`]), instructions are ordered by
+//! their level (the longest path of instructions from an input, counted after fusion, so a
+//! chain is one step) and within a level by operation, so that equal operations sit next
+//! to each other; a *run* of equal operations is executed
 //! by one dispatch and a tight loop. Models that sum over data (one identical chain per
 //! observation) become long runs. For blocks of points ([`Schedule::Graph`]) dispatch is
 //! already shared by the block, and the graph's own order keeps fewer values alive (each
@@ -55,7 +56,7 @@ impl Emit {
     /// [`Code::Dot`]'s factors; empty for the other codes).
     fn leaves<'p>(&self, packed: &'p [u32]) -> &'p [u32] {
         match self.code {
-            Code::CallN | Code::Dot => {
+            Code::CallN | Code::Dot | Code::DotConst => {
                 let [_, start, count] = self.operands.map(|a| a as usize);
                 &packed[start..start + count]
             }
@@ -105,6 +106,7 @@ impl Program {
         let mut free: Vec<u32> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
         let mut lists: Vec<u32> = Vec::new();
+        let mut weights: Vec<f64> = Vec::new();
         let mut reads: Vec<u32> = Vec::new();
         let mut previous_key = None;
         // Each emit becomes its instruction in schedule order, collected in place (the
@@ -128,6 +130,16 @@ impl Program {
                     args[1] = lists.len() as u32;
                     args[2] = leaves.len() as u32;
                     lists.extend(leaves.iter().map(|&a| slot[a as usize]));
+                } else if e.code == Code::DotConst {
+                    // `(variable, weight)` node pairs: the variables' slots in the list,
+                    // the weights' values beside them.
+                    args[1] = lists.len() as u32;
+                    args[2] = (leaves.len() / 2) as u32;
+                    weights.resize(lists.len(), 0.0);
+                    for u in leaves.chunks_exact(2) {
+                        lists.push(slot[u[0] as usize]);
+                        weights.push(nodes[u[1] as usize].constant().unwrap_or(f64::NAN));
+                    }
                 }
                 // Temporaries used for the last time here (once each: a released node's last
                 // use is marked past the end) go back to the free list: one point at a time,
@@ -155,7 +167,8 @@ impl Program {
                 }
                 slot[e.node as usize] = dst;
                 // A run of chains holds one level (its chains are independent).
-                let same_level = e.code != Code::Dot || previous_key.is_none_or(|p| p == e.key);
+                let same_level = !matches!(e.code, Code::Dot | Code::DotConst)
+                    || previous_key.is_none_or(|p| p == e.key);
                 previous_key = Some(e.key);
                 match runs.last_mut() {
                     Some(r) if r.code == e.code && same_level => r.end += 1,
@@ -174,7 +187,7 @@ impl Program {
         let slots = next_free as usize;
         let program = Program {
             id: next_id(),
-            block: block_size(slots),
+            block: block_size(slots - consts.len()),
             slots,
             consts,
             inputs,
@@ -183,6 +196,7 @@ impl Program {
             outputs,
             schedule,
             lists,
+            weights,
         };
         program.check();
         program
@@ -196,11 +210,15 @@ impl Program {
         for r in &self.runs {
             let instrs = self.instrs.get(r.start as usize..r.end as usize);
             for i in instrs.expect("runs lie inside the instructions") {
-                if matches!(r.code, Code::CallN | Code::Dot) {
+                if matches!(r.code, Code::CallN | Code::Dot | Code::DotConst) {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(
                         start + k <= self.lists.len(),
                         "argument list out of range in {i:?}"
+                    );
+                    assert!(
+                        r.code != Code::DotConst || start + k <= self.weights.len(),
+                        "weights out of range in {i:?}"
                     );
                     assert!(
                         r.code != Code::Dot || k % 2 == 0,
@@ -213,6 +231,10 @@ impl Program {
                 assert!(
                     i.dst < n && self.reads(r.code, i).all(|a| a < n),
                     "slot out of range in {i:?}"
+                );
+                assert!(
+                    i.dst as usize >= self.consts.len() + self.inputs,
+                    "a destination is a temporary's slot: {i:?}"
                 );
                 if self.schedule == Schedule::Graph {
                     assert!(
@@ -382,13 +404,19 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     // A fused product is computed inside its consumer (which comes later in node order).
     emits.retain(|e| !fused[e.node as usize]);
     // Only the use counts are read from here on.
-    drop((plain, sum_operand, fused, level));
-    if schedule == Schedule::Level {
-        dot_chains(&mut emits, &mut packed, &uses, nodes.len());
+    drop((plain, sum_operand, fused));
+    if schedule != Schedule::Tape {
+        // A factor that is a constant other than NaN: a `DotConst`'s weight.
+        let weight = |id: u32| nodes[id as usize].constant().filter(|w| !w.is_nan());
+        dot_chains(&mut emits, &mut packed, &uses, weight);
     }
+    if schedule == Schedule::Level {
+        instruction_levels(&mut emits, &packed, &mut level);
+    }
+    drop(level);
     for e in emits
         .iter_mut()
-        .filter(|e| !matches!(e.code, Code::CallN | Code::Dot))
+        .filter(|e| !matches!(e.code, Code::CallN | Code::Dot | Code::DotConst))
     {
         for k in e.code.arity()..3 {
             e.operands[k] = 0;
@@ -397,9 +425,29 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     if schedule != Schedule::Graph {
         // The keys are distinct (one node each): an unstable sort gives the stable order,
         // without the stable sort's buffer of half the list.
-        emits.sort_unstable_by_key(|e| (e.key, e.code, e.node));
+        // Chains of one level by length, so that those run in step have similar lengths.
+        let chain = |e: &Emit| match e.code {
+            Code::Dot | Code::DotConst => e.operands[2],
+            _ => 0,
+        };
+        emits.sort_unstable_by_key(|e| (e.key, e.code, chain(e), e.node));
     }
     (emits, packed)
+}
+
+/// Keys `emits` (in node order, so every operand's emit comes before its reader's) by
+/// their level among the instructions themselves: one above the highest instruction they
+/// read, inputs and constants at 0. The graph's own levels count a fused product and every
+/// link of a [`Code::Dot`]'s chain as a level of its own, so independent chains of
+/// different lengths would sit on different levels, each a run (a dispatch) of its own;
+/// by these levels they share one. `level` is scratch, one entry per node.
+fn instruction_levels(emits: &mut [Emit], packed: &[u32], level: &mut [u32]) {
+    level.fill(0);
+    for e in emits.iter_mut() {
+        let reads = e.operands[..e.code.arity()].iter().chain(e.leaves(packed));
+        e.key = 1 + reads.map(|&a| level[a as usize]).max().unwrap_or(0);
+        level[e.node as usize] = e.key;
+    }
 }
 
 /// The fewest [`Code::MulAdd`]s a chain needs to become one [`Code::Dot`] (measured:
@@ -408,11 +456,24 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
 /// within 1% elsewhere, see `BENCHMARKS.md`).
 pub(crate) const MIN_DOT: usize = 6;
 
+/// The fewest terms, each with a weight, that become one [`Code::DotConst`] (measured,
+/// instructions per gradient: 4 against 6 saves 3–7% on UNIQUAC and Peng–Robinson and
+/// 0.7% on electrolyte-16, within 0.1% elsewhere; 3 costs electrolyte 0.3–0.9% more).
+pub(crate) const MIN_DOT_CONST: usize = 4;
+
 /// Makes each chain of at least [`MIN_DOT`] `MulAdd` emits — each but the first taking as
 /// `c` the one before's value, used nowhere else — one [`Code::Dot`] emit in the last
 /// one's place (its level: above every operand of the chain), its factors appended to
-/// `packed`. `uses` counts every node's uses (outputs included) among `nodes` nodes.
-fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u32], nodes: usize) {
+/// `packed`; a [`Code::DotConst`] where every product has a factor that `weight` answers
+/// (a constant other than NaN), its factors appended as `(variable, weight)` pairs.
+/// `uses` counts every node's uses (outputs included), one entry per node.
+fn dot_chains(
+    emits: &mut Vec<Emit>,
+    packed: &mut Vec<u32>,
+    uses: &[u32],
+    weight: impl Fn(u32) -> Option<f64>,
+) {
+    let nodes = uses.len();
     const NO: u32 = u32::MAX;
     let mut emit_of = vec![NO; nodes];
     for (k, e) in emits.iter().enumerate() {
@@ -431,6 +492,8 @@ fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u32], nodes:
     }
     let mut removed = vec![false; emits.len()];
     let mut chain: Vec<usize> = Vec::new();
+    // Whether each term of `chain` has a weight.
+    let mut weighted: Vec<bool> = Vec::new();
     for k in 0..emits.len() {
         if emits[k].code != Code::MulAdd || absorbed[k] {
             continue;
@@ -446,20 +509,47 @@ fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u32], nodes:
             }
             at = below as usize;
         }
-        if chain.len() < MIN_DOT {
+        if chain.len() < MIN_DOT.min(MIN_DOT_CONST) {
             continue;
         }
-        let start = packed.len() as u32;
-        for &m in chain.iter().rev() {
-            packed.extend_from_slice(&emits[m].operands[..2]);
+        // Up from the first sum: the chain in pieces of terms that all have a weight or
+        // all have none; a piece long enough is one instruction in its last sum's place,
+        // its `c` the piece below's last sum (or the chain's `c`).
+        chain.reverse();
+        weighted.clear();
+        weighted.extend(chain.iter().map(|&m| {
+            let [a, b, _] = emits[m].operands;
+            weight(a).is_some() || weight(b).is_some()
+        }));
+        let mut from = 0;
+        while from < chain.len() {
+            let w = weighted[from];
+            let to = from + weighted[from..].iter().take_while(|&&v| v == w).count();
+            let piece = &chain[from..to];
+            from = to;
+            if piece.len() < if w { MIN_DOT_CONST } else { MIN_DOT } {
+                continue;
+            }
+            let start = packed.len() as u32;
+            for &m in piece {
+                let [a, b, _] = emits[m].operands;
+                // The weight second (either factor may be it: the product is the same).
+                let pair = if w && weight(b).is_none() {
+                    [b, a]
+                } else {
+                    [a, b]
+                };
+                packed.extend_from_slice(&pair);
+            }
+            let first = emits[piece[0]].operands[2];
+            let (&last, below) = piece.split_last().unwrap_or((&piece[0], &[]));
+            for &m in below {
+                removed[m] = true;
+            }
+            let e = &mut emits[last];
+            e.code = if w { Code::DotConst } else { Code::Dot };
+            e.operands = [first, start, packed.len() as u32 - start];
         }
-        let first = emits[chain[chain.len() - 1]].operands[2];
-        for &m in &chain[1..] {
-            removed[m] = true;
-        }
-        let e = &mut emits[k];
-        e.code = Code::Dot;
-        e.operands = [first, start, packed.len() as u32 - start];
     }
     let mut k = 0;
     emits.retain(|_| {
@@ -468,9 +558,10 @@ fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u32], nodes:
     });
 }
 
-/// Points per block: as many as keep every slot's block within about 1 MiB (half a
-/// typical server core's L2), a multiple of 8 between 16 and 256. Measured on Kirby2's
-/// Jacobian: 8 points per block run at 36% of the speed of 128, and 256 no faster.
+/// Points per block: as many as keep every block (one per input and temporary slot: the
+/// constants have none) within about 1 MiB (half a typical server core's L2), a multiple
+/// of 8 between 16 and 256. Measured on Kirby2's Jacobian: 8 points per block run at 36%
+/// of the speed of 128, and 256 no faster.
 fn block_size(slots: usize) -> usize {
     let fit = (1024 * 1024 / 8) / slots.max(1);
     (fit / 8 * 8).clamp(16, 256)

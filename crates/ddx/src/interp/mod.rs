@@ -77,6 +77,17 @@ pub enum Code {
     /// run, so the chains of one run are independent: the loop runs two at a time and
     /// stores both results after reading every operand.
     Dot,
+    /// A [`Code::Dot`] whose every product has a constant factor that is not NaN (a
+    /// *weight*): `args = [c, start, m]`, the other factors' slots at
+    /// `lists[start..start + m]` and their weights at `weights[start..start + m]` of its
+    /// [`Program`], computing `w_m·x_m + (… + (w₁·x₁ + c))`, each product and sum rounded,
+    /// in the chain's order. A product with a factor that is not NaN has the same bits
+    /// whichever factor comes first (IEEE multiplication commutes, and with one NaN
+    /// operand that NaN, quieted, is the answer), so the chain's bits, NaN payloads
+    /// included. The weights are read from the program (not copied into the slot array),
+    /// one load folded into each product; the chains of a run (one level, independent,
+    /// sorted by length) run four at a time.
+    DotConst,
 }
 
 impl Code {
@@ -88,8 +99,19 @@ impl Code {
             Code::MulAdd | Code::MulSub | Code::SubMul => 3,
             Code::MulMul | Code::MulDiv | Code::AddAdd | Code::AddDiv | Code::SubDiv => 3,
             // The tag (or the chain's `c`); the rest is read through the program's lists.
-            Code::CallN | Code::Dot => 1,
+            Code::CallN | Code::Dot | Code::DotConst => 1,
         }
+    }
+}
+
+impl Code {
+    /// The code's byte, as the per-point loop dispatches on it: a plain number, so that the
+    /// compiler makes one jump table (on the nested enum it makes two). The numbers are
+    /// the compiler's own layout of `Code` (one byte: the operation's discriminant, the
+    /// other codes in the niche after them), the same in every use within a build.
+    const fn tag(self) -> u8 {
+        // SAFETY: `Code` is one byte (or this does not compile), and every byte is a `u8`.
+        unsafe { std::mem::transmute::<Code, u8>(self) }
     }
 }
 
@@ -116,8 +138,13 @@ pub struct Program {
     runs: Vec<Run>,
     instrs: Vec<Instr>,
     outputs: Vec<u32>,
-    /// The argument slots of every [`Code::CallN`] instruction, one run of them each.
+    /// The argument slots of every [`Code::CallN`] instruction, the factor slots of every
+    /// [`Code::Dot`] and the variable factors' slots of every [`Code::DotConst`], one run
+    /// of them each.
     lists: Vec<u32>,
+    /// Each [`Code::DotConst`] term's weight, at its slot's index in `lists` (no longer than
+    /// `lists`, covering every `DotConst` list; other entries unused).
+    weights: Vec<f64>,
 }
 
 static NEXT_PROGRAM: AtomicU64 = AtomicU64::new(1);
@@ -181,6 +208,17 @@ impl Program {
         self.slots
     }
 
+    /// Number of constant slots (slots `0..constants`; the inputs follow them).
+    pub fn constant_count(&self) -> usize {
+        self.consts.len()
+    }
+
+    /// The slot lists that [`Code::CallN`] and [`Code::Dot`] instructions index (`args[1]`
+    /// the start, `args[2]` the length): for tools that profile programs.
+    pub fn lists(&self) -> &[u32] {
+        &self.lists
+    }
+
     /// Bytes the program holds (instructions, runs, constants, output slots).
     pub fn memory(&self) -> usize {
         use std::mem::size_of;
@@ -189,6 +227,7 @@ impl Program {
             + self.consts.capacity() * size_of::<f64>()
             + self.outputs.capacity() * size_of::<u32>()
             + self.lists.capacity() * size_of::<u32>()
+            + self.weights.capacity() * size_of::<f64>()
     }
 
     /// The slots instruction `i` (computing `code`) reads: its operands, and a
@@ -196,7 +235,7 @@ impl Program {
     pub(crate) fn reads(&self, code: Code, i: &Instr) -> impl Iterator<Item = u32> + '_ {
         let args = i.args;
         let list: &[u32] = match code {
-            Code::CallN | Code::Dot => {
+            Code::CallN | Code::Dot | Code::DotConst => {
                 let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                 self.lists.get(start..start + k).unwrap_or(&[])
             }
@@ -274,51 +313,78 @@ impl Program {
         s.slots[base..base + self.inputs].copy_from_slice(inputs);
         // SAFETY: `lower` checked every slot index in `instrs` against `self.slots`,
         // and the scratch array holds exactly `self.slots` values.
-        unsafe { dispatch(&self.runs, &self.instrs, &self.lists, s.slots.as_mut_ptr()) };
+        unsafe {
+            dispatch(
+                &self.runs,
+                &self.instrs,
+                &self.tables(),
+                s.slots.as_mut_ptr(),
+            )
+        };
         for (k, &slot) in self.outputs.iter().enumerate() {
             sink(k, s.slots[slot as usize]);
         }
     }
 }
 
-/// Runs `runs` of `instrs` with a build that has the CPU's fused multiply-add where it has
-/// one (`f64::mul_add` is otherwise a library call).
+impl Program {
+    /// The program's lists and weights, as the execution loop reads them.
+    pub(crate) fn tables(&self) -> Tables<'_> {
+        Tables {
+            lists: &self.lists,
+            weights: &self.weights,
+        }
+    }
+}
+
+/// What instructions read beside the slot array: [`Program`]'s `lists` and `weights`.
+#[derive(Clone, Copy)]
+pub(crate) struct Tables<'a> {
+    lists: &'a [u32],
+    weights: &'a [f64],
+}
+
+/// Runs `runs` of `instrs` with a build that has the CPU's fused multiply-add (and with it
+/// AVX's three-operand forms) where it has one (`f64::mul_add` is otherwise a library
+/// call).
 ///
 /// # Safety
 /// As [`execute`].
-unsafe fn dispatch(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
+unsafe fn dispatch(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f64) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the feature is present; the slot contract is the caller's.
-            return unsafe { execute_fma(runs, instrs, lists, s) };
+            return unsafe { execute_fma(runs, instrs, t, s) };
         }
     }
     // SAFETY: as above.
-    unsafe { execute(runs, instrs, lists, s) }
+    unsafe { execute::<false>(runs, instrs, t, s) }
 }
 
-/// [`execute`] compiled with FMA.
+/// [`execute`] compiled with FMA (which implies AVX).
 ///
 /// # Safety
 /// The CPU must have FMA; otherwise as [`execute`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
-unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
-    // SAFETY: forwarded.
-    unsafe { execute(runs, instrs, lists, s) }
+unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f64) {
+    // SAFETY: forwarded; the CPU has AVX.
+    unsafe { execute::<true>(runs, instrs, t, s) }
 }
 
 /// Runs `runs` of `instrs` over the slot array at `s`, [`Code::CallN`]'s argument slots
-/// and [`Code::Dot`]'s factors in `lists`.
+/// and [`Code::Dot`]'s factors in `t.lists`, [`Code::DotConst`]'s weights in `t.weights`;
+/// `AVX`: the CPU has AVX (and the caller is compiled for it).
 ///
 /// # Safety
-/// Every slot index in `instrs` and `lists` must be in bounds of the array `s` points
-/// to, every run must lie inside `instrs`, every `CallN`'s and `Dot`'s list inside
-/// `lists` (a `Dot`'s of even length), and no `Dot` of a run may read another's
-/// destination.
+/// Every slot index in `instrs` and `t.lists` must be in bounds of the array `s` points
+/// to, every run must lie inside `instrs`, every `CallN`'s, `Dot`'s and `DotConst`'s list
+/// inside `t.lists` (a `Dot`'s of even length) and every `DotConst`'s inside `t.weights`,
+/// and no `Dot` or `DotConst` of a run may read another's destination.
 #[inline(always)]
-unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
+unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f64) {
+    let lists = t.lists;
     use ddx_ir::math;
     macro_rules! each {
         ($run:expr, |$a:ident| $body:expr) => {
@@ -332,61 +398,118 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
             }
         };
     }
+    // One number per code, dense (`Code::tag`): one jump table.
+    const T_NEG: u8 = Code::Op(Op::Neg).tag();
+    const T_HOLD: u8 = Code::Op(Op::Hold).tag();
+    const T_ADD: u8 = Code::Op(Op::Add).tag();
+    const T_SUB: u8 = Code::Op(Op::Sub).tag();
+    const T_MUL: u8 = Code::Op(Op::Mul).tag();
+    const T_DIV: u8 = Code::Op(Op::Div).tag();
+    const T_SQRT: u8 = Code::Op(Op::Sqrt).tag();
+    const T_ABS: u8 = Code::Op(Op::Abs).tag();
+    const T_SIGN: u8 = Code::Op(Op::Sign).tag();
+    const T_MAX: u8 = Code::Op(Op::Max).tag();
+    const T_MIN: u8 = Code::Op(Op::Min).tag();
+    const T_LT: u8 = Code::Op(Op::Lt).tag();
+    const T_LE: u8 = Code::Op(Op::Le).tag();
+    const T_EQ: u8 = Code::Op(Op::Eq).tag();
+    const T_NE: u8 = Code::Op(Op::Ne).tag();
+    const T_SELECT: u8 = Code::Op(Op::Select).tag();
+    const T_FMA: u8 = Code::Op(Op::Fma).tag();
+    const T_CALL: u8 = Code::Op(Op::Call).tag();
+    const T_SIN: u8 = Code::Op(Op::Sin).tag();
+    const T_COS: u8 = Code::Op(Op::Cos).tag();
+    const T_TAN: u8 = Code::Op(Op::Tan).tag();
+    const T_EXP: u8 = Code::Op(Op::Exp).tag();
+    const T_LOG: u8 = Code::Op(Op::Log).tag();
+    const T_LOG10: u8 = Code::Op(Op::Log10).tag();
+    const T_CBRT: u8 = Code::Op(Op::Cbrt).tag();
+    const T_ASIN: u8 = Code::Op(Op::Asin).tag();
+    const T_ACOS: u8 = Code::Op(Op::Acos).tag();
+    const T_ATAN: u8 = Code::Op(Op::Atan).tag();
+    const T_SINH: u8 = Code::Op(Op::Sinh).tag();
+    const T_COSH: u8 = Code::Op(Op::Cosh).tag();
+    const T_TANH: u8 = Code::Op(Op::Tanh).tag();
+    const T_ASINH: u8 = Code::Op(Op::Asinh).tag();
+    const T_ACOSH: u8 = Code::Op(Op::Acosh).tag();
+    const T_ATANH: u8 = Code::Op(Op::Atanh).tag();
+    const T_ERF: u8 = Code::Op(Op::Erf).tag();
+    const T_LOG1P: u8 = Code::Op(Op::Log1p).tag();
+    const T_EXPM1: u8 = Code::Op(Op::Expm1).tag();
+    const T_LOG2: u8 = Code::Op(Op::Log2).tag();
+    const T_RECIP: u8 = Code::Op(Op::Recip).tag();
+    const T_POWI: u8 = Code::Op(Op::Powi).tag();
+    const T_POW: u8 = Code::Op(Op::Pow).tag();
+    const T_ATAN2: u8 = Code::Op(Op::Atan2).tag();
+    const T_HYPOT: u8 = Code::Op(Op::Hypot).tag();
+    const T_MUL_ADD: u8 = Code::MulAdd.tag();
+    const T_MUL_SUB: u8 = Code::MulSub.tag();
+    const T_SUB_MUL: u8 = Code::SubMul.tag();
+    const T_MUL_MUL: u8 = Code::MulMul.tag();
+    const T_MUL_DIV: u8 = Code::MulDiv.tag();
+    const T_ADD_ADD: u8 = Code::AddAdd.tag();
+    const T_ADD_DIV: u8 = Code::AddDiv.tag();
+    const T_SUB_DIV: u8 = Code::SubDiv.tag();
+    const T_ACCUMULATE: u8 = Code::Accumulate.tag();
+    const T_DOT: u8 = Code::Dot.tag();
+    const T_DOT_CONST: u8 = Code::DotConst.tag();
+    const T_CALL_N: u8 = Code::CallN.tag();
+    const T_PACK: u8 = Code::Op(Op::Pack).tag();
     for r in runs {
-        match r.code {
-            Code::Op(Op::Neg) => each!(r, |a| -a(0)),
+        match r.code.tag() {
+            T_NEG => each!(r, |a| -a(0)),
             // Never in a lane (`Graph::extract` removes it).
-            Code::Op(Op::Hold) => each!(r, |a| ddx_ir::math::eval(Op::Hold, &[a(0)])),
-            Code::Op(Op::Add) => each!(r, |a| a(0) + a(1)),
-            Code::Op(Op::Sub) => each!(r, |a| a(0) - a(1)),
-            Code::Op(Op::Mul) => each!(r, |a| a(0) * a(1)),
-            Code::Op(Op::Div) => each!(r, |a| a(0) / a(1)),
-            Code::Op(Op::Sqrt) => each!(r, |a| a(0).sqrt()),
-            Code::Op(Op::Abs) => each!(r, |a| a(0).abs()),
-            Code::Op(Op::Sign) => each!(r, |a| math::sign(a(0))),
-            Code::Op(Op::Max) => each!(r, |a| math::max(a(0), a(1))),
-            Code::Op(Op::Min) => each!(r, |a| math::min(a(0), a(1))),
-            Code::Op(Op::Lt) => each!(r, |a| math::truth(a(0) < a(1))),
-            Code::Op(Op::Le) => each!(r, |a| math::truth(a(0) <= a(1))),
-            Code::Op(Op::Eq) => each!(r, |a| math::truth(a(0) == a(1))),
-            Code::Op(Op::Ne) => each!(r, |a| math::ne(a(0), a(1))),
-            Code::Op(Op::Select) => each!(r, |a| math::select(a(0), a(1), a(2))),
-            Code::Op(Op::Fma) => each!(r, |a| a(0).mul_add(a(1), a(2))),
-            Code::Op(Op::Call) => each!(r, |a| ddx_ir::user::call(a(0), a(1), a(2))),
-            Code::Op(Op::Sin) => each!(r, |a| math::sin(a(0))),
-            Code::Op(Op::Cos) => each!(r, |a| math::cos(a(0))),
-            Code::Op(Op::Tan) => each!(r, |a| math::tan(a(0))),
-            Code::Op(Op::Exp) => each!(r, |a| math::exp(a(0))),
-            Code::Op(Op::Log) => each!(r, |a| math::log(a(0))),
-            Code::Op(Op::Log10) => each!(r, |a| math::log10(a(0))),
-            Code::Op(Op::Cbrt) => each!(r, |a| math::cbrt(a(0))),
-            Code::Op(Op::Asin) => each!(r, |a| math::asin(a(0))),
-            Code::Op(Op::Acos) => each!(r, |a| math::acos(a(0))),
-            Code::Op(Op::Atan) => each!(r, |a| math::atan(a(0))),
-            Code::Op(Op::Sinh) => each!(r, |a| math::sinh(a(0))),
-            Code::Op(Op::Cosh) => each!(r, |a| math::cosh(a(0))),
-            Code::Op(Op::Tanh) => each!(r, |a| math::tanh(a(0))),
-            Code::Op(Op::Asinh) => each!(r, |a| math::asinh(a(0))),
-            Code::Op(Op::Acosh) => each!(r, |a| math::acosh(a(0))),
-            Code::Op(Op::Atanh) => each!(r, |a| math::atanh(a(0))),
-            Code::Op(Op::Erf) => each!(r, |a| math::erf(a(0))),
-            Code::Op(Op::Log1p) => each!(r, |a| math::log1p(a(0))),
-            Code::Op(Op::Expm1) => each!(r, |a| math::expm1(a(0))),
-            Code::Op(Op::Log2) => each!(r, |a| math::log2(a(0))),
-            Code::Op(Op::Recip) => each!(r, |a| 1.0 / a(0)),
-            Code::Op(Op::Powi) => each!(r, |a| math::powi(a(0), a(1))),
-            Code::Op(Op::Pow) => each!(r, |a| math::pow(a(0), a(1))),
-            Code::Op(Op::Atan2) => each!(r, |a| math::atan2(a(0), a(1))),
-            Code::Op(Op::Hypot) => each!(r, |a| math::hypot(a(0), a(1))),
-            Code::MulAdd => each!(r, |a| a(0) * a(1) + a(2)),
-            Code::MulSub => each!(r, |a| a(0) * a(1) - a(2)),
-            Code::SubMul => each!(r, |a| a(2) - a(0) * a(1)),
-            Code::MulMul => each!(r, |a| a(0) * a(1) * a(2)),
-            Code::MulDiv => each!(r, |a| a(0) * a(1) / a(2)),
-            Code::AddAdd => each!(r, |a| a(0) + a(1) + a(2)),
-            Code::AddDiv => each!(r, |a| add_regs_in_order(a(2), a(0) / a(1))),
-            Code::SubDiv => each!(r, |a| a(2) - a(0) / a(1)),
-            Code::Accumulate => {
+            T_HOLD => each!(r, |a| ddx_ir::math::eval(Op::Hold, &[a(0)])),
+            T_ADD => each!(r, |a| a(0) + a(1)),
+            T_SUB => each!(r, |a| a(0) - a(1)),
+            T_MUL => each!(r, |a| a(0) * a(1)),
+            T_DIV => each!(r, |a| a(0) / a(1)),
+            T_SQRT => each!(r, |a| a(0).sqrt()),
+            T_ABS => each!(r, |a| a(0).abs()),
+            T_SIGN => each!(r, |a| math::sign(a(0))),
+            T_MAX => each!(r, |a| math::max(a(0), a(1))),
+            T_MIN => each!(r, |a| math::min(a(0), a(1))),
+            T_LT => each!(r, |a| math::truth(a(0) < a(1))),
+            T_LE => each!(r, |a| math::truth(a(0) <= a(1))),
+            T_EQ => each!(r, |a| math::truth(a(0) == a(1))),
+            T_NE => each!(r, |a| math::ne(a(0), a(1))),
+            T_SELECT => each!(r, |a| math::select(a(0), a(1), a(2))),
+            T_FMA => each!(r, |a| a(0).mul_add(a(1), a(2))),
+            T_CALL => each!(r, |a| ddx_ir::user::call(a(0), a(1), a(2))),
+            T_SIN => each!(r, |a| math::sin(a(0))),
+            T_COS => each!(r, |a| math::cos(a(0))),
+            T_TAN => each!(r, |a| math::tan(a(0))),
+            T_EXP => each!(r, |a| math::exp(a(0))),
+            T_LOG => each!(r, |a| math::log(a(0))),
+            T_LOG10 => each!(r, |a| math::log10(a(0))),
+            T_CBRT => each!(r, |a| math::cbrt(a(0))),
+            T_ASIN => each!(r, |a| math::asin(a(0))),
+            T_ACOS => each!(r, |a| math::acos(a(0))),
+            T_ATAN => each!(r, |a| math::atan(a(0))),
+            T_SINH => each!(r, |a| math::sinh(a(0))),
+            T_COSH => each!(r, |a| math::cosh(a(0))),
+            T_TANH => each!(r, |a| math::tanh(a(0))),
+            T_ASINH => each!(r, |a| math::asinh(a(0))),
+            T_ACOSH => each!(r, |a| math::acosh(a(0))),
+            T_ATANH => each!(r, |a| math::atanh(a(0))),
+            T_ERF => each!(r, |a| math::erf(a(0))),
+            T_LOG1P => each!(r, |a| math::log1p(a(0))),
+            T_EXPM1 => each!(r, |a| math::expm1(a(0))),
+            T_LOG2 => each!(r, |a| math::log2(a(0))),
+            T_RECIP => each!(r, |a| 1.0 / a(0)),
+            T_POWI => each!(r, |a| math::powi(a(0), a(1))),
+            T_POW => each!(r, |a| math::pow(a(0), a(1))),
+            T_ATAN2 => each!(r, |a| math::atan2(a(0), a(1))),
+            T_HYPOT => each!(r, |a| math::hypot(a(0), a(1))),
+            T_MUL_ADD => each!(r, |a| a(0) * a(1) + a(2)),
+            T_MUL_SUB => each!(r, |a| a(0) * a(1) - a(2)),
+            T_SUB_MUL => each!(r, |a| a(2) - a(0) * a(1)),
+            T_MUL_MUL => each!(r, |a| a(0) * a(1) * a(2)),
+            T_MUL_DIV => each!(r, |a| a(0) * a(1) / a(2)),
+            T_ADD_ADD => each!(r, |a| a(0) + a(1) + a(2)),
+            T_ADD_DIV => each!(r, |a| add_regs_in_order(a(2), a(0) / a(1))),
+            T_SUB_DIV => each!(r, |a| a(2) - a(0) / a(1)),
+            T_ACCUMULATE => {
                 // SAFETY: runs lie inside `instrs` and every slot index is in bounds
                 // (checked at lowering); the run is not empty.
                 unsafe {
@@ -402,14 +525,18 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
             }
             // SAFETY: the caller's contract (kept out of line: it needs registers the
             // dispatch loop would otherwise spill).
-            Code::Dot => unsafe {
+            T_DOT => unsafe {
                 dots(
                     instrs.get_unchecked(r.start as usize..r.end as usize),
                     lists,
                     s,
                 )
             },
-            Code::CallN => {
+            // SAFETY: as above; `AVX` says the CPU has AVX.
+            T_DOT_CONST => unsafe {
+                dot_consts::<AVX>(instrs.get_unchecked(r.start as usize..r.end as usize), t, s)
+            },
+            T_CALL_N => {
                 // The arguments gathered on the stack (a few) or in one buffer per run.
                 let mut heap: Vec<f64> = Vec::new();
                 // SAFETY: runs lie inside `instrs`, every list inside `lists`, and every
@@ -434,7 +561,9 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], lists: &[u32], s: *mut f64) {
                 }
             }
             // Never in a lane's instructions: a call reads its pack's arguments.
-            Code::Op(Op::Pack) => {}
+            T_PACK => {}
+            // Every tag is one of the above.
+            _ => {}
         }
     }
 }
@@ -486,6 +615,98 @@ unsafe fn dots(run: &[Instr], lists: &[u32], s: *mut f64) {
             }
             *s.add(i.dst as usize) = p;
         }
+    }
+}
+
+/// Runs `run`, a run of [`Code::DotConst`] instructions (independent chains, as
+/// [`dots`]'), over the slot array at `s`: four chains at a time in step while all four
+/// have terms, then each alone; the four results stored after every operand of the four
+/// is read. `AVX`: the CPU has AVX (its build is chosen).
+///
+/// # Safety
+/// As [`dots`], every list inside `t.lists` and `t.weights`.
+#[inline(never)]
+unsafe fn dot_consts<const AVX: bool>(run: &[Instr], t: &Tables<'_>, s: *mut f64) {
+    #[cfg(target_arch = "x86_64")]
+    if AVX {
+        // SAFETY: the caller's contract; the CPU has AVX.
+        return unsafe { dot_consts_avx(run, t, s) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { dot_consts_in::<false>(run, t, s) }
+}
+
+/// [`dot_consts`] compiled for AVX: the sums in its three-operand form, with no copies.
+///
+/// # Safety
+/// The CPU must have AVX; otherwise as [`dot_consts`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn dot_consts_avx(run: &[Instr], t: &Tables<'_>, s: *mut f64) {
+    // SAFETY: the caller's contract.
+    unsafe { dot_consts_in::<true>(run, t, s) }
+}
+
+/// The body of [`dot_consts`]; `AVX`: the CPU has AVX.
+///
+/// # Safety
+/// As [`dot_consts`].
+#[inline(always)]
+unsafe fn dot_consts_in<const AVX: bool>(run: &[Instr], t: &Tables<'_>, s: *mut f64) {
+    // SAFETY (the closures and the loops): the caller's contract puts every list inside
+    // both tables and every slot in bounds.
+    let chain = |i: &Instr| unsafe {
+        let start = i.args[1] as usize;
+        (
+            t.lists.as_ptr().add(start),
+            t.weights.as_ptr().add(start),
+            i.args[2] as usize,
+            *s.add(i.args[0] as usize),
+        )
+    };
+    let term = |x: *const u32, w: *const f64, k: usize, p: f64| unsafe {
+        add_regs_ordered::<AVX>(*w.add(k) * *s.add(*x.add(k) as usize), p)
+    };
+    let mut fours = run.chunks_exact(4);
+    for four in &mut fours {
+        let (x0, w0, m0, mut p0) = chain(&four[0]);
+        let (x1, w1, m1, mut p1) = chain(&four[1]);
+        let (x2, w2, m2, mut p2) = chain(&four[2]);
+        let (x3, w3, m3, mut p3) = chain(&four[3]);
+        let common = m0.min(m1).min(m2).min(m3);
+        for k in 0..common {
+            p0 = term(x0, w0, k, p0);
+            p1 = term(x1, w1, k, p1);
+            p2 = term(x2, w2, k, p2);
+            p3 = term(x3, w3, k, p3);
+        }
+        for k in common..m0 {
+            p0 = term(x0, w0, k, p0);
+        }
+        for k in common..m1 {
+            p1 = term(x1, w1, k, p1);
+        }
+        for k in common..m2 {
+            p2 = term(x2, w2, k, p2);
+        }
+        for k in common..m3 {
+            p3 = term(x3, w3, k, p3);
+        }
+        // SAFETY: destinations are in bounds (the caller's contract).
+        unsafe {
+            *s.add(four[0].dst as usize) = p0;
+            *s.add(four[1].dst as usize) = p1;
+            *s.add(four[2].dst as usize) = p2;
+            *s.add(four[3].dst as usize) = p3;
+        }
+    }
+    for i in fours.remainder() {
+        let (x, w, m, mut p) = chain(i);
+        for k in 0..m {
+            p = term(x, w, k, p);
+        }
+        // SAFETY: as above.
+        unsafe { *s.add(i.dst as usize) = p };
     }
 }
 
@@ -558,6 +779,30 @@ fn add_regs_in_order(a: f64, b: f64) -> f64 {
     {
         a + b
     }
+}
+
+/// [`add_regs_in_order`], in AVX's three-operand form where `AVX` (no copy of `a` to
+/// keep `b`); the caller must then be running on a CPU with AVX.
+#[inline(always)]
+fn add_regs_ordered<const AVX: bool>(a: f64, b: f64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if AVX {
+        let sum;
+        // SAFETY: `vaddsd` reads the registers `a` and `b` (the first source's NaN is the
+        // answer where both are NaN) and writes `sum`; no memory, no stack, no flags. The
+        // caller runs it only where the CPU has AVX.
+        unsafe {
+            std::arch::asm!(
+                "vaddsd {sum}, {a}, {b}",
+                sum = lateout(xmm_reg) sum,
+                a = in(xmm_reg) a,
+                b = in(xmm_reg) b,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        return sum;
+    }
+    add_regs_in_order(a, b)
 }
 
 fn next_id() -> u64 {

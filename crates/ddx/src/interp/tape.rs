@@ -217,7 +217,7 @@ impl Tape {
         }
         tape[base..base + p.inputs].copy_from_slice(inputs);
         // SAFETY: `lower` checked every slot index against `p.slots`, the length of `tape`.
-        unsafe { dispatch(&p.runs, &p.instrs, &p.lists, tape.as_mut_ptr()) };
+        unsafe { dispatch(&p.runs, &p.instrs, &p.tables(), tape.as_mut_ptr()) };
     }
 
     /// Moves `tape` — a sweep at `old` — to `new`, `moved` being where they differ
@@ -306,7 +306,7 @@ impl Tape {
             }
             // SAFETY: `only` holds pieces of this program's runs (slots checked at
             // lowering against `p.slots`, the length of `tape`).
-            unsafe { dispatch(only, &p.instrs, &p.lists, tape.as_mut_ptr()) };
+            unsafe { dispatch(only, &p.instrs, &p.tables(), tape.as_mut_ptr()) };
             return total;
         }
         // The union: a pass over the lists' pieces (their sum bounds it; lists that share
@@ -330,7 +330,7 @@ impl Tape {
                 tape[base + i] = new[i];
             }
             // SAFETY: `acc` holds pieces of this program's runs, as each list does.
-            unsafe { dispatch(&acc, &p.instrs, &p.lists, tape.as_mut_ptr()) };
+            unsafe { dispatch(&acc, &p.instrs, &p.tables(), tape.as_mut_ptr()) };
             ran
         };
         UNION.with(|c| c.set((acc, next)));

@@ -5,7 +5,11 @@
 //! stay `MulAdd`s, its pairs two instructions): the program the last-call cache's tests
 //! compare the level program with.
 
-use super::{lower::MIN_DOT, tape::Tape, Code, Program, Schedule};
+use super::{
+    lower::{MIN_DOT, MIN_DOT_CONST},
+    tape::Tape,
+    Code, Columns, Program, Schedule,
+};
 use crate::{rt, Equation, Expr, LaneKind, System};
 use ddx_ir::testing::Rng;
 use ddx_ir::{math, Lane, Node};
@@ -113,6 +117,7 @@ fn dot_chains_give_the_reference_values_and_the_tape_programs_bits() {
             let lane = eq.lane(kind).expect("lane");
             let p = Program::lower(lane, Schedule::Level);
             let (count, two) = dots(&p);
+            chains_independent(&p);
             total += count;
             in_step |= two;
             odd |= p
@@ -259,4 +264,240 @@ fn pair_superinstructions_give_the_reference_values_and_the_tape_programs_bits()
 
 fn bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|v| v.to_bits()).collect()
+}
+
+/// A weight: mostly ordinary, often a signed zero, an infinity, a subnormal or (not a
+/// weight then: such a term is a general one) a NaN with a payload.
+fn weight(rng: &mut Rng) -> f64 {
+    match rng.below(16) {
+        0 => -0.0,
+        1 => 0.0,
+        2 => f64::NEG_INFINITY,
+        3 => f64::from_bits(0x7ff8_0000_0000_0000 | (5 + rng.below(4) as u64)),
+        4 => f64::MIN_POSITIVE / 8.0,
+        5 => 1e300,
+        _ => (rng.below(2001) as f64 - 1000.0) / 16.0,
+    }
+}
+
+/// Weighted sums over `n` symbols: `outputs` chains `c + w₁f₁ + … + w_m f_m` of random
+/// lengths (up to 40, so the chains of a level run four, two and one at a time with
+/// lengths that differ), each weight a constant on either side of its product, now and
+/// then a product of two variables instead (a general term, splitting the chain into
+/// pieces), the factors symbols, sines of symbols or earlier chains, every so often a
+/// partial sum an output of its own.
+fn weighted_sums(seed: u64, n: usize, outputs: usize) -> Equation<System> {
+    rt::equation(move || {
+        let mut rng = Rng::new(seed);
+        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:02}"))).collect();
+        let mut made: Vec<Expr> = Vec::new();
+        let mut outs = Vec::new();
+        for _ in 0..outputs {
+            let factor = |rng: &mut Rng, made: &[Expr]| match rng.below(8) {
+                0 if !made.is_empty() => made[rng.below(made.len())],
+                1 => x[rng.below(n)].sin(),
+                _ => x[rng.below(n)],
+            };
+            let mut f = factor(&mut rng, &made);
+            for _ in 0..rng.below(41) {
+                let a = factor(&mut rng, &made);
+                let term = match rng.below(12) {
+                    0 => a * factor(&mut rng, &made),
+                    1..=5 => a * weight(&mut rng),
+                    _ => weight(&mut rng) * a,
+                };
+                f = if rng.below(2) == 0 {
+                    f + term
+                } else {
+                    term + f
+                };
+                if rng.below(24) == 0 {
+                    outs.push(f);
+                }
+            }
+            made.push(f);
+            outs.push(f);
+        }
+        outs
+    })
+    .expect("builds")
+}
+
+#[test]
+fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
+    const { assert!(MIN_DOT_CONST <= 8) };
+    let mut rng = Rng::new(30);
+    let (mut chains, mut fours, mut remainders, mut pieces) = (0, false, false, false);
+    for seed in 0..100 {
+        let eq = weighted_sums(seed, 2 + (seed as usize % 6), 1 + (seed as usize % 11));
+        for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
+            let lane = eq.lane(kind).expect("lane");
+            let p = Program::lower(lane, Schedule::Level);
+            for r in p.run_list().iter().filter(|r| r.code == Code::DotConst) {
+                let n = (r.end - r.start) as usize;
+                chains += n;
+                fours |= n >= 4;
+                remainders |= !n.is_multiple_of(4);
+            }
+            pieces |= split(&p);
+            chains_independent(&p);
+            let tape = Tape::new(lane);
+            for _ in 0..8 {
+                let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
+                let (out, from_tape) = run_both(&p, &tape, &x);
+                assert!(
+                    same(&out, &reference(lane, &x)),
+                    "seed {seed} {kind:?} at {x:?}"
+                );
+                assert_eq!(
+                    bits(&out),
+                    bits(&from_tape),
+                    "seed {seed} {kind:?} at {x:?}"
+                );
+            }
+        }
+    }
+    assert!(chains > 100, "{chains} weighted chains");
+    assert!(
+        fours && remainders && pieces,
+        "{fours} {remainders} {pieces}"
+    );
+}
+
+/// Asserts that no chain of a [`Code::Dot`] or [`Code::DotConst`] run of `p` reads an
+/// earlier one's destination: the per-point loop runs a run's chains in step, every read
+/// before any store (so a run must hold one level).
+fn chains_independent(p: &Program) {
+    let chains = p
+        .run_list()
+        .iter()
+        .filter(|r| matches!(r.code, Code::Dot | Code::DotConst));
+    for r in chains {
+        let run = &p.instructions()[r.start as usize..r.end as usize];
+        // A later chain may reuse a slot an earlier one read last (all reads come first),
+        // but none may read what an earlier one writes.
+        for (k, i) in run.iter().enumerate() {
+            for j in &run[k + 1..] {
+                assert!(
+                    !p.reads(r.code, j).any(|x| x == i.dst),
+                    "{:?}: {j:?} reads {i:?}'s destination",
+                    r.code
+                );
+            }
+        }
+    }
+}
+
+/// Whether some [`Code::DotConst`] in `p` starts from a [`Code::MulAdd`]'s sum: a chain
+/// split into pieces at a general term.
+fn split(p: &Program) -> bool {
+    let mut writer = vec![None; p.slot_count()];
+    let mut found = false;
+    for r in p.run_list() {
+        for i in &p.instructions()[r.start as usize..r.end as usize] {
+            found |= r.code == Code::DotConst && writer[i.args[0] as usize] == Some(Code::MulAdd);
+            writer[i.dst as usize] = Some(r.code);
+        }
+    }
+    found
+}
+
+#[test]
+fn independent_chains_of_different_lengths_share_one_run() {
+    // Eight weighted sums of the symbols, of 8 to 15 terms: by the graph's levels each
+    // would end on a level of its own; every one reads only symbols, so one run holds all.
+    let eq = rt::equation(|| {
+        let x: Vec<Expr> = (0..16).map(|i| rt::var(&format!("x{i:02}"))).collect();
+        (0..8)
+            .map(|k| {
+                let mut f = x[k];
+                for (j, &xj) in x.iter().enumerate().take(8 + k) {
+                    f += xj * (1.5 + j as f64 + 0.125 * k as f64);
+                }
+                f
+            })
+            .collect::<Vec<_>>()
+    })
+    .expect("builds");
+    let lane = eq.lane(LaneKind::Value).expect("lane");
+    let p = Program::lower(lane, Schedule::Level);
+    let weighted: Vec<_> = p
+        .run_list()
+        .iter()
+        .filter(|r| r.code == Code::DotConst)
+        .collect();
+    assert_eq!(weighted.len(), 1, "{:?}", p.run_list());
+    assert_eq!(weighted[0].end - weighted[0].start, 8);
+    let x: Vec<f64> = (0..16).map(|i| 0.25 * i as f64 - 1.0).collect();
+    let mut out = vec![0.0; 8];
+    p.run(&x, &mut out).expect("runs");
+    assert_eq!(bits(&out), bits(&reference(lane, &x)));
+}
+
+/// Input and output columns for [`Program::run_columns`].
+struct Cols {
+    inputs: Vec<Vec<f64>>,
+    outputs: Vec<*mut f64>,
+}
+
+// SAFETY: the test runs one block run at a time on one thread.
+unsafe impl Sync for Cols {}
+
+impl Columns for Cols {
+    fn input(&self, k: usize) -> *const f64 {
+        self.inputs[k].as_ptr()
+    }
+    fn output(&self, k: usize) -> *mut f64 {
+        self.outputs[k]
+    }
+}
+
+#[test]
+fn block_chains_give_the_per_point_values() {
+    // The weighted and general chains of a block program run a tile of points at a time
+    // (a shorter last tile point by point); every point must answer what the per-point
+    // program answers, NaN for NaN, for lengths around the tile and the block.
+    let mut rng = Rng::new(31);
+    let (mut weighted, mut general) = (false, false);
+    for seed in 0..30 {
+        let (n, outputs) = (2 + (seed as usize % 6), 1 + (seed as usize % 9));
+        let (eq, general_eq) = (weighted_sums(seed, n, outputs), sums(seed, n, outputs));
+        for (eq, kind) in [
+            (&eq, LaneKind::Value),
+            (&eq, LaneKind::Gradient),
+            (&general_eq, LaneKind::Value),
+        ] {
+            let lane = eq.lane(kind).expect("lane");
+            let block = Program::lower(lane, Schedule::Graph);
+            let level = Program::lower(lane, Schedule::Level);
+            for r in block.run_list() {
+                weighted |= r.code == Code::DotConst;
+                general |= r.code == Code::Dot;
+            }
+            let b = block.block_size();
+            for len in [1, 31, 32, 33, 65, b - 1, b + 1, 2 * b + 37] {
+                let inputs: Vec<Vec<f64>> = (0..block.inputs())
+                    .map(|_| (0..len).map(|_| coordinate(&mut rng)).collect())
+                    .collect();
+                let mut out = vec![vec![0.0; len]; block.outputs()];
+                let cols = Cols {
+                    inputs,
+                    outputs: out.iter_mut().map(|c| c.as_mut_ptr()).collect(),
+                };
+                // SAFETY: every column holds `len` values, and only this call touches them.
+                unsafe { block.run_columns(&cols, 0, len) };
+                let mut want = vec![0.0; level.outputs()];
+                for p in 0..len {
+                    let x: Vec<f64> = cols.inputs.iter().map(|c| c[p]).collect();
+                    level.run(&x, &mut want).expect("runs");
+                    let got: Vec<f64> = out.iter().map(|c| c[p]).collect();
+                    assert!(
+                        same(&got, &want),
+                        "seed {seed} {kind:?} len {len} point {p}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(weighted && general, "{weighted} {general}");
 }
