@@ -25,12 +25,16 @@
 //! shape, depth and the shapes of their arguments, paired in graph order. From each seed a
 //! tree grows to the arguments of each pair (bottom-up, as LLVM's SLP vectoriser grows
 //! from stores) and to the readers of both nodes at the same argument position
-//! (top-down). A tree is kept when it saves instructions by the count of [`cost`]: each
-//! pair saves its scalar instructions; each vector operand that is not a pair in the same
-//! lane order costs what building it costs (a splat, a gather, a swap; a pair of
-//! constants or of adjacent inputs is one load and costs nothing), and each value of a
-//! high lane read as a scalar costs an extraction. Finally pairs that cost more than they
-//! save, given all the others, are split until none does.
+//! (top-down). A tree is kept when it saves instructions by the count of
+//! [`Search::cost`]: each pair saves its scalar instructions; each vector operand that is
+//! not a pair in the same lane order costs what building it costs (a splat or a gather,
+//! shared among the pairs reading it; a pair of constants or of adjacent inputs is one
+//! load and costs nothing), and each value of a high lane read as a scalar costs an
+//! extraction. Then readers and arguments of pairs are paired where that pays by itself,
+//! and finally pairs that cost more than they save, given all the others, are split until
+//! none does. Pairing across depths (windows of levels narrowed as pairs are made, which
+//! also keeps a schedule) was measured and found more pairs that ran slower: BENCHMARKS.md,
+//! "Packed point kernels".
 
 use ddx_ir::{Lane, Node, NodeId, Op};
 use std::collections::HashMap;
