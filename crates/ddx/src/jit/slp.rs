@@ -159,6 +159,11 @@ struct Search<'l> {
     slots: HashMap<(u32, u32), u32>,
     /// Nodes per segment: the two nodes of a pair lie in one.
     segment: usize,
+    /// Nodes grown into a tree that was not kept (its seed aside): no later tree takes
+    /// them, so each node is grown into a tree at most once and growing is linear in the
+    /// lane (a 255 000-node Hessian lane took 20 s without it, regrowing the same large
+    /// trees from each seed); the extension pass still may pair them.
+    tried: Vec<bool>,
 }
 
 /// The most readers of one node looked at when growing a tree top-down (a node read by
@@ -207,6 +212,7 @@ impl<'l> Search<'l> {
             high: vec![false; n],
             slots: HashMap::new(),
             segment,
+            tried: vec![false; n],
         }
     }
 
@@ -272,7 +278,7 @@ impl<'l> Search<'l> {
         let mut made = Vec::new();
         let mut work = vec![(a, b)];
         while let Some((x, y)) = work.pop() {
-            if !self.can_pair(x, y) {
+            if !self.can_pair(x, y) || self.tried[x] || self.tried[y] {
                 continue;
             }
             self.pair(x, y);
@@ -396,8 +402,14 @@ impl<'l> Search<'l> {
         let made = self.grow(a, b);
         let total: f64 = made.iter().map(|&x| self.cost(x)).sum();
         if total >= 0.0 {
-            for x in made {
+            // The seed may seed again; the rest was grown once and is not again.
+            for (k, x) in made.into_iter().enumerate() {
+                let y = self.partner[x] as usize;
                 self.split(x);
+                if k > 0 {
+                    self.tried[x] = true;
+                    self.tried[y] = true;
+                }
             }
         }
     }
@@ -468,24 +480,29 @@ pub(crate) fn find(lane: &Lane, fma: bool, segment: usize) -> Packs {
             groups.entry((sh, s.depth[i], arg)).or_default().push(i);
         }
     }
-    let mut keys: Vec<_> = groups.keys().copied().collect();
-    keys.sort_by_key(|k| (std::cmp::Reverse(k.1), groups[k][0]));
-    for key in keys {
-        let members = &groups[&key];
-        let mut i = 0;
+    let mut groups: Vec<(std::cmp::Reverse<u32>, Vec<usize>)> = groups
+        .into_iter()
+        .filter(|(_, members)| members.len() > 1)
+        .map(|(key, members)| (std::cmp::Reverse(key.1), members))
+        .collect();
+    groups.sort_unstable_by_key(|(depth, members)| (*depth, members[0]));
+    for (_, members) in groups {
+        let free = |s: &Search<'_>, i: usize| !s.paired(i) && !s.tried[i];
+        let (mut i, mut j) = (0, 1);
         while i < members.len() {
             let a = members[i];
             i += 1;
-            if s.paired(a) {
+            if !free(&s, a) {
                 continue;
             }
-            let Some(j) = (i..members.len()).find(|&j| !s.paired(members[j])) else {
+            j = j.max(i);
+            while j < members.len() && !free(&s, members[j]) {
+                j += 1;
+            }
+            let Some(&b) = members.get(j) else {
                 break;
             };
-            s.try_tree(a, members[j]);
-            if s.paired(a) {
-                i = j + 1;
-            }
+            s.try_tree(a, b);
         }
     }
     for _ in 0..8 {
