@@ -13,8 +13,10 @@
 use crate::{fold, NodeId, Op, SeedId, SymbolId};
 use hashbrown::HashTable;
 use rustc_hash::FxBuildHasher;
+use smallvec::SmallVec;
 use std::fmt;
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 /// A constant, held by its bits so that it can be hashed; all NaNs share one bit pattern,
 /// while `+0.0` and `-0.0` stay distinct.
@@ -104,16 +106,263 @@ impl Node {
 /// invariants.
 ///
 /// **Memory.** Hash-consing needs an index from each node to its id; it holds ids only
-/// (4 bytes a bucket; the node is read from [`Graph::nodes`] to compare), and a graph that
-/// is only read needs none: a graph made by [`Graph::extract`] or [`Graph::prune`] (every
+/// (4 bytes a bucket; the node is read from the graph to compare), and a graph that is
+/// only read needs none: a graph made by [`Graph::extract`] or [`Graph::prune`] (every
 /// lane, every sealed model) or [`Graph::from_nodes`] has no index until something adds to
 /// it, when it is built once from the nodes. So the index holds either every node or, in a
 /// graph not added to since it was made, none.
+///
+/// **Shared nodes.** Such a finished graph is also *frozen*: its nodes sit in reference-
+/// counted runs (segments) that no one changes again, so cloning it copies no node, and a
+/// graph made from a clone by adding nodes (a lane built from the model, or from the
+/// Jacobian lane) holds the runs it started from and only its own new nodes. Extraction
+/// and pruning keep each shared run every node of which the roots reach (and that holds
+/// no [`Op::Hold`]) and copy only the rest. So the model's value nodes are stored once for
+/// every lane that computes the values, and the Jacobian lane's nodes once for it and the
+/// second-order lanes built on it ([`crate::lane::build_on`]). [`Graph::nodes`] reads
+/// every node, whatever run holds it, in id order.
 #[derive(Clone, Default)]
 pub struct Graph {
-    nodes: Vec<Node>,
+    store: Store,
     intern: HashTable<NodeId>,
 }
+
+/// A graph's nodes: frozen runs shared with other graphs (ids `0..base`), then the graph's
+/// own open list (ids `base..`).
+#[derive(Clone, Default)]
+struct Store {
+    /// The topmost frozen run; each run holds the one below it, down to id 0.
+    shared: Option<Arc<Segment>>,
+    /// Nodes in the frozen runs: the first id of `open`.
+    base: usize,
+    /// Nodes added since the graph was last frozen.
+    open: Vec<Node>,
+}
+
+/// A frozen run of nodes, ids `start..start + nodes.len()`, above the runs `below` holds
+/// (ids `0..start`). Never changed once made.
+#[derive(Debug)]
+struct Segment {
+    below: Option<Arc<Segment>>,
+    start: usize,
+    nodes: Vec<Node>,
+}
+
+/// How many frozen runs a graph may stack before freezing copies them into one (a lane
+/// built on the Jacobian lane, itself on the model, stacks three).
+const MAX_RUNS: usize = 4;
+
+impl Store {
+    fn len(&self) -> usize {
+        self.base + self.open.len()
+    }
+
+    /// The node at index `i` (which must be below [`Store::len`]).
+    #[inline]
+    fn at(&self, i: usize) -> &Node {
+        if i >= self.base {
+            return &self.open[i - self.base];
+        }
+        let mut run = self.shared.as_deref();
+        while let Some(seg) = run {
+            if i >= seg.start {
+                return &seg.nodes[i - seg.start];
+            }
+            run = seg.below.as_deref();
+        }
+        unreachable!("the frozen runs hold every id below the open list")
+    }
+
+    /// The frozen runs, topmost first.
+    fn runs(&self) -> impl Iterator<Item = &Arc<Segment>> {
+        std::iter::successors(self.shared.as_ref(), |seg| seg.below.as_ref())
+    }
+
+    /// Every node in id order, as contiguous pieces.
+    fn pieces(&self) -> SmallVec<[&[Node]; MAX_RUNS + 1]> {
+        let mut pieces: SmallVec<[&[Node]; MAX_RUNS + 1]> =
+            self.runs().map(|seg| &seg.nodes[..]).collect();
+        pieces.reverse();
+        if !self.open.is_empty() {
+            pieces.push(&self.open);
+        }
+        pieces
+    }
+
+    /// The nodes from index `start` on, with their indices, in id order.
+    fn from(&self, start: usize) -> impl Iterator<Item = (usize, &Node)> {
+        let mut at = 0;
+        self.pieces().into_iter().flat_map(move |piece| {
+            let first = at;
+            at += piece.len();
+            let skip = start.saturating_sub(first).min(piece.len());
+            piece[skip..]
+                .iter()
+                .enumerate()
+                .map(move |(k, n)| (first + skip + k, n))
+        })
+    }
+
+    /// Moves the open list into a new frozen run on top (copying every run into one if
+    /// that would stack more than [`MAX_RUNS`]).
+    fn freeze(&mut self) {
+        if self.open.is_empty() {
+            return;
+        }
+        let depth = self.runs().count();
+        let (below, start, mut nodes) = if depth < MAX_RUNS {
+            (
+                self.shared.take(),
+                self.base,
+                std::mem::take(&mut self.open),
+            )
+        } else {
+            let mut all = Vec::with_capacity(self.len());
+            for piece in self.pieces() {
+                all.extend_from_slice(piece);
+            }
+            self.open = Vec::new();
+            (None, 0, all)
+        };
+        nodes.shrink_to_fit();
+        self.base = start + nodes.len();
+        self.shared = Some(Arc::new(Segment {
+            below,
+            start,
+            nodes,
+        }));
+    }
+
+    /// The frozen runs whose nodes all lie below `limit`, as a store with an empty open
+    /// list: the longest shared prefix a copy of the first `limit` nodes can keep.
+    fn prefix_below(&self, limit: usize) -> Store {
+        let kept = self.runs().find(|seg| seg.start + seg.nodes.len() <= limit);
+        Store {
+            base: kept.map_or(0, |seg| seg.start + seg.nodes.len()),
+            shared: kept.cloned(),
+            open: Vec::new(),
+        }
+    }
+}
+
+/// The nodes of a [`Graph`] in id order (topological order): what [`Graph::nodes`]
+/// answers. Indexed like a slice (`nodes[i]`, [`Nodes::get`]) and iterated in order.
+#[derive(Clone, Copy)]
+pub struct Nodes<'g> {
+    store: &'g Store,
+}
+
+impl<'g> Nodes<'g> {
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.store.len() == 0
+    }
+
+    /// The node at index `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<&'g Node> {
+        (i < self.store.len()).then(|| self.store.at(i))
+    }
+
+    /// The nodes in id order.
+    pub fn iter(&self) -> Iter<'g> {
+        Iter {
+            inner: self.store.pieces().into_iter().flatten(),
+            left: self.store.len(),
+        }
+    }
+
+    /// The nodes as contiguous pieces, in id order (each frozen run, then the open list):
+    /// for reading them a slice at a time.
+    pub fn pieces(&self) -> impl Iterator<Item = &'g [Node]> {
+        self.store.pieces().into_iter()
+    }
+
+    /// The nodes copied into one list.
+    pub fn to_vec(&self) -> Vec<Node> {
+        let mut out = Vec::with_capacity(self.len());
+        for piece in self.store.pieces() {
+            out.extend_from_slice(piece);
+        }
+        out
+    }
+}
+
+impl std::ops::Index<usize> for Nodes<'_> {
+    type Output = Node;
+
+    /// # Panics
+    /// If `i` is not below [`Nodes::len`].
+    fn index(&self, i: usize) -> &Node {
+        assert!(i < self.store.len(), "node {i} of {}", self.store.len());
+        self.store.at(i)
+    }
+}
+
+impl<'g> IntoIterator for Nodes<'g> {
+    type Item = &'g Node;
+    type IntoIter = Iter<'g>;
+
+    fn into_iter(self) -> Iter<'g> {
+        self.iter()
+    }
+}
+
+impl PartialEq for Nodes<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl fmt::Debug for Nodes<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// The iterator of [`Nodes::iter`].
+#[derive(Clone)]
+pub struct Iter<'g> {
+    inner: std::iter::Flatten<smallvec::IntoIter<[&'g [Node]; MAX_RUNS + 1]>>,
+    left: usize,
+}
+
+impl fmt::Debug for Iter<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Iter").field("left", &self.left).finish()
+    }
+}
+
+impl<'g> Iterator for Iter<'g> {
+    type Item = &'g Node;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'g Node> {
+        let n = self.inner.next()?;
+        self.left -= 1;
+        Some(n)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let n = self.inner.next_back()?;
+        self.left -= 1;
+        Some(n)
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+impl std::iter::FusedIterator for Iter<'_> {}
 
 /// The hash the interning index files `node` under.
 fn hash_of(node: &Node) -> u64 {
@@ -122,8 +371,8 @@ fn hash_of(node: &Node) -> u64 {
 
 impl fmt::Debug for Graph {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "Graph ({} nodes)", self.nodes.len())?;
-        for (i, n) in self.nodes.iter().enumerate() {
+        writeln!(f, "Graph ({} nodes)", self.len())?;
+        for (i, n) in self.nodes().iter().enumerate() {
             writeln!(f, "  n{i} = {n:?}")?;
         }
         Ok(())
@@ -138,25 +387,29 @@ impl Graph {
 
     /// Number of nodes.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.store.len()
     }
 
     /// Whether the graph has no nodes.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.store.len() == 0
     }
 
     /// The node `id`.
     ///
     /// # Panics
     /// If `id` does not belong to this graph (a programming error, never user input).
+    #[inline]
     pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id.index()]
+        let i = id.index();
+        assert!(i < self.store.len(), "{id} is not a node of this graph");
+        self.store.at(i)
     }
 
-    /// All nodes, in topological order.
-    pub fn nodes(&self) -> &[Node] {
-        &self.nodes
+    /// All nodes, in topological order (id order), wherever they are stored (see
+    /// [`Graph`]'s "Shared nodes").
+    pub fn nodes(&self) -> Nodes<'_> {
+        Nodes { store: &self.store }
     }
 
     /// The constant's value if `id` is a constant node.
@@ -174,9 +427,7 @@ impl Graph {
     pub fn add(&mut self, node: Node) -> NodeId {
         if let Node::Apply(op, args) = node {
             debug_assert!(
-                args[..op.arity()]
-                    .iter()
-                    .all(|a| a.index() < self.nodes.len()),
+                args[..op.arity()].iter().all(|a| a.index() < self.len()),
                 "argument of {op} is not an earlier node"
             );
             match fold::fold(self, op, &args[..op.arity()]) {
@@ -209,8 +460,8 @@ impl Graph {
         seen.reserve(nodes.len(), rehash);
         for (i, node) in nodes.iter().enumerate() {
             let id = NodeId::from_index(i);
-            let what =
-                crate::verify::node_violation(&nodes[..i], node, symbols, seeds).or_else(|| {
+            let what = crate::verify::node_violation(i, |a| nodes[a], node, symbols, seeds)
+                .or_else(|| {
                     let hash = hash_of(node);
                     match seen.find(hash, |p| nodes[p.index()] == *node) {
                         Some(prev) => Some(format!("duplicates {prev}")),
@@ -225,31 +476,36 @@ impl Graph {
             }
         }
         drop(seen);
-        // Read, not added to: no index until something adds (see [`Graph`]).
-        Ok(Graph {
-            nodes,
+        // Read, not added to: no index until something adds, and frozen (see [`Graph`]).
+        let mut g = Graph {
+            store: Store {
+                open: nodes,
+                ..Store::default()
+            },
             intern: HashTable::new(),
-        })
+        };
+        g.store.freeze();
+        Ok(g)
     }
 
     /// Adds a node exactly as given, without folding: for copying nodes that were folded
     /// when first made.
     pub(crate) fn intern(&mut self, node: Node) -> NodeId {
-        if self.intern.len() != self.nodes.len() {
+        if self.intern.len() != self.len() {
             self.index();
         }
-        let nodes = &self.nodes;
+        let store = &self.store;
         let entry = self.intern.entry(
             hash_of(&node),
-            |id| nodes[id.index()] == node,
-            |id| hash_of(&nodes[id.index()]),
+            |id| *store.at(id.index()) == node,
+            |id| hash_of(store.at(id.index())),
         );
         match entry {
             hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
             hashbrown::hash_table::Entry::Vacant(e) => {
-                let id = NodeId::from_index(self.nodes.len());
+                let id = NodeId::from_index(self.store.len());
                 e.insert(id);
-                self.nodes.push(node);
+                self.store.open.push(node);
                 id
             }
         }
@@ -259,38 +515,38 @@ impl Graph {
     /// hash-consed graph whose arguments are mapped one-to-one), without looking it up:
     /// into the index too if the graph has one, so the index stays complete or absent.
     pub(crate) fn push_distinct(&mut self, node: Node) -> NodeId {
-        let id = NodeId::from_index(self.nodes.len());
+        let id = NodeId::from_index(self.store.len());
         if !self.intern.is_empty() {
-            let nodes = &self.nodes;
+            let store = &self.store;
             debug_assert!(self
                 .intern
-                .find(hash_of(&node), |i| nodes[i.index()] == node)
+                .find(hash_of(&node), |i| *store.at(i.index()) == node)
                 .is_none());
             self.intern
-                .insert_unique(hash_of(&node), id, |i| hash_of(&nodes[i.index()]));
+                .insert_unique(hash_of(&node), id, |i| hash_of(store.at(i.index())));
         }
-        self.nodes.push(node);
+        self.store.open.push(node);
         id
     }
 
     /// Builds the interning index from the nodes (a graph made without one is being added
     /// to).
     fn index(&mut self) {
-        let nodes = &self.nodes;
-        let rehash = |id: &NodeId| hash_of(&nodes[id.index()]);
+        let store = &self.store;
+        let rehash = |id: &NodeId| hash_of(store.at(id.index()));
         self.intern.clear();
-        self.intern.reserve(nodes.len(), rehash);
-        for (i, node) in nodes.iter().enumerate() {
+        self.intern.reserve(store.len(), rehash);
+        for (i, node) in store.from(0) {
             self.intern
                 .insert_unique(hash_of(node), NodeId::from_index(i), rehash);
         }
     }
 
-    /// Drops the interning index and the spare capacity of the node list: for a graph that
-    /// is finished (it is rebuilt, once, if the graph is added to again).
+    /// Drops the interning index and freezes the nodes (see [`Graph`]): for a graph that
+    /// is finished (the index is rebuilt, once, if the graph is added to again).
     pub(crate) fn freeze(&mut self) {
         self.intern = HashTable::new();
-        self.nodes.shrink_to_fit();
+        self.store.freeze();
     }
 
     /// The constant `value`.
@@ -334,96 +590,128 @@ impl Graph {
     /// A new graph holding only the nodes `roots` reach, in the same relative order, and
     /// the roots' ids in it. A [`Op::Hold`] is replaced by its argument (and what reads
     /// it folded again), so no extracted graph holds one. The new graph has no interning
-    /// index and no spare capacity (see [`Graph`]).
+    /// index and is frozen; it shares this graph's frozen runs below the first node that
+    /// is not live or is a hold, and copies the rest (see [`Graph`]).
     pub fn extract(&self, roots: &[NodeId]) -> (Graph, Vec<NodeId>) {
-        let (live, count, holds) = self.liveness(roots);
+        let (live, count, first_hold) = self.liveness(roots);
+        let len = self.len();
+        let first_dead = live.iter().position(|&l| !l).unwrap_or(len);
         let mut out = Graph {
-            nodes: Vec::with_capacity(count),
+            store: self.store.prefix_below(first_dead.min(first_hold)),
             intern: HashTable::new(),
         };
-        if !holds {
+        // Kept nodes keep their ids; `map` renumbers the others.
+        let kept = out.len();
+        out.store.open.reserve_exact(count - kept);
+        let mut map = vec![NO_ARG; len - kept];
+        let remap = |map: &[NodeId], a: NodeId| match a.index().checked_sub(kept) {
+            Some(k) => map[k],
+            None => a,
+        };
+        let rest = self.store.from(kept);
+        if first_hold == len {
             // Live nodes of a hash-consed graph with their arguments renumbered one-to-one
             // stay distinct: copied without an index.
-            let mut map = vec![NO_ARG; self.nodes.len()];
-            for (i, node) in self.nodes.iter().enumerate() {
+            for (i, node) in rest {
                 if live[i] {
-                    map[i] = out.push_distinct(node.map_args(|a| map[a.index()]));
+                    map[i - kept] = out.push_distinct(node.map_args(|a| remap(&map, a)));
                 }
             }
-            let roots = roots.iter().map(|r| map[r.index()]).collect();
-            return (out, roots);
-        }
-        let mut map = vec![NO_ARG; self.nodes.len()];
-        // Whether a node reads a removed `hold` (directly or not): it is folded afresh.
-        let mut held = vec![false; self.nodes.len()];
-        for (i, node) in self.nodes.iter().enumerate() {
-            if live[i] {
-                map[i] = match *node {
-                    // A stop-gradient has done its work once the AD passes are over: it
-                    // is its argument (`Op::Hold`).
-                    Node::Apply(Op::Hold, args) => {
-                        held[i] = true;
-                        map[args[0].index()]
-                    }
-                    _ if node.args().iter().any(|a| held[a.index()]) => {
-                        held[i] = true;
-                        out.add(node.map_args(|a| map[a.index()]))
-                    }
-                    _ => out.intern(node.map_args(|a| map[a.index()])),
-                };
+        } else {
+            // Whether a node reads a removed `hold` (directly or not): it is folded afresh.
+            let mut held = vec![false; len - kept];
+            let held_at = |held: &[bool], a: NodeId| a.index() >= kept && held[a.index() - kept];
+            for (i, node) in rest {
+                if live[i] {
+                    map[i - kept] = match *node {
+                        // A stop-gradient has done its work once the AD passes are over:
+                        // it is its argument (`Op::Hold`).
+                        Node::Apply(Op::Hold, args) => {
+                            held[i - kept] = true;
+                            remap(&map, args[0])
+                        }
+                        _ if node.args().iter().any(|&a| held_at(&held, a)) => {
+                            held[i - kept] = true;
+                            out.add(node.map_args(|a| remap(&map, a)))
+                        }
+                        _ => out.intern(node.map_args(|a| remap(&map, a))),
+                    };
+                }
             }
         }
-        let roots = roots.iter().map(|r| map[r.index()]).collect();
+        let roots = roots.iter().map(|&r| remap(&map, r)).collect();
         out.freeze();
         (out, roots)
     }
 
-    /// [`Graph::extract`], consuming the graph: the same graph and root ids, made by moving
-    /// the live nodes down in place (each node's new id is at most its old one) in a graph
-    /// with no [`Op::Hold`], so the graph being pruned and its pruned copy are never held
-    /// at once (the interning index is dropped first, and the node list is shrunk to the
-    /// live nodes). A graph with a hold is extracted as [`Graph::extract`] does it.
+    /// [`Graph::extract`], consuming the graph: the same graph and root ids. Where every
+    /// frozen run is live and no node a [`Op::Hold`] (a lane built from the model or from
+    /// another lane whose nodes it all computes), the live open nodes are moved down in
+    /// place (each node's new id is at most its old one), so the graph being pruned and
+    /// its pruned copy are never held at once (the interning index is dropped first, and
+    /// the open list is shrunk to the live nodes); otherwise the graph is extracted as
+    /// [`Graph::extract`] does it. The result is frozen.
     pub fn prune(mut self, roots: &[NodeId]) -> (Graph, Vec<NodeId>) {
         self.intern = HashTable::new();
-        let (live, count, holds) = self.liveness(roots);
-        if holds {
+        let (live, count, first_hold) = self.liveness(roots);
+        let (len, base) = (self.len(), self.store.base);
+        if first_hold < len || live[..base].iter().any(|&l| !l) {
             drop(live);
             return self.extract(roots);
         }
-        let mut map = vec![NO_ARG; self.nodes.len()];
+        let mut map = vec![NO_ARG; len - base];
+        let remap = |map: &[NodeId], a: NodeId| match a.index().checked_sub(base) {
+            Some(k) => map[k],
+            None => a,
+        };
+        let open = &mut self.store.open;
         let mut next = 0;
-        for i in 0..self.nodes.len() {
-            if live[i] {
+        for k in 0..open.len() {
+            if live[base + k] {
                 // Arguments are earlier, so already moved: `map` holds their new ids.
-                self.nodes[next] = self.nodes[i].map_args(|a| map[a.index()]);
-                map[i] = NodeId::from_index(next);
+                open[next] = open[k].map_args(|a| remap(&map, a));
+                map[k] = NodeId::from_index(base + next);
                 next += 1;
             }
         }
-        debug_assert_eq!(next, count);
-        self.nodes.truncate(count);
-        self.nodes.shrink_to_fit();
-        let roots = roots.iter().map(|r| map[r.index()]).collect();
+        debug_assert_eq!(base + next, count);
+        open.truncate(next);
+        let roots = roots.iter().map(|&r| remap(&map, r)).collect();
+        drop((live, map));
+        self.store.freeze();
         (self, roots)
     }
 
-    /// Which nodes `roots` reach, how many, and whether one of them is an [`Op::Hold`].
-    fn liveness(&self, roots: &[NodeId]) -> (Vec<bool>, usize, bool) {
-        let mut live = vec![false; self.nodes.len()];
+    /// Which nodes `roots` reach, how many, and the lowest index of a live [`Op::Hold`]
+    /// (the node count if none is).
+    fn liveness(&self, roots: &[NodeId]) -> (Vec<bool>, usize, usize) {
+        let len = self.len();
+        let mut live = vec![false; len];
         for r in roots {
             live[r.index()] = true;
         }
-        let (mut count, mut holds) = (0, false);
-        for i in (0..self.nodes.len()).rev() {
+        let (mut count, mut first_hold) = (0, len);
+        for (i, node) in self.nodes().iter().enumerate().rev() {
             if live[i] {
                 count += 1;
-                holds |= self.nodes[i].op() == Some(Op::Hold);
-                for a in self.nodes[i].args() {
+                if node.op() == Some(Op::Hold) {
+                    first_hold = i;
+                }
+                for a in node.args() {
                     live[a.index()] = true;
                 }
             }
         }
-        (live, count, holds)
+        (live, count, first_hold)
+    }
+
+    /// How many of this graph's first nodes are stored once for it and `other` (the
+    /// frozen runs both hold): what building one from the other shared.
+    pub fn shared_with(&self, other: &Graph) -> usize {
+        self.store
+            .runs()
+            .find(|seg| other.store.runs().any(|o| Arc::ptr_eq(seg, o)))
+            .map_or(0, |seg| seg.start + seg.nodes.len())
     }
 
     /// The arguments of the user-function call `id` ([`Op::Call`]) in order, read through
@@ -470,20 +758,7 @@ impl Graph {
 
     /// How many nodes `roots` reach (the work an evaluation of them does).
     pub fn reach(&self, roots: &[NodeId]) -> usize {
-        let mut live = vec![false; self.nodes.len()];
-        for r in roots {
-            live[r.index()] = true;
-        }
-        let mut count = 0;
-        for i in (0..self.nodes.len()).rev() {
-            if live[i] {
-                count += 1;
-                for a in self.nodes[i].args() {
-                    live[a.index()] = true;
-                }
-            }
-        }
-        count
+        self.liveness(roots).1
     }
 
     /// Evaluates `roots` at `symbols` (and `seeds`) with the reference semantics of
@@ -492,8 +767,8 @@ impl Graph {
     /// # Panics
     /// If a symbol or seed index is out of range of the slices given.
     pub fn eval_reference(&self, roots: &[NodeId], symbols: &[f64], seeds: &[f64]) -> Vec<f64> {
-        let mut v = vec![0.0; self.nodes.len()];
-        for (i, node) in self.nodes.iter().enumerate() {
+        let mut v = vec![0.0; self.len()];
+        for (i, node) in self.nodes().iter().enumerate() {
             v[i] = match *node {
                 Node::Const(c) => c.value(),
                 Node::Symbol(s) => symbols[s.index()],
@@ -565,7 +840,7 @@ mod tests {
         let (g, _, root) = sample();
         let (mut e, roots) = g.extract(&[root]);
         // Made without an index, with no spare room.
-        assert_eq!((e.intern.len(), e.len(), e.nodes.capacity()), (0, 5, 5));
+        assert_eq!((e.intern.len(), e.len(), e.store.open.len()), (0, 5, 0));
         // Adding finds every node already there (the index is built from the nodes)…
         let x = e.symbol(SymbolId(0));
         let y = e.symbol(SymbolId(1));
@@ -592,7 +867,7 @@ mod tests {
             let (e, e_roots) = g.extract(&roots);
             let (p, p_roots) = g.clone().prune(&roots);
             assert_eq!((p.nodes(), &p_roots), (e.nodes(), &e_roots));
-            assert_eq!((p.intern.len(), p.nodes.capacity()), (0, p.len()));
+            assert_eq!((p.intern.len(), p.store.open.len()), (0, 0));
             assert!(crate::verify(&p, 2, 0).is_empty());
         }
         assert_eq!(
@@ -629,5 +904,107 @@ mod tests {
         assert_eq!(g.intern.len(), 0);
         assert_eq!(g.add(sin), NodeId(1));
         assert_eq!(g.len(), 2);
+    }
+
+    /// `sample()`'s graph extracted to its root (frozen), and `sin(x*y)` built on a clone
+    /// of it, with the root of each.
+    fn built_on_frozen() -> (Graph, NodeId, Graph, NodeId) {
+        let (g, _, root) = sample();
+        let (base, r) = g.extract(&[root]);
+        let mut on = base.clone();
+        assert_eq!(on.shared_with(&base), base.len(), "a clone copies no node");
+        let x = on.symbol(SymbolId(0));
+        let y = on.symbol(SymbolId(1));
+        let xy = on.binary(Op::Mul, x, y);
+        let top = on.unary(Op::Sin, xy);
+        (base, r[0], on, top)
+    }
+
+    #[test]
+    fn a_graph_built_on_a_frozen_one_shares_its_nodes_where_all_are_live() {
+        let (base, r, on, top) = built_on_frozen();
+        assert_eq!(on.len(), base.len() + 1, "only sin(x*y) is new");
+        for roots in [vec![top, r], vec![r, top]] {
+            let (e, e_roots) = on.extract(&roots);
+            let (p, p_roots) = on.clone().prune(&roots);
+            assert_eq!((e.nodes(), &e_roots), (p.nodes(), &p_roots));
+            assert_eq!(e.shared_with(&base), base.len());
+            assert_eq!(p.shared_with(&base), base.len());
+            assert_eq!(
+                p.nodes().pieces().count(),
+                2,
+                "the base's run, then its own"
+            );
+            assert!(crate::verify(&p, 2, 0).is_empty());
+        }
+        // Not every base node live: copied into one run of its own.
+        let (p, p_roots) = on.clone().prune(&[top]);
+        assert_eq!((p.len(), p.shared_with(&base)), (4, 0));
+        assert_eq!(p.nodes().pieces().count(), 1);
+        assert_eq!(p.eval_reference(&p_roots, &[3.0, 5.0], &[]), [15f64.sin()]);
+        assert!(crate::verify(&p, 2, 0).is_empty());
+    }
+
+    #[test]
+    fn a_hold_above_a_frozen_run_is_removed_and_the_run_kept() {
+        let (base, r, mut on, _) = built_on_frozen();
+        let x = on.symbol(SymbolId(0));
+        let h = on.unary(Op::Hold, x);
+        let y = on.symbol(SymbolId(1));
+        let hy = on.binary(Op::Mul, h, y);
+        let top = on.binary(Op::Add, hy, r);
+        let (p, roots) = on.prune(&[top]);
+        assert_eq!(p.shared_with(&base), base.len());
+        // `hold(x)*y` is the base's `x*y`: nothing new but the sum.
+        assert_eq!(p.len(), base.len() + 1);
+        assert!(p.nodes().iter().all(|n| n.op() != Some(Op::Hold)));
+        assert_eq!(
+            p.eval_reference(&roots, &[3.0, 5.0], &[]),
+            [15.0 + (15.0 + 3f64.sin())]
+        );
+    }
+
+    #[test]
+    fn runs_stack_up_to_a_limit_then_merge() {
+        let mut g = Graph::new();
+        let mut top = g.symbol(SymbolId(0));
+        let mut frozen = Vec::new();
+        for k in 0..2 * MAX_RUNS {
+            let c = g.constant(k as f64 + 2.0);
+            top = g.binary(Op::Mul, top, c);
+            top = g.binary(Op::Add, top, c);
+            g.freeze();
+            let runs = g.store.runs().count();
+            assert!((1..=MAX_RUNS).contains(&runs), "{runs} runs");
+            frozen.push(g.nodes().to_vec());
+        }
+        // Every node kept, in order, through every merge.
+        let all = g.nodes().to_vec();
+        for f in &frozen {
+            assert_eq!(&all[..f.len()], &f[..]);
+        }
+        assert!(crate::verify(&g, 1, 0).is_empty());
+        assert_eq!(g.reach(&[top]), g.len());
+    }
+
+    #[test]
+    fn the_node_view_reads_every_run_in_order() {
+        let (_, _, on, top) = built_on_frozen();
+        let nodes = on.nodes();
+        let flat = nodes.to_vec();
+        assert_eq!(flat.len(), nodes.len());
+        for (i, n) in nodes.iter().enumerate() {
+            assert_eq!(
+                (n, &nodes[i], nodes.get(i)),
+                (&flat[i], &flat[i], Some(&flat[i]))
+            );
+        }
+        assert_eq!(nodes.get(flat.len()), None);
+        let back: Vec<Node> = nodes.iter().rev().copied().collect();
+        assert!(back.iter().eq(flat.iter().rev()));
+        assert_eq!(nodes.iter().len(), flat.len());
+        assert_eq!(nodes.pieces().map(<[Node]>::len).sum::<usize>(), flat.len());
+        assert_eq!(*on.node(top), flat[flat.len() - 1]);
+        assert_eq!(nodes, Graph::from_nodes(flat, 2, 0).unwrap().nodes());
     }
 }
