@@ -251,7 +251,16 @@ impl Program {
 fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     let g = &lane.graph;
     let nodes = g.nodes();
-    let uses = lane.use_counts();
+    // How often each node is read, counted to 2 (only "once" is asked): a byte a node.
+    let mut uses = vec![0u8; nodes.len()];
+    for n in nodes.iter() {
+        for a in n.args() {
+            uses[a.index()] = uses[a.index()].saturating_add(1).min(2);
+        }
+    }
+    for o in &lane.outputs {
+        uses[o.index()] = uses[o.index()].saturating_add(1).min(2);
+    }
     // Whether a node's instruction is its own operation (it absorbed no other node): only
     // such a node may itself be absorbed by its consumer (set as nodes are selected).
     let mut plain = vec![false; nodes.len()];
@@ -302,9 +311,33 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             };
             Some((code, absorbed, [a, b, c]))
         };
+    // The products a sum or difference absorbs (as the `Op::Add` and `Op::Sub` arms below
+    // decide: a product used only by a sum is its own operation, so `plain`), known
+    // before the loop so that they are never emitted: the list is sized for the others.
+    let mut in_sum = vec![false; nodes.len()];
+    for n in nodes.iter() {
+        if let Node::Apply(Op::Add | Op::Sub, [x, y, _]) = *n {
+            let product = |p: NodeId| match nodes[p.index()] {
+                Node::Apply(Op::Mul, _) => uses[p.index()] == 1,
+                Node::Apply(Op::Pow | Op::Powi, [_, b, _]) => {
+                    uses[p.index()] == 1 && g.constant_of(b) == Some(2.0)
+                }
+                _ => false,
+            };
+            if x != y && product(y) {
+                in_sum[y.index()] = true;
+            } else if x != y && product(x) {
+                in_sum[x.index()] = true;
+            }
+        }
+    }
     let mut fused = vec![false; nodes.len()];
     let mut level = vec![0u32; nodes.len()];
-    let operations = nodes.iter().filter(|n| n.op().is_some()).count();
+    let operations = nodes
+        .iter()
+        .zip(&in_sum)
+        .filter(|&(n, &absorbed)| n.op().is_some() && !absorbed)
+        .count();
     let mut emits: Vec<Emit> = Vec::with_capacity(operations);
     // The arguments of every call of three or more, end to end (`Emit::leaves`).
     let mut packed: Vec<u32> = Vec::new();
@@ -368,6 +401,10 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             ),
         };
         plain[i] = matches!(code, Code::Op(_));
+        if in_sum[i] {
+            // Computed inside the sum that absorbs it (which marks it fused).
+            continue;
+        }
         let key = match schedule {
             Schedule::Level | Schedule::Tape => level[i],
             Schedule::Graph => 0,
@@ -380,12 +417,18 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         });
     }
     // A fused product is computed inside its consumer (which comes later in node order).
+    debug_assert!(
+        (0..nodes.len()).all(|i| !in_sum[i] || fused[i]),
+        "a product marked for a sum was not absorbed by it"
+    );
     emits.retain(|e| !fused[e.node as usize]);
     // Only the use counts are read from here on.
-    drop((plain, sum_operand, fused, level));
+    drop((plain, sum_operand, fused, level, in_sum));
     if schedule == Schedule::Level {
         dot_chains(&mut emits, &mut packed, &uses, nodes.len());
     }
+    // The absorbed nodes' emits are gone: their room too, before the slots are assigned.
+    emits.shrink_to_fit();
     for e in emits
         .iter_mut()
         .filter(|e| !matches!(e.code, Code::CallN | Code::Dot))
@@ -412,7 +455,7 @@ pub(crate) const MIN_DOT: usize = 6;
 /// `c` the one before's value, used nowhere else — one [`Code::Dot`] emit in the last
 /// one's place (its level: above every operand of the chain), its factors appended to
 /// `packed`. `uses` counts every node's uses (outputs included) among `nodes` nodes.
-fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u32], nodes: usize) {
+fn dot_chains(emits: &mut Vec<Emit>, packed: &mut Vec<u32>, uses: &[u8], nodes: usize) {
     const NO: u32 = u32::MAX;
     let mut emit_of = vec![NO; nodes];
     for (k, e) in emits.iter().enumerate() {
