@@ -131,21 +131,26 @@ pub struct Graph {
 /// own open list (ids `base..`).
 #[derive(Clone, Default)]
 struct Store {
-    /// The topmost frozen run; each run holds the one below it, down to id 0.
-    shared: Option<Arc<Segment>>,
+    /// The frozen runs, lowest ids first: each starts where the one before it ends, the
+    /// first at id 0.
+    runs: SmallVec<[Arc<Segment>; MAX_RUNS]>,
     /// Nodes in the frozen runs: the first id of `open`.
     base: usize,
     /// Nodes added since the graph was last frozen.
     open: Vec<Node>,
 }
 
-/// A frozen run of nodes, ids `start..start + nodes.len()`, above the runs `below` holds
-/// (ids `0..start`). Never changed once made.
+/// A frozen run of nodes, ids `start..start + nodes.len()`. Never changed once made.
 #[derive(Debug)]
 struct Segment {
-    below: Option<Arc<Segment>>,
     start: usize,
     nodes: Vec<Node>,
+}
+
+impl Segment {
+    fn end(&self) -> usize {
+        self.start + self.nodes.len()
+    }
 }
 
 /// How many frozen runs a graph may stack before freezing copies them into one (a lane
@@ -153,54 +158,53 @@ struct Segment {
 const MAX_RUNS: usize = 4;
 
 impl Store {
+    #[inline]
     fn len(&self) -> usize {
         self.base + self.open.len()
     }
 
-    /// The node at index `i` (which must be below [`Store::len`]).
-    #[inline]
+    /// The node at index `i` (which must be below [`Store::len`]; above, the open list's
+    /// index panics).
+    #[inline(always)]
     fn at(&self, i: usize) -> &Node {
         if i >= self.base {
             return &self.open[i - self.base];
         }
-        let mut run = self.shared.as_deref();
-        while let Some(seg) = run {
+        self.frozen(i)
+    }
+
+    /// The node at index `i`, below `base`: in the highest run starting at or below it.
+    #[inline]
+    fn frozen(&self, i: usize) -> &Node {
+        for seg in self.runs.iter().rev() {
             if i >= seg.start {
                 return &seg.nodes[i - seg.start];
             }
-            run = seg.below.as_deref();
         }
         unreachable!("the frozen runs hold every id below the open list")
-    }
-
-    /// The frozen runs, topmost first.
-    fn runs(&self) -> impl Iterator<Item = &Arc<Segment>> {
-        std::iter::successors(self.shared.as_ref(), |seg| seg.below.as_ref())
     }
 
     /// Every node in id order, as contiguous pieces.
     fn pieces(&self) -> SmallVec<[&[Node]; MAX_RUNS + 1]> {
         let mut pieces: SmallVec<[&[Node]; MAX_RUNS + 1]> =
-            self.runs().map(|seg| &seg.nodes[..]).collect();
-        pieces.reverse();
+            self.runs.iter().map(|seg| &seg.nodes[..]).collect();
         if !self.open.is_empty() {
             pieces.push(&self.open);
         }
         pieces
     }
 
-    /// The nodes from index `start` on, with their indices, in id order.
-    fn from(&self, start: usize) -> impl Iterator<Item = (usize, &Node)> {
-        let mut at = 0;
-        self.pieces().into_iter().flat_map(move |piece| {
-            let first = at;
-            at += piece.len();
+    /// Calls `f` with every node from index `start` on and its index, in id order.
+    #[inline]
+    fn each_from(&self, start: usize, mut f: impl FnMut(usize, &Node)) {
+        let mut first = 0;
+        for piece in self.pieces() {
             let skip = start.saturating_sub(first).min(piece.len());
-            piece[skip..]
-                .iter()
-                .enumerate()
-                .map(move |(k, n)| (first + skip + k, n))
-        })
+            for (k, node) in piece[skip..].iter().enumerate() {
+                f(first + skip + k, node);
+            }
+            first += piece.len();
+        }
     }
 
     /// Moves the open list into a new frozen run on top (copying every run into one if
@@ -209,83 +213,141 @@ impl Store {
         if self.open.is_empty() {
             return;
         }
-        let depth = self.runs().count();
-        let (below, start, mut nodes) = if depth < MAX_RUNS {
-            (
-                self.shared.take(),
-                self.base,
-                std::mem::take(&mut self.open),
-            )
+        let (start, mut nodes) = if self.runs.len() < MAX_RUNS {
+            (self.base, std::mem::take(&mut self.open))
         } else {
             let mut all = Vec::with_capacity(self.len());
             for piece in self.pieces() {
                 all.extend_from_slice(piece);
             }
             self.open = Vec::new();
-            (None, 0, all)
+            self.runs.clear();
+            (0, all)
         };
         nodes.shrink_to_fit();
         self.base = start + nodes.len();
-        self.shared = Some(Arc::new(Segment {
-            below,
-            start,
-            nodes,
-        }));
+        self.runs.push(Arc::new(Segment { start, nodes }));
     }
 
     /// The frozen runs whose nodes all lie below `limit`, as a store with an empty open
     /// list: the longest shared prefix a copy of the first `limit` nodes can keep.
     fn prefix_below(&self, limit: usize) -> Store {
-        let kept = self.runs().find(|seg| seg.start + seg.nodes.len() <= limit);
+        let runs: SmallVec<[Arc<Segment>; MAX_RUNS]> = self
+            .runs
+            .iter()
+            .take_while(|seg| seg.end() <= limit)
+            .cloned()
+            .collect();
         Store {
-            base: kept.map_or(0, |seg| seg.start + seg.nodes.len()),
-            shared: kept.cloned(),
+            base: runs.last().map_or(0, |seg| seg.end()),
+            runs,
             open: Vec::new(),
         }
     }
 }
 
 /// The nodes of a [`Graph`] in id order (topological order): what [`Graph::nodes`]
-/// answers. Indexed like a slice (`nodes[i]`, [`Nodes::get`]) and iterated in order.
+/// answers. Indexed like a slice (`nodes[i]`, [`Nodes::get`]) and iterated in order. It
+/// holds each piece's first id and slice, so indexing finds the piece among at most
+/// [`MAX_RUNS`]` + 1` without reading the graph again.
 #[derive(Clone, Copy)]
 pub struct Nodes<'g> {
-    store: &'g Store,
+    /// The highest piece's first id and nodes (read first).
+    top_first: usize,
+    top: &'g [Node],
+    /// The pieces, lowest ids first, `(first id, nodes)`; the first `count` are used.
+    parts: [(usize, &'g [Node]); MAX_RUNS + 1],
+    count: usize,
+    len: usize,
 }
 
 impl<'g> Nodes<'g> {
+    fn of(store: &'g Store) -> Self {
+        let mut parts: [(usize, &'g [Node]); MAX_RUNS + 1] = [(0, &[]); MAX_RUNS + 1];
+        let mut count = 0;
+        for seg in &store.runs {
+            parts[count] = (seg.start, &seg.nodes[..]);
+            count += 1;
+        }
+        if !store.open.is_empty() || count == 0 {
+            parts[count] = (store.base, &store.open[..]);
+            count += 1;
+        }
+        let (top_first, top) = parts[count - 1];
+        Nodes {
+            top_first,
+            top,
+            parts,
+            count,
+            len: store.len(),
+        }
+    }
+
     /// Number of nodes.
+    #[inline]
     pub fn len(&self) -> usize {
-        self.store.len()
+        self.len
     }
 
     /// Whether there are none.
+    #[inline]
     pub fn is_empty(&self) -> bool {
-        self.store.len() == 0
+        self.len == 0
     }
 
     /// The node at index `i`, if there is one.
+    #[inline]
     pub fn get(&self, i: usize) -> Option<&'g Node> {
-        (i < self.store.len()).then(|| self.store.at(i))
+        if i < self.len {
+            Some(self.at(i))
+        } else {
+            None
+        }
+    }
+
+    /// The node at index `i`, which must be below `len` (above it the top piece's index
+    /// panics).
+    #[inline(always)]
+    fn at(&self, i: usize) -> &'g Node {
+        if i >= self.top_first {
+            return &self.top[i - self.top_first];
+        }
+        self.below(i)
+    }
+
+    /// [`Nodes::at`] below the highest piece.
+    #[inline]
+    fn below(&self, i: usize) -> &'g Node {
+        let mut k = self.count - 1;
+        loop {
+            let (first, piece) = self.parts[k];
+            if i >= first || k == 0 {
+                return &piece[i - first];
+            }
+            k -= 1;
+        }
     }
 
     /// The nodes in id order.
     pub fn iter(&self) -> Iter<'g> {
-        Iter {
-            inner: self.store.pieces().into_iter().flatten(),
-            left: self.store.len(),
+        let mut pieces: [&'g [Node]; MAX_RUNS + 1] = [&[]; MAX_RUNS + 1];
+        for (p, &(_, piece)) in pieces.iter_mut().zip(&self.parts[..self.count]) {
+            *p = piece;
         }
+        Iter::new(pieces, self.count, self.len)
     }
 
     /// The nodes as contiguous pieces, in id order (each frozen run, then the open list):
     /// for reading them a slice at a time.
     pub fn pieces(&self) -> impl Iterator<Item = &'g [Node]> {
-        self.store.pieces().into_iter()
+        let parts = self.parts;
+        parts.into_iter().take(self.count).map(|(_, piece)| piece)
     }
 
     /// The nodes copied into one list.
     pub fn to_vec(&self) -> Vec<Node> {
         let mut out = Vec::with_capacity(self.len());
-        for piece in self.store.pieces() {
+        for piece in self.pieces() {
             out.extend_from_slice(piece);
         }
         out
@@ -297,9 +359,9 @@ impl std::ops::Index<usize> for Nodes<'_> {
 
     /// # Panics
     /// If `i` is not below [`Nodes::len`].
+    #[inline]
     fn index(&self, i: usize) -> &Node {
-        assert!(i < self.store.len(), "node {i} of {}", self.store.len());
-        self.store.at(i)
+        self.at(i)
     }
 }
 
@@ -324,11 +386,32 @@ impl fmt::Debug for Nodes<'_> {
     }
 }
 
-/// The iterator of [`Nodes::iter`].
+/// The iterator of [`Nodes::iter`]: a slice iterator over the piece at each end, so a
+/// step is a slice iterator's step.
 #[derive(Clone)]
 pub struct Iter<'g> {
-    inner: std::iter::Flatten<smallvec::IntoIter<[&'g [Node]; MAX_RUNS + 1]>>,
+    pieces: [&'g [Node]; MAX_RUNS + 1],
+    /// The piece read from the front, and the next piece it moves to.
+    front: std::slice::Iter<'g, Node>,
+    next: usize,
+    /// The piece read from the back; the pieces `next..prev` are untouched.
+    back: std::slice::Iter<'g, Node>,
+    prev: usize,
+    /// Nodes not yet answered from either end.
     left: usize,
+}
+
+impl<'g> Iter<'g> {
+    fn new(pieces: [&'g [Node]; MAX_RUNS + 1], count: usize, len: usize) -> Self {
+        Iter {
+            pieces,
+            front: [].iter(),
+            next: 0,
+            back: [].iter(),
+            prev: count,
+            left: len,
+        }
+    }
 }
 
 impl fmt::Debug for Iter<'_> {
@@ -342,9 +425,21 @@ impl<'g> Iterator for Iter<'g> {
 
     #[inline]
     fn next(&mut self) -> Option<&'g Node> {
-        let n = self.inner.next()?;
-        self.left -= 1;
-        Some(n)
+        loop {
+            if let Some(n) = self.front.next() {
+                self.left -= 1;
+                return Some(n);
+            }
+            if self.next < self.prev {
+                self.front = self.pieces[self.next].iter();
+                self.next += 1;
+            } else {
+                // What is left is in the back piece.
+                let n = self.back.next()?;
+                self.left -= 1;
+                return Some(n);
+            }
+        }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -355,9 +450,20 @@ impl<'g> Iterator for Iter<'g> {
 impl DoubleEndedIterator for Iter<'_> {
     #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
-        let n = self.inner.next_back()?;
-        self.left -= 1;
-        Some(n)
+        loop {
+            if let Some(n) = self.back.next_back() {
+                self.left -= 1;
+                return Some(n);
+            }
+            if self.prev > self.next {
+                self.prev -= 1;
+                self.back = self.pieces[self.prev].iter();
+            } else {
+                let n = self.front.next_back()?;
+                self.left -= 1;
+                return Some(n);
+            }
+        }
     }
 }
 
@@ -401,23 +507,23 @@ impl Graph {
     /// If `id` does not belong to this graph (a programming error, never user input).
     #[inline]
     pub fn node(&self, id: NodeId) -> &Node {
-        let i = id.index();
-        assert!(i < self.store.len(), "{id} is not a node of this graph");
-        self.store.at(i)
+        self.store.at(id.index())
     }
 
     /// All nodes, in topological order (id order), wherever they are stored (see
     /// [`Graph`]'s "Shared nodes").
     pub fn nodes(&self) -> Nodes<'_> {
-        Nodes { store: &self.store }
+        Nodes::of(&self.store)
     }
 
     /// The constant's value if `id` is a constant node.
+    #[inline]
     pub fn constant_of(&self, id: NodeId) -> Option<f64> {
         self.node(id).constant()
     }
 
     /// Whether `id` is the constant `value` (bitwise, so `-0.0` is not `0.0`).
+    #[inline]
     pub fn is_constant(&self, id: NodeId, value: f64) -> bool {
         self.node(id) == &Node::Const(Constant::new(value))
     }
@@ -536,10 +642,10 @@ impl Graph {
         let rehash = |id: &NodeId| hash_of(store.at(id.index()));
         self.intern.clear();
         self.intern.reserve(store.len(), rehash);
-        for (i, node) in store.from(0) {
-            self.intern
-                .insert_unique(hash_of(node), NodeId::from_index(i), rehash);
-        }
+        let intern = &mut self.intern;
+        store.each_from(0, |i, node| {
+            intern.insert_unique(hash_of(node), NodeId::from_index(i), rehash);
+        });
     }
 
     /// Drops the interning index and freezes the nodes (see [`Graph`]): for a graph that
@@ -608,20 +714,19 @@ impl Graph {
             Some(k) => map[k],
             None => a,
         };
-        let rest = self.store.from(kept);
         if first_hold == len {
             // Live nodes of a hash-consed graph with their arguments renumbered one-to-one
             // stay distinct: copied without an index.
-            for (i, node) in rest {
+            self.store.each_from(kept, |i, node| {
                 if live[i] {
                     map[i - kept] = out.push_distinct(node.map_args(|a| remap(&map, a)));
                 }
-            }
+            });
         } else {
             // Whether a node reads a removed `hold` (directly or not): it is folded afresh.
             let mut held = vec![false; len - kept];
             let held_at = |held: &[bool], a: NodeId| a.index() >= kept && held[a.index() - kept];
-            for (i, node) in rest {
+            self.store.each_from(kept, |i, node| {
                 if live[i] {
                     map[i - kept] = match *node {
                         // A stop-gradient has done its work once the AD passes are over:
@@ -637,7 +742,7 @@ impl Graph {
                         _ => out.intern(node.map_args(|a| remap(&map, a))),
                     };
                 }
-            }
+            });
         }
         let roots = roots.iter().map(|&r| remap(&map, r)).collect();
         out.freeze();
@@ -691,16 +796,22 @@ impl Graph {
             live[r.index()] = true;
         }
         let (mut count, mut first_hold) = (0, len);
-        for (i, node) in self.nodes().iter().enumerate().rev() {
-            if live[i] {
-                count += 1;
-                if node.op() == Some(Op::Hold) {
-                    first_hold = i;
-                }
-                for a in node.args() {
-                    live[a.index()] = true;
+        let mut end = len;
+        for piece in self.store.pieces().into_iter().rev() {
+            let first = end - piece.len();
+            for (k, node) in piece.iter().enumerate().rev() {
+                let i = first + k;
+                if live[i] {
+                    count += 1;
+                    if node.op() == Some(Op::Hold) {
+                        first_hold = i;
+                    }
+                    for a in node.args() {
+                        live[a.index()] = true;
+                    }
                 }
             }
+            end = first;
         }
         (live, count, first_hold)
     }
@@ -709,9 +820,12 @@ impl Graph {
     /// frozen runs both hold): what building one from the other shared.
     pub fn shared_with(&self, other: &Graph) -> usize {
         self.store
-            .runs()
-            .find(|seg| other.store.runs().any(|o| Arc::ptr_eq(seg, o)))
-            .map_or(0, |seg| seg.start + seg.nodes.len())
+            .runs
+            .iter()
+            .zip(&other.store.runs)
+            .take_while(|(a, b)| Arc::ptr_eq(a, b))
+            .last()
+            .map_or(0, |(seg, _)| seg.end())
     }
 
     /// The arguments of the user-function call `id` ([`Op::Call`]) in order, read through
@@ -732,6 +846,7 @@ impl Graph {
 
     /// Whether `id` is a call of a function of three or more arguments (its last operand
     /// an [`Op::Pack`] chain), which engines evaluate through [`crate::user::call_slice`].
+    #[inline]
     pub fn is_packed_call(&self, id: NodeId) -> bool {
         match *self.node(id) {
             Node::Apply(Op::Call, args) => matches!(self.node(args[2]), Node::Apply(Op::Pack, _)),
@@ -974,7 +1089,7 @@ mod tests {
             top = g.binary(Op::Mul, top, c);
             top = g.binary(Op::Add, top, c);
             g.freeze();
-            let runs = g.store.runs().count();
+            let runs = g.store.runs.len();
             assert!((1..=MAX_RUNS).contains(&runs), "{runs} runs");
             frozen.push(g.nodes().to_vec());
         }
@@ -1002,6 +1117,15 @@ mod tests {
         assert_eq!(nodes.get(flat.len()), None);
         let back: Vec<Node> = nodes.iter().rev().copied().collect();
         assert!(back.iter().eq(flat.iter().rev()));
+        // From both ends at once, meeting anywhere.
+        for split in 0..=flat.len() {
+            let mut it = nodes.iter();
+            let mut front: Vec<Node> = it.by_ref().take(split).copied().collect();
+            let mut tail: Vec<Node> = it.rev().copied().collect();
+            tail.reverse();
+            front.extend(tail);
+            assert_eq!(front, flat, "split at {split}");
+        }
         assert_eq!(nodes.iter().len(), flat.len());
         assert_eq!(nodes.pieces().map(<[Node]>::len).sum::<usize>(), flat.len());
         assert_eq!(*on.node(top), flat[flat.len() - 1]);

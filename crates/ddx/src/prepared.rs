@@ -110,11 +110,11 @@ pub(crate) struct PreparedLanes {
     pub(crate) user_calls: bool,
     /// The lanes as the passes build them, and contracted (`Codegen::contract`).
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
-    /// Which of `lanes` a caller asked for ([`PreparedLanes::prepared`]); a plain
-    /// Jacobian lane built only to build the second-order lanes on is not, so it is
-    /// neither compiled for [`Backend::Compile`](crate::Backend::Compile) nor saved
-    /// unless asked for.
-    used: [[AtomicBool; LaneKind::ALL.len()]; 2],
+    /// Whether a caller asked for the plain Jacobian lane ([`PreparedLanes::prepared`]):
+    /// one built only to build the second-order lanes on is neither compiled for
+    /// [`Backend::Compile`](crate::Backend::Compile) nor saved unless asked for. (Every
+    /// other lane is built only when asked for.)
+    jacobian_asked: AtomicBool,
     /// The zero-skipping twins of the `jvp` and `hvp` lanes ([`ddx_ir::lane::build_twin`]),
     /// by variant, then `jvp`, `hvp`: run at the points where the plain lane answers a
     /// NaN; never saved (a loaded equation builds them from its model).
@@ -133,7 +133,7 @@ impl PreparedLanes {
             model,
             id: next_id(),
             lanes: Default::default(),
-            used: Default::default(),
+            jacobian_asked: AtomicBool::new(false),
             twins: Default::default(),
             tensors: (0..=crate::equation::tensor::MAX_TENSOR_ORDER)
                 .map(|_| OnceLock::new())
@@ -145,9 +145,12 @@ impl PreparedLanes {
     /// Whether lane `kind` of the variant `contract` selects was asked for, and so is
     /// prepared.
     fn asked(&self, kind: LaneKind, contract: bool) -> bool {
-        let c = usize::from(contract);
-        self.used[c][kind as usize].load(Ordering::Relaxed)
-            && self.lanes[c][kind as usize].get().is_some()
+        let base_only =
+            kind == LaneKind::Jacobian && !contract && !self.jacobian_asked.load(Ordering::Relaxed);
+        !base_only
+            && self.lanes[usize::from(contract)][kind as usize]
+                .get()
+                .is_some()
     }
 
     /// The lanes already asked for (and so prepared), of the variant `contract` selects.
@@ -164,9 +167,11 @@ impl PreparedLanes {
     pub(crate) fn with_lanes(model: Model, lanes: Vec<(bool, Lane)>) -> Self {
         let set = Self::new(model);
         for (contract, lane) in lanes {
-            let (c, k) = (usize::from(contract), lane.kind as usize);
-            let _ = set.lanes[c][k].set(Prepared::new(lane));
-            set.used[c][k].store(true, Ordering::Relaxed);
+            if (lane.kind, contract) == (LaneKind::Jacobian, false) {
+                set.jacobian_asked.store(true, Ordering::Relaxed);
+            }
+            let cell = &set.lanes[usize::from(contract)][lane.kind as usize];
+            let _ = cell.set(Prepared::new(lane));
         }
         set
     }
@@ -262,7 +267,11 @@ impl PreparedLanes {
     /// ([`ddx_ir::lane::build_on`]); the model's value nodes are shared by every lane that
     /// computes the values.
     pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {
-        self.used[usize::from(contract)][kind as usize].store(true, Ordering::Relaxed);
+        // Read first: a call per point must not write a line other threads read. (`kind`
+        // is a constant where a call inlines this: the test folds away for other lanes.)
+        if kind == LaneKind::Jacobian && !contract && !self.jacobian_asked.load(Ordering::Relaxed) {
+            self.jacobian_asked.store(true, Ordering::Relaxed);
+        }
         self.lane(kind, contract)
     }
 

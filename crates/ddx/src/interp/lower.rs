@@ -270,11 +270,11 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     }
     // Whether a node's instruction is its own operation (it absorbed no other node): only
     // such a node may itself be absorbed by its consumer (set as nodes are selected).
-    let mut plain = Bits::new(nodes.len());
+    let mut plain = vec![false; nodes.len()];
     // The product `(a, b)` a node is, when it is one a single consumer may absorb.
-    let product = |plain: &Bits, id: usize| -> Option<[u32; 2]> {
+    let product = |plain: &[bool], id: usize| -> Option<[u32; 2]> {
         match nodes[id] {
-            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 && plain.get(id) => Some([a.0, b.0]),
+            Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 && plain[id] => Some([a.0, b.0]),
             Node::Apply(Op::Pow | Op::Powi, [a, b, _])
                 if uses[id] == 1 && g.constant_of(b) == Some(2.0) =>
             {
@@ -286,63 +286,62 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     // The operation `op(x, y)` fused with the one operand it absorbs (used only there, its
     // own operation): the code, the absorbed node, and the operands (see [`Code`]).
     // Whether a node is used only as an operand of a sum or difference.
-    let mut sum_operand = Bits::new(nodes.len());
-    for n in nodes {
-        if let Node::Apply(Op::Add | Op::Sub, [x, y, _]) = *n {
-            for a in [x, y] {
-                sum_operand.set(a.index(), uses[a.index()] == 1);
-            }
-        }
-    }
-    let pair = |op: Op, i: usize, plain: &Bits, x: u32, y: u32| -> Option<(Code, u32, [u32; 3])> {
-        let inner = |id: u32, want: Op| match nodes.get(id as usize) {
-            Some(&Node::Apply(o, [a, b, _]))
-                if o == want && x != y && uses[id as usize] == 1 && plain.get(id as usize) =>
-            {
-                Some([a.0, b.0])
-            }
-            _ => None,
-        };
-        let (code, absorbed, [a, b], c) = match op {
-            // Not where the product is itself a sum's only use: the sum fuses it instead
-            // (as the tape program does, so both pass on the same NaN where two are NaN).
-            Op::Mul if !sum_operand.get(i) => (Code::MulMul, x, inner(x, Op::Mul)?, y),
-            Op::Div => (Code::MulDiv, x, inner(x, Op::Mul)?, y),
-            Op::Add => match inner(x, Op::Add) {
-                Some(ab) => (Code::AddAdd, x, ab, y),
-                None => (Code::AddDiv, y, inner(y, Op::Div)?, x),
-            },
-            Op::Sub => (Code::SubDiv, y, inner(y, Op::Div)?, x),
-            _ => return None,
-        };
-        Some((code, absorbed, [a, b, c]))
-    };
+    let mut sum_operand = vec![false; nodes.len()];
     // The products a sum or difference absorbs (as the `Op::Add` and `Op::Sub` arms below
     // decide: a product used only by a sum is its own operation, so `plain`), known
     // before the loop so that they are never emitted: the list is sized for the others.
-    let mut in_sum = Bits::new(nodes.len());
-    for n in nodes.iter() {
+    let mut in_sum = vec![false; nodes.len()];
+    let squares = |b: NodeId| g.constant_of(b) == Some(2.0);
+    for n in nodes {
         if let Node::Apply(Op::Add | Op::Sub, [x, y, _]) = *n {
-            let product = |p: NodeId| match nodes[p.index()] {
-                Node::Apply(Op::Mul, _) => uses[p.index()] == 1,
-                Node::Apply(Op::Pow | Op::Powi, [_, b, _]) => {
-                    uses[p.index()] == 1 && g.constant_of(b) == Some(2.0)
-                }
-                _ => false,
+            for a in [x, y] {
+                sum_operand[a.index()] = uses[a.index()] == 1;
+            }
+            let product = |p: NodeId| {
+                uses[p.index()] == 1
+                    && match nodes[p.index()] {
+                        Node::Apply(Op::Mul, _) => true,
+                        Node::Apply(Op::Pow | Op::Powi, [_, b, _]) => squares(b),
+                        _ => false,
+                    }
             };
             if x != y && product(y) {
-                in_sum.set(y.index(), true);
+                in_sum[y.index()] = true;
             } else if x != y && product(x) {
-                in_sum.set(x.index(), true);
+                in_sum[x.index()] = true;
             }
         }
     }
-    let mut fused = Bits::new(nodes.len());
+    let pair =
+        |op: Op, i: usize, plain: &[bool], x: u32, y: u32| -> Option<(Code, u32, [u32; 3])> {
+            let inner = |id: u32, want: Op| match nodes.get(id as usize) {
+                Some(&Node::Apply(o, [a, b, _]))
+                    if o == want && x != y && uses[id as usize] == 1 && plain[id as usize] =>
+                {
+                    Some([a.0, b.0])
+                }
+                _ => None,
+            };
+            let (code, absorbed, [a, b], c) = match op {
+                // Not where the product is itself a sum's only use: the sum fuses it instead
+                // (as the tape program does, so both pass on the same NaN where two are NaN).
+                Op::Mul if !sum_operand[i] => (Code::MulMul, x, inner(x, Op::Mul)?, y),
+                Op::Div => (Code::MulDiv, x, inner(x, Op::Mul)?, y),
+                Op::Add => match inner(x, Op::Add) {
+                    Some(ab) => (Code::AddAdd, x, ab, y),
+                    None => (Code::AddDiv, y, inner(y, Op::Div)?, x),
+                },
+                Op::Sub => (Code::SubDiv, y, inner(y, Op::Div)?, x),
+                _ => return None,
+            };
+            Some((code, absorbed, [a, b, c]))
+        };
+    let mut fused = vec![false; nodes.len()];
     let mut level = vec![0u32; nodes.len()];
     let operations = nodes
         .iter()
-        .enumerate()
-        .filter(|&(i, n)| n.op().is_some() && !in_sum.get(i))
+        .zip(&in_sum)
+        .filter(|&(n, &absorbed)| n.op().is_some() && !absorbed)
         .count();
     let mut emits: Vec<Emit> = Vec::with_capacity(operations);
     // The arguments of every call of three or more, end to end (`Emit::leaves`).
@@ -373,22 +372,22 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             Op::Call if leaves[1] > 0 => (Code::CallN, [x, leaves[0], leaves[1]]),
             Op::Add if x != y && product(&plain, y as usize).is_some() => {
                 let [a, b] = product(&plain, y as usize).unwrap_or_default();
-                fused.set(y as usize, true);
+                fused[y as usize] = true;
                 (Code::MulAdd, [a, b, x])
             }
             Op::Add if x != y && product(&plain, x as usize).is_some() => {
                 let [a, b] = product(&plain, x as usize).unwrap_or_default();
-                fused.set(x as usize, true);
+                fused[x as usize] = true;
                 (Code::MulAdd, [a, b, y])
             }
             Op::Sub if x != y && product(&plain, y as usize).is_some() => {
                 let [a, b] = product(&plain, y as usize).unwrap_or_default();
-                fused.set(y as usize, true);
+                fused[y as usize] = true;
                 (Code::SubMul, [a, b, x])
             }
             Op::Sub if x != y && product(&plain, x as usize).is_some() => {
                 let [a, b] = product(&plain, x as usize).unwrap_or_default();
-                fused.set(x as usize, true);
+                fused[x as usize] = true;
                 (Code::MulSub, [a, b, y])
             }
             Op::Pow | Op::Powi if g.constant_of(args[1]) == Some(2.0) => {
@@ -396,8 +395,8 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             }
             _ if paired.is_some() => {
                 let (code, inner, operands) = paired.unwrap_or((Code::Op(op), u32::MAX, [0; 3]));
-                if (inner as usize) < nodes.len() {
-                    fused.set(inner as usize, true);
+                if let Some(f) = fused.get_mut(inner as usize) {
+                    *f = true;
                 }
                 (code, operands)
             }
@@ -406,8 +405,8 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
                 [x, args[1].0, args[2].0].map(|a| a.min(nodes.len() as u32)),
             ),
         };
-        plain.set(i, matches!(code, Code::Op(_)));
-        if in_sum.get(i) {
+        plain[i] = matches!(code, Code::Op(_));
+        if in_sum[i] {
             // Computed inside the sum that absorbs it (which marks it fused).
             continue;
         }
@@ -424,10 +423,10 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     }
     // A fused product is computed inside its consumer (which comes later in node order).
     debug_assert!(
-        (0..nodes.len()).all(|i| !in_sum.get(i) || fused.get(i)),
+        (0..nodes.len()).all(|i| !in_sum[i] || fused[i]),
         "a product marked for a sum was not absorbed by it"
     );
-    emits.retain(|e| !fused.get(e.node as usize));
+    emits.retain(|e| !fused[e.node as usize]);
     // Only the use counts are read from here on.
     drop((plain, sum_operand, fused, level, in_sum));
     if schedule == Schedule::Level {
@@ -449,29 +448,6 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         emits.sort_unstable_by_key(|e| (e.key, e.code, e.node));
     }
     (emits, packed)
-}
-
-/// One flag a node, a bit each (the lowering's per-node facts: a byte each would be
-/// 3.6 MB apiece for a lane of 3.6 M nodes).
-struct Bits(Vec<u64>);
-
-impl Bits {
-    fn new(len: usize) -> Self {
-        Bits(vec![0; len.div_ceil(64)])
-    }
-
-    fn get(&self, i: usize) -> bool {
-        self.0[i / 64] >> (i % 64) & 1 == 1
-    }
-
-    fn set(&mut self, i: usize, value: bool) {
-        let (word, bit) = (&mut self.0[i / 64], 1u64 << (i % 64));
-        if value {
-            *word |= bit;
-        } else {
-            *word &= !bit;
-        }
-    }
 }
 
 /// The fewest [`Code::MulAdd`]s a chain needs to become one [`Code::Dot`] (measured:
