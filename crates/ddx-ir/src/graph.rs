@@ -255,6 +255,8 @@ pub struct Nodes<'g> {
     /// The highest piece's first id and nodes (read first).
     top_first: usize,
     top: &'g [Node],
+    /// The lowest piece (first id 0; read second).
+    bottom: &'g [Node],
     /// The pieces, lowest ids first, `(first id, nodes)`; the first `count` are used.
     parts: [(usize, &'g [Node]); MAX_RUNS + 1],
     count: usize,
@@ -277,6 +279,7 @@ impl<'g> Nodes<'g> {
         Nodes {
             top_first,
             top,
+            bottom: parts[0].1,
             parts,
             count,
             len: store.len(),
@@ -312,20 +315,21 @@ impl<'g> Nodes<'g> {
         if i >= self.top_first {
             return &self.top[i - self.top_first];
         }
-        self.below(i)
+        if i < self.bottom.len() {
+            return &self.bottom[i];
+        }
+        self.between(i)
     }
 
-    /// [`Nodes::at`] below the highest piece.
-    #[inline]
-    fn below(&self, i: usize) -> &'g Node {
-        let mut k = self.count - 1;
-        loop {
-            let (first, piece) = self.parts[k];
-            if i >= first || k == 0 {
+    /// [`Nodes::at`] in a piece between the lowest and the highest.
+    #[inline(never)]
+    fn between(&self, i: usize) -> &'g Node {
+        for &(first, piece) in self.parts[1..self.count - 1].iter().rev() {
+            if i >= first {
                 return &piece[i - first];
             }
-            k -= 1;
         }
+        unreachable!("node {i} is in no piece")
     }
 
     /// The nodes in id order.

@@ -105,6 +105,7 @@ impl Program {
             };
         }
         let mut next_free = (input_base + inputs) as u32;
+        let fixed = next_free;
         let mut free: Vec<u32> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
         let mut reads: Vec<u32> = Vec::new();
@@ -138,7 +139,8 @@ impl Program {
                 let release = |free: &mut Vec<u32>, last_use: &mut [u32]| {
                     for &id in used {
                         let a = id as usize;
-                        let temp = matches!(nodes[a], Node::Apply(..));
+                        // An operation's slot is past the fixed ones (constants, inputs).
+                        let temp = slot[a] >= fixed;
                         if temp && last_use[a] == k as u32 {
                             free.push(slot[a]);
                             last_use[a] = u32::MAX;
@@ -276,7 +278,7 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         match nodes[id] {
             Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 && plain[id] => Some([a.0, b.0]),
             Node::Apply(Op::Pow | Op::Powi, [a, b, _])
-                if uses[id] == 1 && g.constant_of(b) == Some(2.0) =>
+                if uses[id] == 1 && nodes[b.index()].constant() == Some(2.0) =>
             {
                 Some([a.0, a.0])
             }
@@ -291,24 +293,25 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     // decide: a product used only by a sum is its own operation, so `plain`), known
     // before the loop so that they are never emitted: the list is sized for the others.
     let mut in_sum = vec![false; nodes.len()];
-    let squares = |b: NodeId| g.constant_of(b) == Some(2.0);
+    let squares = |b: NodeId| nodes[b.index()].constant() == Some(2.0);
     for n in nodes {
         if let Node::Apply(Op::Add | Op::Sub, [x, y, _]) = *n {
             for a in [x, y] {
                 sum_operand[a.index()] = uses[a.index()] == 1;
             }
-            let product = |p: NodeId| {
-                uses[p.index()] == 1
-                    && match nodes[p.index()] {
-                        Node::Apply(Op::Mul, _) => true,
-                        Node::Apply(Op::Pow | Op::Powi, [_, b, _]) => squares(b),
-                        _ => false,
+            if x != y {
+                for p in [y, x] {
+                    let product = uses[p.index()] == 1
+                        && match nodes[p.index()] {
+                            Node::Apply(Op::Mul, _) => true,
+                            Node::Apply(Op::Pow | Op::Powi, [_, b, _]) => squares(b),
+                            _ => false,
+                        };
+                    if product {
+                        in_sum[p.index()] = true;
+                        break;
                     }
-            };
-            if x != y && product(y) {
-                in_sum[y.index()] = true;
-            } else if x != y && product(x) {
-                in_sum[x.index()] = true;
+                }
             }
         }
     }
@@ -354,7 +357,9 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             continue;
         }
         let id = NodeId::from_index(i);
-        let leaves = if g.is_packed_call(id) {
+        // A call of three or more arguments (its last operand a pack chain).
+        let packed_call = op == Op::Call && nodes[args[2].index()].op() == Some(Op::Pack);
+        let leaves = if packed_call {
             let start = packed.len() as u32;
             packed.extend(g.call_args(id).map(|a| a.0));
             [start, packed.len() as u32 - start]
@@ -390,7 +395,7 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
                 fused[x as usize] = true;
                 (Code::MulSub, [a, b, y])
             }
-            Op::Pow | Op::Powi if g.constant_of(args[1]) == Some(2.0) => {
+            Op::Pow | Op::Powi if nodes[args[1].index()].constant() == Some(2.0) => {
                 (Code::Op(Op::Mul), [x, x, 0])
             }
             _ if paired.is_some() => {
