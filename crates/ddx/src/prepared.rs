@@ -266,13 +266,21 @@ impl PreparedLanes {
     /// not yet, without marking it asked for), whose nodes they share
     /// ([`ddx_ir::lane::build_on`]); the model's value nodes are shared by every lane that
     /// computes the values.
+    #[inline]
     pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {
-        // Read first: a call per point must not write a line other threads read. (`kind`
-        // is a constant where a call inlines this: the test folds away for other lanes.)
-        if kind == LaneKind::Jacobian && !contract && !self.jacobian_asked.load(Ordering::Relaxed) {
-            self.jacobian_asked.store(true, Ordering::Relaxed);
+        // Inlined where `kind` is a constant: the test folds away for the other lanes.
+        if kind == LaneKind::Jacobian && !contract {
+            self.ask_jacobian();
         }
         self.lane(kind, contract)
+    }
+
+    /// Marks the plain Jacobian lane asked for (read first: a call per point must not
+    /// write a line other threads read).
+    fn ask_jacobian(&self) {
+        if !self.jacobian_asked.load(Ordering::Relaxed) {
+            self.jacobian_asked.store(true, Ordering::Relaxed);
+        }
     }
 
     /// [`PreparedLanes::prepared`], without marking the lane asked for.
