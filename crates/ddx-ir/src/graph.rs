@@ -1130,6 +1130,16 @@ mod tests {
             front.extend(tail);
             assert_eq!(front, flat, "split at {split}");
         }
+        // Alternating ends.
+        let mut it = nodes.iter();
+        let (mut front, mut back) = (Vec::new(), Vec::new());
+        while it.len() > 0 {
+            front.extend(it.next().copied());
+            back.extend(it.next_back().copied());
+        }
+        back.reverse();
+        front.extend(back);
+        assert_eq!(front, flat);
         assert_eq!(nodes.iter().len(), flat.len());
         assert_eq!(nodes.pieces().map(<[Node]>::len).sum::<usize>(), flat.len());
         assert_eq!(*on.node(top), flat[flat.len() - 1]);

@@ -1,9 +1,12 @@
 //! Lanes: the graph for one kind of call, built from a model by the AD passes.
 //!
-//! This is the orchestrator: it copies the model's value graph, runs the passes a lane
-//! needs (they append to the copy, sharing value nodes by hash-consing), then extracts
-//! only what the lane's outputs reach, so a lane computes nothing it does not answer.
-//! In debug builds every lane is verified.
+//! This is the orchestrator: it clones the model's value graph (which copies no node: the
+//! clone shares the model's frozen run, see [`Graph`]'s "Shared nodes"), runs the passes
+//! a lane needs (they append to the clone, sharing value nodes by hash-consing), then
+//! prunes it to what the lane's outputs reach, so a lane computes nothing it does not
+//! answer and stores only the nodes it adds to the model. The second-order lanes are
+//! built the same way on the Jacobian lane's graph ([`build_on`]), whose nodes they
+//! share. In debug builds every lane is verified.
 //!
 //! Output layout (every engine answers in this order):
 //!

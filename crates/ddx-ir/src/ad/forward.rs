@@ -75,8 +75,8 @@ pub fn forward_with(
     }
     let mut tangent = Tangents::new(top);
     let mut operands: Vec<NodeId> = Vec::new();
-    for i in 0..top {
-        if !needed[i] {
+    for (i, &need) in needed.iter().enumerate() {
+        if !need {
             continue;
         }
         let id = NodeId::from_index(i);
