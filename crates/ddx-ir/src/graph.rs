@@ -129,6 +129,10 @@ pub struct Graph {
 
 /// A graph's nodes: frozen runs shared with other graphs (ids `0..base`), then the graph's
 /// own open list (ids `base..`).
+///
+/// **Invariant** (checked in debug builds when runs are made or kept): the runs tile
+/// `0..base` in order, none empty, at most [`MAX_RUNS`] of them; no run changes once made
+/// (each is behind an `Arc` and only ever read).
 #[derive(Clone, Default)]
 struct Store {
     /// The frozen runs, lowest ids first: each starts where the one before it ends, the
@@ -227,6 +231,20 @@ impl Store {
         nodes.shrink_to_fit();
         self.base = start + nodes.len();
         self.runs.push(Arc::new(Segment { start, nodes }));
+        debug_assert!(self.runs_tile(), "frozen runs must tile 0..base");
+    }
+
+    /// Whether the frozen runs tile the ids `0..base`, in order, none empty (the layout
+    /// [`Store::at`] and every view rely on).
+    fn runs_tile(&self) -> bool {
+        let mut end = 0;
+        for seg in &self.runs {
+            if seg.start != end || seg.nodes.is_empty() {
+                return false;
+            }
+            end = seg.end();
+        }
+        end == self.base && self.runs.len() <= MAX_RUNS
     }
 
     /// The frozen runs whose nodes all lie below `limit`, as a store with an empty open
@@ -238,11 +256,13 @@ impl Store {
             .take_while(|seg| seg.end() <= limit)
             .cloned()
             .collect();
-        Store {
+        let kept = Store {
             base: runs.last().map_or(0, |seg| seg.end()),
             runs,
             open: Vec::new(),
-        }
+        };
+        debug_assert!(kept.runs_tile(), "frozen runs must tile 0..base");
+        kept
     }
 }
 
