@@ -1,9 +1,12 @@
 //! Lanes: the graph for one kind of call, built from a model by the AD passes.
 //!
-//! This is the orchestrator: it copies the model's value graph, runs the passes a lane
-//! needs (they append to the copy, sharing value nodes by hash-consing), then extracts
-//! only what the lane's outputs reach, so a lane computes nothing it does not answer.
-//! In debug builds every lane is verified.
+//! This is the orchestrator: it clones the model's value graph (which copies no node: the
+//! clone shares the model's frozen run, see [`Graph`]'s "Shared nodes"), runs the passes
+//! a lane needs (they append to the clone, sharing value nodes by hash-consing), then
+//! prunes it to what the lane's outputs reach, so a lane computes nothing it does not
+//! answer and stores only the nodes it adds to the model. The second-order lanes are
+//! built the same way on the Jacobian lane's graph ([`build_on`]), whose nodes they
+//! share. In debug builds every lane is verified.
 //!
 //! Output layout (every engine answers in this order):
 //!
@@ -26,9 +29,9 @@
 
 use crate::ad::forward::{forward_with, Zeros};
 use crate::ad::tensor::{self, TensorLayout};
-use crate::ad::{hessian, reverse::reverse, Deriv};
+use crate::ad::{hessian, reverse::reverse, rules, Deriv};
 use crate::colour::HessianLayout;
-use crate::{Error, Graph, Model, NodeId, SeedId, Sparsity};
+use crate::{Error, Graph, Model, Node, NodeId, Op, SeedId, Sparsity};
 
 /// Which kind of call a lane answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -225,15 +228,41 @@ impl Lane {
 /// point unless one of them is NaN, and the twin's there (`ad::forward`, "Exact zeros of
 /// a direction": the twin gives the plain lane's bits wherever those are not NaN, so the
 /// call answers the twin's bits at every point).
+///
+/// The second-order lanes (`Hessian`, `Hvp`) are built on the Jacobian lane: this builds
+/// it first, and [`build_on`] takes one already built. Either way the lane is the same
+/// (see [`build_on`]).
 pub fn build(model: &Model, kind: LaneKind) -> Lane {
-    build_with(model, kind, Zeros::Ieee)
+    build_with(model, kind, Zeros::Ieee, None)
+}
+
+/// [`build`], building the `Hessian` and `Hvp` lanes on `jacobian`, the lane
+/// [`build`]`(model, LaneKind::Jacobian)` answered (for the other kinds `jacobian` is not
+/// read). Such a lane's graph starts with `jacobian`'s nodes, with the same ids, and
+/// shares them (see [`Graph`]'s "Shared nodes"): the values and the Jacobian cells are
+/// stored once for the three lanes, and the cells are read from `jacobian`'s outputs
+/// instead of swept again. The lane is the one [`build`] answers, node for node.
+///
+/// Two exceptions, answered as [`build`] answers them: a model whose reverse sweeps make
+/// an [`Op::Hold`] (a `pow` with a moving exponent, a `powi`) has its second-order lanes
+/// built in one graph from the model, since the forward sweeps must meet the holds that
+/// extracting the Jacobian lane removed; and a `jacobian` that cannot be `model`'s (its
+/// layout, or its first nodes not the model's: a lane of a file that pairs it with another
+/// model) is not built on.
+pub fn build_on(model: &Model, kind: LaneKind, jacobian: &Lane) -> Lane {
+    build_with(model, kind, Zeros::Ieee, Some(jacobian))
 }
 
 /// The zero-skipping twin of the `jvp` or `hvp` lane ([`Zeros::Skip`]): the same inputs,
 /// outputs and layout as [`build`]'s lane of `kind`, answering where a plain output is NaN.
 /// `None` for the other kinds, whose seeds (if any) never meet an infinite partial alone.
 pub fn build_twin(model: &Model, kind: LaneKind) -> Option<Lane> {
-    has_twin(kind).then(|| build_with(model, kind, Zeros::Skip))
+    has_twin(kind).then(|| build_with(model, kind, Zeros::Skip, None))
+}
+
+/// [`build_twin`], the `hvp` twin built on `jacobian` as [`build_on`] builds the `hvp` lane.
+pub fn build_twin_on(model: &Model, kind: LaneKind, jacobian: &Lane) -> Option<Lane> {
+    has_twin(kind).then(|| build_with(model, kind, Zeros::Skip, Some(jacobian)))
 }
 
 /// Whether lane `kind` has a zero-skipping twin ([`build_twin`] answers one): the `jvp`
@@ -242,10 +271,12 @@ pub fn has_twin(kind: LaneKind) -> bool {
     matches!(kind, LaneKind::Jvp | LaneKind::Hvp)
 }
 
-/// [`build`], the run-time direction's zeros treated as `zeros` says.
-fn build_with(model: &Model, kind: LaneKind, zeros: Zeros) -> Lane {
+/// [`build_on`] (on `jacobian`, or on the Jacobian lane built here when `None`), the
+/// run-time direction's zeros treated as `zeros` says.
+fn build_with(model: &Model, kind: LaneKind, zeros: Zeros, jacobian: Option<&Lane>) -> Lane {
     let n = model.arity();
     let m = model.outputs().len();
+    // A clone of the sealed model copies no node: the lane shares them (see [`Graph`]).
     let mut g = model.graph().clone();
     let values: Vec<NodeId> = model.outputs().to_vec();
     let mut layout = None;
@@ -283,6 +314,15 @@ fn build_with(model: &Model, kind: LaneKind, zeros: Zeros) -> Lane {
         }
         LaneKind::Tensor => return tensor_lane(model, 1),
         LaneKind::Hessian | LaneKind::Hvp => {
+            let holds = makes_holds(model);
+            if let Some(jacobian) = jacobian.filter(|j| !holds && fits_as_jacobian(j, model)) {
+                return second_order(model, kind, zeros, jacobian);
+            }
+            if !holds {
+                let jacobian = build_with(model, LaneKind::Jacobian, Zeros::Ieee, None);
+                return second_order(model, kind, zeros, &jacobian);
+            }
+            // In one graph with the reverse sweeps' holds (see [`makes_holds`]).
             let grads = hessian::gradients(&mut g, &values, n);
             let (cells, pattern) = cells_of(&grads, n);
             let mut outs = values;
@@ -304,18 +344,114 @@ fn build_with(model: &Model, kind: LaneKind, zeros: Zeros) -> Lane {
             }
         }
     };
-    // The passes are over: pruned in place, never beside a copy.
-    let (graph, outputs) = g.prune(&outputs);
+    finish(
+        model,
+        kind,
+        g,
+        &outputs,
+        seeds,
+        value_count,
+        pattern,
+        layout,
+    )
+}
+
+/// Whether the reverse sweeps over `model` make an [`Op::Hold`](crate::Op::Hold): a
+/// `pow` or `powi` whose partial holds its exponent ([`rules::holds_exponent`]). A lane's
+/// holds are gone once it is extracted, and the forward sweeps of the second order must
+/// meet them (they stop the exponent's tangent), so the second-order lanes of such a
+/// model are built from the model in one graph, not on its Jacobian lane.
+fn makes_holds(model: &Model) -> bool {
+    let g = model.graph();
+    g.nodes().iter().any(|node| match *node {
+        Node::Apply(op @ (Op::Pow | Op::Powi), [a, b, _]) => rules::holds_exponent(g, op, a, b),
+        _ => false,
+    })
+}
+
+/// Whether `jacobian` can be `model`'s Jacobian lane (what [`build_on`] reads from it):
+/// its kind, inputs, values and pattern, and its first nodes the model's (shared, or
+/// equal: a lane read from a file holds its own copy). A lane read from a file that
+/// belongs to another model fails here and is not built on.
+fn fits_as_jacobian(jacobian: &Lane, model: &Model) -> bool {
+    let (n, m) = (model.arity(), model.outputs().len());
+    let g = model.graph();
+    jacobian.kind == LaneKind::Jacobian
+        && (
+            jacobian.symbols,
+            jacobian.params,
+            jacobian.seeds,
+            jacobian.values,
+        ) == (n, model.param_count(), 0, m)
+        && jacobian.pattern.as_ref().is_some_and(|p| {
+            p.rows() == m && p.columns() == n && jacobian.outputs.len() == m + p.nonzeros()
+        })
+        && jacobian.outputs[..m] == *model.outputs()
+        && (jacobian.graph.shared_with(g) >= g.len()
+            || (jacobian.graph.len() >= g.len()
+                && g.nodes()
+                    .iter()
+                    .zip(jacobian.graph.nodes())
+                    .all(|(a, b)| a == b)))
+}
+
+/// The `Hessian` or `Hvp` lane of `model` on `jacobian` (its Jacobian lane, checked by
+/// [`fits_as_jacobian`]): the gradient nodes are its cells, and the forward sweeps over
+/// them are appended to a clone of its graph, which shares its nodes.
+fn second_order(model: &Model, kind: LaneKind, zeros: Zeros, jacobian: &Lane) -> Lane {
+    let n = model.arity();
+    let m = model.outputs().len();
+    let mut g = jacobian.graph.clone();
+    let mut outs = jacobian.outputs.clone();
+    let pattern = jacobian
+        .pattern
+        .clone()
+        .unwrap_or_else(|| Sparsity::new(m, n, []));
+    // `grads[r][j]` = ∂f_r/∂x_j: the cells, as the reverse sweeps made them.
+    let mut grads: Vec<Vec<Deriv>> = vec![vec![None; n]; m];
+    for (cell, &id) in pattern.entries().iter().zip(&jacobian.outputs[m..]) {
+        grads[cell.row][cell.column] = Some(id);
+    }
+    if kind == LaneKind::Hvp {
+        let tangents: Vec<Deriv> = (0..n)
+            .map(|j| Some(g.seed(SeedId::from_index(j))))
+            .collect();
+        for row in hessian::products_with(&mut g, &grads, &tangents, zeros) {
+            outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
+        }
+        finish(model, kind, g, &outs, n, m, Some(pattern), None)
+    } else {
+        let per_output = hessian::pattern(&g, &grads, n);
+        let hl = HessianLayout::new(hessian::symmetric_union(&per_output, n));
+        outs.extend(compressed_blocks(&mut g, &grads, &hl, &per_output));
+        finish(model, kind, g, &outs, 0, m, Some(pattern), Some(hl))
+    }
+}
+
+/// The lane of `kind` over the passes' graph `g`: pruned to `outputs` (in place, never
+/// beside a copy) and verified in debug builds.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    model: &Model,
+    kind: LaneKind,
+    g: Graph,
+    outputs: &[NodeId],
+    seeds: usize,
+    values: usize,
+    pattern: Option<Sparsity>,
+    hessian: Option<HessianLayout>,
+) -> Lane {
+    let (graph, outputs) = g.prune(outputs);
     let lane = Lane {
         kind,
         graph,
         outputs,
-        symbols: n,
+        symbols: model.arity(),
         params: model.param_count(),
         seeds,
-        values: value_count,
+        values,
         pattern,
-        hessian: layout,
+        hessian,
     };
     debug_assert!(
         crate::verify(&lane.graph, lane.seed_base(), lane.seeds).is_empty(),
@@ -470,4 +606,130 @@ fn compressed_blocks(
         }
     }
     outs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{random_model, ModelSize};
+
+    /// The second-order lane of `kind` built as it was before lanes shared nodes: every
+    /// pass appended to one copy of the model, then pruned.
+    fn in_one_graph(model: &Model, kind: LaneKind, zeros: Zeros) -> Lane {
+        let (n, m) = (model.arity(), model.outputs().len());
+        let mut g = model.graph().clone();
+        let grads = hessian::gradients(&mut g, model.outputs(), n);
+        let (cells, pattern) = cells_of(&grads, n);
+        let mut outs = model.outputs().to_vec();
+        outs.extend(cells);
+        if kind == LaneKind::Hvp {
+            let tangents: Vec<Deriv> = (0..n)
+                .map(|j| Some(g.seed(SeedId::from_index(j))))
+                .collect();
+            for row in hessian::products_with(&mut g, &grads, &tangents, zeros) {
+                outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
+            }
+            finish(model, kind, g, &outs, n, m, Some(pattern), None)
+        } else {
+            let per_output = hessian::pattern(&g, &grads, n);
+            let hl = HessianLayout::new(hessian::symmetric_union(&per_output, n));
+            outs.extend(compressed_blocks(&mut g, &grads, &hl, &per_output));
+            finish(model, kind, g, &outs, 0, m, Some(pattern), Some(hl))
+        }
+    }
+
+    /// `lane`'s nodes depth first from its outputs, arguments left to right, renumbered in
+    /// that order, and its outputs: equal for two lanes exactly when they are the same
+    /// hash-consed graph, whatever order their nodes were made in.
+    fn depth_first(lane: &Lane) -> (Vec<Node>, Vec<NodeId>) {
+        let g = &lane.graph;
+        let mut map = vec![crate::NO_ARG; g.len()];
+        let mut nodes = Vec::new();
+        for &root in &lane.outputs {
+            let mut stack = vec![(root, 0usize)];
+            while let Some((id, next)) = stack.pop() {
+                if map[id.index()] != crate::NO_ARG {
+                    continue;
+                }
+                match g.node(id).args().get(next) {
+                    Some(&a) => {
+                        stack.push((id, next + 1));
+                        stack.push((a, 0));
+                    }
+                    None => {
+                        map[id.index()] = NodeId::from_index(nodes.len());
+                        nodes.push(g.node(id).map_args(|a| map[a.index()]));
+                    }
+                }
+            }
+        }
+        (nodes, lane.outputs.iter().map(|o| map[o.index()]).collect())
+    }
+
+    #[test]
+    fn second_order_lanes_on_the_jacobian_lane_are_the_one_graph_lanes() {
+        // The same graph as every pass appending to one copy of the model (its nodes
+        // made in another order: those the Jacobian lane left out come after its own),
+        // node for node whether the Jacobian lane is given or not.
+        let mut sharing = 0;
+        for seed in 0..300 {
+            let size = ModelSize {
+                nodes: 8 + (seed as usize % 5) * 12,
+                symbols: 1 + seed as usize % 4,
+                outputs: 1 + seed as usize % 3,
+                ..ModelSize::default()
+            };
+            let model = random_model(seed, &size);
+            let jacobian = build(&model, LaneKind::Jacobian);
+            for (kind, zeros) in [
+                (LaneKind::Hessian, Zeros::Ieee),
+                (LaneKind::Hvp, Zeros::Ieee),
+                (LaneKind::Hvp, Zeros::Skip),
+            ] {
+                let want = in_one_graph(&model, kind, zeros);
+                let on = build_with(&model, kind, zeros, Some(&jacobian));
+                let alone = build_with(&model, kind, zeros, None);
+                assert_eq!(
+                    on.graph.nodes(),
+                    alone.graph.nodes(),
+                    "seed {seed} {kind:?}"
+                );
+                assert_eq!(on.outputs, alone.outputs, "seed {seed} {kind:?}");
+                assert_eq!(depth_first(&on), depth_first(&want), "seed {seed} {kind:?}");
+                assert_eq!((&on.pattern, &on.hessian), (&want.pattern, &want.hessian));
+                // The Jacobian lane's nodes are stored once (the model's, where the
+                // reverse sweeps make holds).
+                let shared = on.graph.shared_with(&jacobian.graph);
+                if makes_holds(&model) {
+                    assert_eq!(shared, model.graph().len(), "seed {seed}");
+                } else {
+                    assert_eq!(shared, jacobian.graph.len(), "seed {seed}");
+                    sharing += 1;
+                }
+            }
+        }
+        assert!(
+            sharing > 300,
+            "{sharing} of 900 lanes built on the Jacobian lane"
+        );
+    }
+
+    #[test]
+    fn lanes_share_the_model_nodes_they_compute() {
+        let model = random_model(7, &ModelSize::default());
+        let shared = |kind| build(&model, kind).graph.shared_with(model.graph());
+        let all = model.graph().len();
+        for kind in [
+            LaneKind::Value,
+            LaneKind::Jacobian,
+            LaneKind::Jvp,
+            LaneKind::Vjp,
+            LaneKind::Hessian,
+            LaneKind::Hvp,
+        ] {
+            assert_eq!(shared(kind), all, "{kind:?}");
+        }
+        let twin = build_twin(&model, LaneKind::Jvp).map(|t| t.graph.shared_with(model.graph()));
+        assert_eq!(twin, Some(all));
+    }
 }

@@ -37,7 +37,7 @@ pub use colour::{Colouring, HessianLayout};
 pub use error::{Block, Errc, Error, PointRole, Result, UserProblem, VectorRole};
 pub use expr::unary_fns::*;
 pub use expr::{atan2, expm1, hypot, log, log1p, max, min, pow, powi, select, Expr};
-pub use graph::{CallArgs, Constant, Graph, Node, NO_ARG};
+pub use graph::{CallArgs, Constant, Graph, Node, Nodes, NO_ARG};
 pub use ids::{NodeId, SeedId, SymbolId};
 pub use lane::{Lane, LaneKind};
 pub use model::Model;

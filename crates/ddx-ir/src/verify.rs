@@ -34,22 +34,23 @@ pub fn verify(graph: &Graph, symbols: usize, seeds: usize) -> Vec<Violation> {
                 what: format!("duplicates {prev}"),
             });
         }
-        if let Some(what) = node_violation(&nodes[..i], node, symbols, seeds) {
+        if let Some(what) = node_violation(i, |a| nodes[a], node, symbols, seeds) {
             out.push(Violation { node: id, what });
         }
     }
     out
 }
 
-/// What is wrong with `node` placed after `before` (every invariant but hash-consing,
-/// which needs the whole graph's index), or `None`. Never indexes out of `before`.
+/// What is wrong with `node` placed at index `i`, after the nodes `before` answers for
+/// the indices below `i` (every invariant but hash-consing, which needs the whole graph's
+/// index), or `None`. Never asks `before` for an index of `i` or more.
 pub(crate) fn node_violation(
-    before: &[Node],
+    i: usize,
+    before: impl Fn(usize) -> Node,
     node: &Node,
     symbols: usize,
     seeds: usize,
 ) -> Option<String> {
-    let i = before.len();
     match *node {
         Node::Symbol(s) if s.index() >= symbols => Some(format!("symbol {s} of {symbols}")),
         Node::Seed(s) if s.index() >= seeds => Some(format!("seed {s} of {seeds}")),
@@ -61,7 +62,7 @@ pub(crate) fn node_violation(
             if let Some(a) = args.iter().find(|a| a.index() >= i) {
                 return Some(format!("argument {a} is not earlier"));
             }
-            if op != Op::Pack && args.iter().all(|a| before[a.index()].constant().is_some()) {
+            if op != Op::Pack && args.iter().all(|a| before(a.index()).constant().is_some()) {
                 return Some(format!("{op} of constants was not folded"));
             }
             // A pack is only a call's last operand or a pack's, and never its first.
@@ -71,7 +72,7 @@ pub(crate) fn node_violation(
             };
             args.iter()
                 .enumerate()
-                .find(|&(k, a)| k != tail && before[a.index()].op() == Some(Op::Pack))
+                .find(|&(k, a)| k != tail && before(a.index()).op() == Some(Op::Pack))
                 .map(|(k, _)| format!("a pack is argument {k} of {op}"))
         }
         _ => None,

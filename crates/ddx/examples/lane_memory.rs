@@ -1,8 +1,9 @@
 //! Peak memory of an equation with every lane built (issue 20, BENCHMARKS.md "Memory of
 //! every lane"): a sum of `N` terms over 2 symbols, `Σ (yᵢ − a·exp(−b·tᵢ))²`, each of the
 //! seven fixed lanes built and called once (so the interpreter's per-point program is
-//! lowered), the process's resident set read after each step. Pass `N` as the first
-//! argument (default 10⁵).
+//! lowered), the process's resident set read after each step, and how many of each lane's
+//! nodes it stores alone (the rest it shares with the model or the Jacobian lane). Pass
+//! `N` as the first argument (default 10⁵).
 //!
 //! ```sh
 //! cargo build --release -p ddx --no-default-features --example lane_memory
@@ -53,8 +54,16 @@ fn main() {
     let x = [0.9, 1.1];
     for kind in LaneKind::ALL {
         let t0 = Instant::now();
-        let nodes = eq.lane(kind).unwrap().graph.len();
+        let graph = &eq.lane(kind).unwrap().graph;
+        let nodes = graph.len();
         let built = t0.elapsed();
+        // The nodes stored for this lane alone: not in a run it shares with the model or
+        // (the second-order lanes) with the Jacobian lane.
+        let mut shared = graph.shared_with(eq.model().graph());
+        if matches!(kind, LaneKind::Hessian | LaneKind::Hvp) {
+            // Built already: these lanes are built on it.
+            shared = shared.max(graph.shared_with(&eq.lane(LaneKind::Jacobian).unwrap().graph));
+        }
         let t1 = Instant::now();
         let out = match kind {
             LaneKind::Value => vec![eq.evaluate(x).unwrap()],
@@ -68,9 +77,10 @@ fn main() {
         };
         let (now, peak) = rss();
         println!(
-            "{:>8} ({nodes} nodes): build {built:.2?}, first call {:.2?}, rss {now:.0} MiB, \
-             peak {peak:.0} MiB, out[0] = {:.17e}",
+            "{:>8} ({nodes} nodes, {} its own): build {built:.2?}, first call {:.2?}, \
+             rss {now:.0} MiB, peak {peak:.0} MiB, out[0] = {:.17e}",
             kind.name(),
+            nodes - shared,
             t1.elapsed(),
             out[0]
         );

@@ -16,11 +16,15 @@
 //! - What is prepared never changes afterwards, so an engine may keep a reference (or an
 //!   `Arc` of the whole set) for as long as it runs.
 //! - The contracted variant of a lane is built from the plain one, never from the model.
+//! - The plain `Hessian` and `hvp` lanes (and the `hvp` twin) are built on the plain
+//!   Jacobian lane and share its nodes (their graphs start with its graph); a Jacobian
+//!   lane prepared only for that is not *asked for*: the compile backend and saving see
+//!   only the lanes callers asked for.
 
 use crate::interp::tape::Tape;
 use crate::interp::{Program, Schedule};
 use ddx_ir::{HessianLayout, Lane, LaneKind, Model, Sparsity};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// Identities of prepared lanes and lane sets, never reused within a process: what a
@@ -106,6 +110,11 @@ pub(crate) struct PreparedLanes {
     pub(crate) user_calls: bool,
     /// The lanes as the passes build them, and contracted (`Codegen::contract`).
     lanes: [[OnceLock<Prepared>; LaneKind::ALL.len()]; 2],
+    /// Whether a caller asked for the plain Jacobian lane ([`PreparedLanes::prepared`]):
+    /// one built only to build the second-order lanes on is neither compiled for
+    /// [`Backend::Compile`](crate::Backend::Compile) nor saved unless asked for. (Every
+    /// other lane is built only when asked for.)
+    jacobian_asked: AtomicBool,
     /// The zero-skipping twins of the `jvp` and `hvp` lanes ([`ddx_ir::lane::build_twin`]),
     /// by variant, then `jvp`, `hvp`: run at the points where the plain lane answers a
     /// NaN; never saved (a loaded equation builds them from its model).
@@ -124,6 +133,7 @@ impl PreparedLanes {
             model,
             id: next_id(),
             lanes: Default::default(),
+            jacobian_asked: AtomicBool::new(false),
             twins: Default::default(),
             tensors: (0..=crate::equation::tensor::MAX_TENSOR_ORDER)
                 .map(|_| OnceLock::new())
@@ -132,15 +142,22 @@ impl PreparedLanes {
         }
     }
 
-    /// The lanes already prepared, of the variant `contract` selects.
+    /// Whether lane `kind` of the variant `contract` selects was asked for, and so is
+    /// prepared.
+    fn asked(&self, kind: LaneKind, contract: bool) -> bool {
+        let base_only =
+            kind == LaneKind::Jacobian && !contract && !self.jacobian_asked.load(Ordering::Relaxed);
+        !base_only
+            && self.lanes[usize::from(contract)][kind as usize]
+                .get()
+                .is_some()
+    }
+
+    /// The lanes already asked for (and so prepared), of the variant `contract` selects.
     pub(crate) fn prepared_kinds(&self, contract: bool) -> Vec<LaneKind> {
         LaneKind::ALL
             .into_iter()
-            .filter(|&k| {
-                self.lanes[usize::from(contract)][k as usize]
-                    .get()
-                    .is_some()
-            })
+            .filter(|&k| self.asked(k, contract))
             .collect()
     }
 
@@ -150,19 +167,23 @@ impl PreparedLanes {
     pub(crate) fn with_lanes(model: Model, lanes: Vec<(bool, Lane)>) -> Self {
         let set = Self::new(model);
         for (contract, lane) in lanes {
+            if (lane.kind, contract) == (LaneKind::Jacobian, false) {
+                set.jacobian_asked.store(true, Ordering::Relaxed);
+            }
             let cell = &set.lanes[usize::from(contract)][lane.kind as usize];
             let _ = cell.set(Prepared::new(lane));
         }
         set
     }
 
-    /// Every lane prepared so far, as `(contract, lane)`: the plain ones first, each
+    /// Every lane asked for so far, as `(contract, lane)`: the plain ones first, each
     /// variant in [`LaneKind::ALL`] order.
     pub(crate) fn prepared_lanes(&self) -> impl Iterator<Item = (bool, &Lane)> {
         [false, true].into_iter().flat_map(move |contract| {
-            self.lanes[usize::from(contract)]
-                .iter()
-                .filter_map(move |cell| cell.get().map(|p| (contract, &p.lane)))
+            LaneKind::ALL.into_iter().filter_map(move |k| {
+                let lane = &self.lanes[usize::from(contract)][k as usize].get()?.lane;
+                self.asked(k, contract).then_some((contract, lane))
+            })
         })
     }
 
@@ -229,18 +250,47 @@ impl PreparedLanes {
         }
         let lane = if contract {
             ddx_ir::contract::contract(&self.twin(kind, false)?.lane)
+        } else if kind == LaneKind::Hvp {
+            // On the Jacobian lane, as the plain `hvp` lane: sharing its nodes.
+            let jacobian = &self.lane(LaneKind::Jacobian, false).lane;
+            ddx_ir::lane::build_twin_on(&self.model, kind, jacobian)?
         } else {
             ddx_ir::lane::build_twin(&self.model, kind)?
         };
         Some(cell.get_or_init(|| Prepared::new(lane)))
     }
 
-    /// The lane `kind`, built on first use; contracted (see
-    /// [`ddx_ir::contract`]) when `contract` is set.
+    /// The lane `kind`, asked for: built on first use; contracted (see
+    /// [`ddx_ir::contract`]) when `contract` is set. The plain `Hessian` and `hvp` lanes
+    /// (and the `hvp` twin) are built on the plain Jacobian lane (prepared first if it is
+    /// not yet, without marking it asked for), whose nodes they share
+    /// ([`ddx_ir::lane::build_on`]); the model's value nodes are shared by every lane that
+    /// computes the values.
+    #[inline]
     pub(crate) fn prepared(&self, kind: LaneKind, contract: bool) -> &Prepared {
+        // Inlined where `kind` is a constant: the test folds away for the other lanes.
+        if kind == LaneKind::Jacobian && !contract {
+            self.ask_jacobian();
+        }
+        self.lane(kind, contract)
+    }
+
+    /// Marks the plain Jacobian lane asked for (read first: a call per point must not
+    /// write a line other threads read).
+    fn ask_jacobian(&self) {
+        if !self.jacobian_asked.load(Ordering::Relaxed) {
+            self.jacobian_asked.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// [`PreparedLanes::prepared`], without marking the lane asked for.
+    fn lane(&self, kind: LaneKind, contract: bool) -> &Prepared {
         self.lanes[usize::from(contract)][kind as usize].get_or_init(|| {
             Prepared::new(if contract {
                 ddx_ir::contract::contract(&self.prepared(kind, false).lane)
+            } else if matches!(kind, LaneKind::Hessian | LaneKind::Hvp) {
+                let jacobian = &self.lane(LaneKind::Jacobian, false).lane;
+                ddx_ir::lane::build_on(&self.model, kind, jacobian)
             } else {
                 ddx_ir::lane::build(&self.model, kind)
             })

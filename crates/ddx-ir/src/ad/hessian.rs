@@ -30,7 +30,7 @@ use super::forward::{forward_with, Zeros};
 use super::reverse::Sweep;
 use super::Deriv;
 use crate::{Graph, Node, NodeId, SeedId, Sparsity};
-use std::rc::Rc;
+use rustc_hash::FxHashMap;
 
 /// One reverse sweep per output: `grads[r][j]` is `∂f_r/∂x_j`, or a structural zero.
 pub fn gradients(g: &mut Graph, outputs: &[NodeId], n: usize) -> Vec<Vec<Deriv>> {
@@ -86,16 +86,18 @@ pub fn pattern(g: &Graph, grads: &[Vec<Deriv>], n: usize) -> Vec<Sparsity> {
         })
         .max()
         .unwrap_or(0);
+    // Only nodes made from here on can depend on the seeds made now.
+    let from = scratch.len();
     let tangents: Vec<Deriv> = (0..n)
         .map(|j| Some(scratch.seed(SeedId::from_index(base + j))))
         .collect();
     let dots = products(&mut scratch, grads, &tangents);
-    let reach = seeds_reached(&scratch, base, n);
+    let reach = SeedsReached::new(&scratch, from, base, n);
     dots.iter()
         .map(|row| {
             let cells = row.iter().enumerate().flat_map(|(i, d)| {
                 let cols: &[u32] = match d {
-                    Some(id) => &reach[id.index()],
+                    Some(id) => reach.of(*id),
                     None => &[],
                 };
                 cols.iter().map(move |&j| (i, j as usize))
@@ -105,44 +107,80 @@ pub fn pattern(g: &Graph, grads: &[Vec<Deriv>], n: usize) -> Vec<Sparsity> {
         .collect()
 }
 
-/// For every node, the sorted symbols `j` whose seed `base + j` it depends on. One loop
-/// up; nodes with one contributing argument share its set.
-fn seeds_reached(g: &Graph, base: usize, n: usize) -> Vec<Rc<[u32]>> {
-    let empty: Rc<[u32]> = Rc::from(Vec::new());
-    let mut reach: Vec<Rc<[u32]>> = Vec::with_capacity(g.len());
-    for node in g.nodes() {
-        let set = match *node {
-            Node::Seed(s) if s.index() >= base && s.index() < base + n => {
-                Rc::from(vec![(s.index() - base) as u32])
-            }
-            Node::Apply(..) => {
-                let mut sets = node
-                    .args()
-                    .iter()
-                    .map(|a| &reach[a.index()])
-                    .filter(|s| !s.is_empty());
-                match sets.next() {
-                    None => empty.clone(),
-                    Some(first) => {
-                        let mut acc = first.clone();
-                        for s in sets {
-                            if !Rc::ptr_eq(&acc, s) && acc[..] != s[..] {
-                                acc = union(&acc, s);
-                            }
-                        }
-                        acc
-                    }
-                }
-            }
-            _ => empty.clone(),
+/// For every node of a graph, the sorted symbols `j` whose seed `base + j` it depends on:
+/// each distinct set stored once and named by its index (set 0 is empty), 4 bytes a node
+/// made since the seeds (the nodes before them depend on none).
+struct SeedsReached {
+    from: usize,
+    set_of: Vec<u32>,
+    sets: Vec<Box<[u32]>>,
+}
+
+impl SeedsReached {
+    /// One loop up over the nodes of `g` from `from` on; a node with one contributing
+    /// argument set has that set, and each union of two sets is made once.
+    fn new(g: &Graph, from: usize, base: usize, n: usize) -> Self {
+        let mut sets: Vec<Box<[u32]>> = vec![Box::new([])];
+        let mut known: FxHashMap<Box<[u32]>, u32> = FxHashMap::default();
+        known.insert(Box::new([]), 0);
+        let mut unions: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut intern = |set: Vec<u32>, sets: &mut Vec<Box<[u32]>>| -> u32 {
+            let set = set.into_boxed_slice();
+            *known.entry(set).or_insert_with_key(|set| {
+                sets.push(set.clone());
+                (sets.len() - 1) as u32
+            })
         };
-        reach.push(set);
+        let mut set_of: Vec<u32> = Vec::with_capacity(g.len().saturating_sub(from));
+        for i in from..g.len() {
+            let node = g.node(NodeId::from_index(i));
+            let id = match *node {
+                Node::Seed(s) if s.index() >= base && s.index() < base + n => {
+                    intern(vec![(s.index() - base) as u32], &mut sets)
+                }
+                Node::Apply(..) => {
+                    let mut acc = 0u32;
+                    for a in node.args() {
+                        let x = a.index().checked_sub(from).map_or(0, |k| set_of[k]);
+                        acc = match (acc, x) {
+                            (0, x) => x,
+                            (acc, 0) => acc,
+                            (acc, x) if acc == x => acc,
+                            (acc, x) => {
+                                let key = (acc.min(x), acc.max(x));
+                                match unions.get(&key) {
+                                    Some(&u) => u,
+                                    None => {
+                                        let u = union(&sets[acc as usize], &sets[x as usize]);
+                                        let u = intern(u, &mut sets);
+                                        unions.insert(key, u);
+                                        u
+                                    }
+                                }
+                            }
+                        };
+                    }
+                    acc
+                }
+                _ => 0,
+            };
+            set_of.push(id);
+        }
+        SeedsReached { from, set_of, sets }
     }
-    reach
+
+    /// The set of node `id`.
+    fn of(&self, id: NodeId) -> &[u32] {
+        let set = id
+            .index()
+            .checked_sub(self.from)
+            .map_or(0, |k| self.set_of[k]);
+        &self.sets[set as usize]
+    }
 }
 
 /// The sorted union of two sorted sets.
-fn union(a: &[u32], b: &[u32]) -> Rc<[u32]> {
+fn union(a: &[u32], b: &[u32]) -> Vec<u32> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
@@ -164,7 +202,7 @@ fn union(a: &[u32], b: &[u32]) -> Rc<[u32]> {
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
-    Rc::from(out)
+    out
 }
 
 /// The symmetric union of `patterns` (all `n × n`): `(i, j)` is in it when any pattern

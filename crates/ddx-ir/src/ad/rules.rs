@@ -67,6 +67,19 @@ fn nonzero_constant(g: &Graph, id: NodeId) -> bool {
     g.constant_of(id).is_some_and(|v| v != 0.0)
 }
 
+/// Whether the partial `∂/∂a` of `op(a, b)` (a `pow` or `powi`) holds its exponent
+/// ([`Op::Hold`]) somewhere, as [`flow`] writes it: unless the exponent is a constant or
+/// (`pow`) the base a nonzero constant. A graph differentiated once holds a hold exactly
+/// where it has such a node; a second sweep must see the hold, so it differentiates the
+/// graph the first sweep made, not its extracted copy (from which the holds are gone).
+pub fn holds_exponent(g: &Graph, op: Op, a: NodeId, b: NodeId) -> bool {
+    match op {
+        Op::Pow => g.constant_of(b).is_none() && !nonzero_constant(g, a),
+        Op::Powi => g.constant_of(b).is_none(),
+        _ => false,
+    }
+}
+
 /// What seed `s` contributes along argument `i` of node `y`.
 ///
 /// # Panics
@@ -245,7 +258,7 @@ pub fn flow(g: &mut Graph, y: NodeId, i: usize, s: NodeId) -> Flow {
             // ∂f/∂b gives, at every order (the held exponent's own partials are `pow`s
             // of a == 0 again). Without it ∂/∂b of b·a^(b−1) keeps a^(b−1) (∞ for
             // b < 1) and the Hessian is not symmetric.
-            let e = if g.constant_of(b).is_some() || (op == Op::Pow && nonzero_constant(g, a)) {
+            let e = if !holds_exponent(g, op, a, b) {
                 b
             } else if op == Op::Powi {
                 g.unary(Op::Hold, b)

@@ -28,7 +28,7 @@
 //! `pow`, 1–2 ULP from the CPU's on PoCL, where `powi(x, 3)` agrees to the bit. Matching
 //! the bits would need the C library's `pow` itself on the device.
 
-use ddx_ir::{Lane, LaneKind, Node, NodeId, Op};
+use ddx_ir::{Lane, LaneKind, Node, NodeId, Nodes, Op};
 use std::fmt::Write;
 
 /// The kernel's name for a lane: `ddx_` and the lane's name (`ddx_gradient`).
@@ -306,7 +306,7 @@ fn statement(lane: &Lane, node: &Node, mut arg: impl FnMut(NodeId) -> String) ->
 
 /// The most values live at once when `nodes` are computed in order and `outputs` written
 /// at the end (constants are literals, never live), and each node's last use.
-fn liveness(nodes: &[Node], outputs: &[NodeId]) -> (usize, Vec<usize>) {
+fn liveness(nodes: Nodes<'_>, outputs: &[NodeId]) -> (usize, Vec<usize>) {
     let n = nodes.len();
     let mut last = vec![usize::MAX; n];
     for (k, node) in nodes.iter().enumerate() {
@@ -333,7 +333,7 @@ fn liveness(nodes: &[Node], outputs: &[NodeId]) -> (usize, Vec<usize>) {
 /// Which nodes a later segment may recompute: those whose cone holds at most `limit`
 /// operations (inputs and constants count none). Each cone is kept only while a later
 /// node can still use it.
-fn recomputable(nodes: &[Node], last: &[usize], limit: usize) -> Vec<bool> {
+fn recomputable(nodes: Nodes<'_>, last: &[usize], limit: usize) -> Vec<bool> {
     let mut ok = vec![false; nodes.len()];
     let mut cones: Vec<Option<Vec<u32>>> = vec![None; nodes.len()];
     let mut dies: Vec<Vec<usize>> = vec![Vec::new(); nodes.len() + 1];

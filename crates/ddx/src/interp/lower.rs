@@ -75,6 +75,9 @@ impl Program {
         let input_base = consts.len();
 
         let (emits, packed) = select(lane, schedule);
+        // Made before the per-node arrays below, which are then freed from above what
+        // the program keeps: the argument lists (one entry per packed leaf).
+        let mut lists: Vec<u32> = Vec::with_capacity(packed.len());
 
         // Last use of every node in schedule order; outputs live to the end.
         // (`u32`: instructions are fewer than nodes, whose ids are `u32`.)
@@ -103,9 +106,9 @@ impl Program {
             };
         }
         let mut next_free = (input_base + inputs) as u32;
+        let fixed = next_free;
         let mut free: Vec<u32> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
-        let mut lists: Vec<u32> = Vec::new();
         let mut weights: Vec<f64> = Vec::new();
         let mut reads: Vec<u32> = Vec::new();
         let mut previous_key = None;
@@ -148,7 +151,8 @@ impl Program {
                 let release = |free: &mut Vec<u32>, last_use: &mut [u32]| {
                     for &id in used {
                         let a = id as usize;
-                        let temp = matches!(nodes[a], Node::Apply(..));
+                        // An operation's slot is past the fixed ones (constants, inputs).
+                        let temp = slot[a] >= fixed;
                         if temp && last_use[a] == k as u32 {
                             free.push(slot[a]);
                             last_use[a] = u32::MAX;
@@ -182,6 +186,11 @@ impl Program {
             })
             .collect();
         instrs.shrink_to_fit();
+        debug_assert_eq!(
+            lists.len(),
+            packed.len(),
+            "every packed leaf is listed once"
+        );
         let outputs = lane.outputs.iter().map(|o| slot[o.index()]).collect();
         drop((last_use, slot));
         let slots = next_free as usize;
@@ -273,7 +282,16 @@ impl Program {
 fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     let g = &lane.graph;
     let nodes = g.nodes();
-    let uses = lane.use_counts();
+    // How often each node is read, counted to 2 (only "once" is asked): a byte a node.
+    let mut uses = vec![0u8; nodes.len()];
+    for n in nodes.iter() {
+        for a in n.args() {
+            uses[a.index()] = uses[a.index()].saturating_add(1).min(2);
+        }
+    }
+    for o in &lane.outputs {
+        uses[o.index()] = uses[o.index()].saturating_add(1).min(2);
+    }
     // Whether a node's instruction is its own operation (it absorbed no other node): only
     // such a node may itself be absorbed by its consumer (set as nodes are selected).
     let mut plain = vec![false; nodes.len()];
@@ -282,7 +300,7 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         match nodes[id] {
             Node::Apply(Op::Mul, [a, b, _]) if uses[id] == 1 && plain[id] => Some([a.0, b.0]),
             Node::Apply(Op::Pow | Op::Powi, [a, b, _])
-                if uses[id] == 1 && g.constant_of(b) == Some(2.0) =>
+                if uses[id] == 1 && nodes[b.index()].constant() == Some(2.0) =>
             {
                 Some([a.0, a.0])
             }
@@ -293,10 +311,29 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     // own operation): the code, the absorbed node, and the operands (see [`Code`]).
     // Whether a node is used only as an operand of a sum or difference.
     let mut sum_operand = vec![false; nodes.len()];
+    // The products a sum or difference absorbs (as the `Op::Add` and `Op::Sub` arms below
+    // decide: a product used only by a sum is its own operation, so `plain`), known
+    // before the loop so that they are never emitted: the list is sized for the others.
+    let mut in_sum = vec![false; nodes.len()];
+    let squares = |b: NodeId| nodes[b.index()].constant() == Some(2.0);
     for n in nodes {
         if let Node::Apply(Op::Add | Op::Sub, [x, y, _]) = *n {
             for a in [x, y] {
                 sum_operand[a.index()] = uses[a.index()] == 1;
+            }
+            if x != y {
+                for p in [y, x] {
+                    let product = uses[p.index()] == 1
+                        && match nodes[p.index()] {
+                            Node::Apply(Op::Mul, _) => true,
+                            Node::Apply(Op::Pow | Op::Powi, [_, b, _]) => squares(b),
+                            _ => false,
+                        };
+                    if product {
+                        in_sum[p.index()] = true;
+                        break;
+                    }
+                }
             }
         }
     }
@@ -326,7 +363,11 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         };
     let mut fused = vec![false; nodes.len()];
     let mut level = vec![0u32; nodes.len()];
-    let operations = nodes.iter().filter(|n| n.op().is_some()).count();
+    let operations = nodes
+        .iter()
+        .zip(&in_sum)
+        .filter(|&(n, &absorbed)| n.op().is_some() && !absorbed)
+        .count();
     let mut emits: Vec<Emit> = Vec::with_capacity(operations);
     // The arguments of every call of three or more, end to end (`Emit::leaves`).
     let mut packed: Vec<u32> = Vec::new();
@@ -338,7 +379,9 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             continue;
         }
         let id = NodeId::from_index(i);
-        let leaves = if g.is_packed_call(id) {
+        // A call of three or more arguments (its last operand a pack chain).
+        let packed_call = op == Op::Call && nodes[args[2].index()].op() == Some(Op::Pack);
+        let leaves = if packed_call {
             let start = packed.len() as u32;
             packed.extend(g.call_args(id).map(|a| a.0));
             [start, packed.len() as u32 - start]
@@ -374,7 +417,7 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
                 fused[x as usize] = true;
                 (Code::MulSub, [a, b, y])
             }
-            Op::Pow | Op::Powi if g.constant_of(args[1]) == Some(2.0) => {
+            Op::Pow | Op::Powi if nodes[args[1].index()].constant() == Some(2.0) => {
                 (Code::Op(Op::Mul), [x, x, 0])
             }
             _ if paired.is_some() => {
@@ -390,6 +433,10 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
             ),
         };
         plain[i] = matches!(code, Code::Op(_));
+        if in_sum[i] {
+            // Computed inside the sum that absorbs it (which marks it fused).
+            continue;
+        }
         let key = match schedule {
             Schedule::Level | Schedule::Tape => level[i],
             Schedule::Graph => 0,
@@ -402,18 +449,24 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
         });
     }
     // A fused product is computed inside its consumer (which comes later in node order).
+    debug_assert!(
+        (0..nodes.len()).all(|i| !in_sum[i] || fused[i]),
+        "a product marked for a sum was not absorbed by it"
+    );
     emits.retain(|e| !fused[e.node as usize]);
     // Only the use counts are read from here on.
-    drop((plain, sum_operand, fused));
+    drop((plain, sum_operand, fused, in_sum));
     if schedule != Schedule::Tape {
         // A factor that is a constant other than NaN: a `DotConst`'s weight.
         let weight = |id: u32| nodes[id as usize].constant().filter(|w| !w.is_nan());
-        dot_chains(&mut emits, &mut packed, &uses, weight);
+        dot_chains(&mut emits, &mut packed, &uses, nodes.len(), weight);
     }
     if schedule == Schedule::Level {
         instruction_levels(&mut emits, &packed, &mut level);
     }
     drop(level);
+    // The absorbed nodes' emits are gone: their room too, before the slots are assigned.
+    emits.shrink_to_fit();
     for e in emits
         .iter_mut()
         .filter(|e| !matches!(e.code, Code::CallN | Code::Dot | Code::DotConst))
@@ -466,14 +519,14 @@ pub(crate) const MIN_DOT_CONST: usize = 4;
 /// one's place (its level: above every operand of the chain), its factors appended to
 /// `packed`; a [`Code::DotConst`] where every product has a factor that `weight` answers
 /// (a constant other than NaN), its factors appended as `(variable, weight)` pairs.
-/// `uses` counts every node's uses (outputs included), one entry per node.
+/// `uses` counts every node's uses (outputs included, counted to 2) among `nodes` nodes.
 fn dot_chains(
     emits: &mut Vec<Emit>,
     packed: &mut Vec<u32>,
-    uses: &[u32],
+    uses: &[u8],
+    nodes: usize,
     weight: impl Fn(u32) -> Option<f64>,
 ) {
-    let nodes = uses.len();
     const NO: u32 = u32::MAX;
     let mut emit_of = vec![NO; nodes];
     for (k, e) in emits.iter().enumerate() {

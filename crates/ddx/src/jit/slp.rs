@@ -217,7 +217,7 @@ impl<'l> Search<'l> {
     }
 
     fn node(&self, i: usize) -> &Node {
-        &self.lane.graph.nodes()[i]
+        self.lane.graph.node(NodeId::from_index(i))
     }
 
     fn readers(&self, i: usize) -> &[(u32, u8)] {

@@ -345,8 +345,11 @@ fn a_plan_gives_a_slot_to_exactly_the_values_crossing_a_boundary() {
         assert_eq!(plan.segments(), lane.graph.len().div_ceil(per));
         let mut crossing = 0;
         for (id, node) in lane.graph.nodes().iter().enumerate() {
-            let read_later = lane.graph.nodes()[id + 1..]
+            let read_later = lane
+                .graph
+                .nodes()
                 .iter()
+                .skip(id + 1)
                 .enumerate()
                 .any(|(k, n)| {
                     (id + 1 + k) / per > id / per && n.args().iter().any(|a| a.index() == id)
