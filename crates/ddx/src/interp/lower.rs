@@ -187,9 +187,9 @@ impl Program {
             .collect();
         instrs.shrink_to_fit();
         debug_assert_eq!(
-            lists.len(),
+            lists.len() + weights.len(),
             packed.len(),
-            "every packed leaf is listed once"
+            "every packed leaf is listed once, a weight as a weight"
         );
         let outputs = lane.outputs.iter().map(|o| slot[o.index()]).collect();
         drop((last_use, slot));
