@@ -110,6 +110,8 @@ impl Program {
         let mut free: Vec<u32> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
         let mut weights: Vec<f64> = Vec::new();
+        // Packed leaves that are a weighted chain's weights (listed as values, not slots).
+        let mut weighted = 0usize;
         let mut reads: Vec<u32> = Vec::new();
         let mut previous_key = None;
         // Each emit becomes its instruction in schedule order, collected in place (the
@@ -139,6 +141,7 @@ impl Program {
                     args[1] = lists.len() as u32;
                     args[2] = (leaves.len() / 2) as u32;
                     weights.resize(lists.len(), 0.0);
+                    weighted += leaves.len() / 2;
                     for u in leaves.chunks_exact(2) {
                         lists.push(slot[u[0] as usize]);
                         weights.push(nodes[u[1] as usize].constant().unwrap_or(f64::NAN));
@@ -187,7 +190,7 @@ impl Program {
             .collect();
         instrs.shrink_to_fit();
         debug_assert_eq!(
-            lists.len() + weights.len(),
+            lists.len() + weighted,
             packed.len(),
             "every packed leaf is listed once, a weight as a weight"
         );
