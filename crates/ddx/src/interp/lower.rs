@@ -76,8 +76,17 @@ impl Program {
 
         let (emits, packed) = select(lane, schedule);
         // Made before the per-node arrays below, which are then freed from above what
-        // the program keeps: the argument lists (one entry per packed leaf).
-        let mut lists: Vec<u32> = Vec::with_capacity(packed.len());
+        // the program keeps: the argument lists (one entry per packed leaf but weights).
+        // A `DotConst`'s variables come first, at the index of their weights (so
+        // `weights` is exactly as long as they are), then the other lists.
+        let weighted: usize = emits
+            .iter()
+            .filter(|e| e.code == Code::DotConst)
+            .map(|e| e.leaves(&packed).len() / 2)
+            .sum();
+        let mut lists: Vec<u32> = vec![0; packed.len() - weighted];
+        let mut weights: Vec<f64> = Vec::with_capacity(weighted);
+        let mut plain = weighted;
 
         // Last use of every node in schedule order; outputs live to the end.
         // (`u32`: instructions are fewer than nodes, whose ids are `u32`.)
@@ -109,9 +118,6 @@ impl Program {
         let fixed = next_free;
         let mut free: Vec<u32> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
-        let mut weights: Vec<f64> = Vec::new();
-        // Packed leaves that are a weighted chain's weights (listed as values, not slots).
-        let mut weighted = 0usize;
         let mut reads: Vec<u32> = Vec::new();
         let mut previous_key = None;
         // Each emit becomes its instruction in schedule order, collected in place (the
@@ -132,18 +138,19 @@ impl Program {
                 }
                 if matches!(e.code, Code::CallN | Code::Dot) {
                     // The arguments' slots, read through the list (live until here).
-                    args[1] = lists.len() as u32;
+                    args[1] = plain as u32;
                     args[2] = leaves.len() as u32;
-                    lists.extend(leaves.iter().map(|&a| slot[a as usize]));
+                    for (to, &a) in lists[plain..].iter_mut().zip(leaves) {
+                        *to = slot[a as usize];
+                    }
+                    plain += leaves.len();
                 } else if e.code == Code::DotConst {
                     // `(variable, weight)` node pairs: the variables' slots in the list,
-                    // the weights' values beside them.
-                    args[1] = lists.len() as u32;
+                    // the weights' values at the same index.
+                    args[1] = weights.len() as u32;
                     args[2] = (leaves.len() / 2) as u32;
-                    weights.resize(lists.len(), 0.0);
-                    weighted += leaves.len() / 2;
                     for u in leaves.chunks_exact(2) {
-                        lists.push(slot[u[0] as usize]);
+                        lists[weights.len()] = slot[u[0] as usize];
                         weights.push(nodes[u[1] as usize].constant().unwrap_or(f64::NAN));
                     }
                 }
@@ -190,8 +197,8 @@ impl Program {
             .collect();
         instrs.shrink_to_fit();
         debug_assert_eq!(
-            lists.len() + weighted,
-            packed.len(),
+            (plain, weights.len(), lists.len() + weighted),
+            (lists.len(), weighted, packed.len()),
             "every packed leaf is listed once, a weight as a weight"
         );
         let outputs = lane.outputs.iter().map(|o| slot[o.index()]).collect();
@@ -458,16 +465,17 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
     );
     emits.retain(|e| !fused[e.node as usize]);
     // Only the use counts are read from here on.
-    drop((plain, sum_operand, fused, in_sum));
+    // The graph's levels are in the emits' keys: the per-node arrays go before the chains
+    // make theirs (one per node too), and the instruction levels take a fresh one after.
+    drop((plain, sum_operand, fused, in_sum, level));
     if schedule != Schedule::Tape {
         // A factor that is a constant other than NaN: a `DotConst`'s weight.
         let weight = |id: u32| nodes[id as usize].constant().filter(|w| !w.is_nan());
         dot_chains(&mut emits, &mut packed, &uses, nodes.len(), weight);
     }
     if schedule == Schedule::Level {
-        instruction_levels(&mut emits, &packed, &mut level);
+        instruction_levels(&mut emits, &packed, &mut vec![0u32; nodes.len()]);
     }
-    drop(level);
     // The absorbed nodes' emits are gone: their room too, before the slots are assigned.
     emits.shrink_to_fit();
     for e in emits

@@ -142,8 +142,8 @@ pub struct Program {
     /// [`Code::Dot`] and the variable factors' slots of every [`Code::DotConst`], one run
     /// of them each.
     lists: Vec<u32>,
-    /// Each [`Code::DotConst`] term's weight, at its slot's index in `lists` (no longer than
-    /// `lists`, covering every `DotConst` list; other entries unused).
+    /// Each [`Code::DotConst`] term's weight, at its slot's index in `lists`: the
+    /// `DotConst` lists come first in `lists`, and `weights` is exactly as long as they.
     weights: Vec<f64>,
 }
 
