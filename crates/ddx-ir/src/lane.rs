@@ -327,21 +327,9 @@ fn build_with(model: &Model, kind: LaneKind, zeros: Zeros, jacobian: Option<&Lan
             let (cells, pattern) = cells_of(&grads, n);
             let mut outs = values;
             outs.extend(cells);
-            if kind == LaneKind::Hvp {
-                let tangents: Vec<Deriv> = (0..n)
-                    .map(|j| Some(g.seed(SeedId::from_index(j))))
-                    .collect();
-                for row in hessian::products_with(&mut g, &grads, &tangents, zeros) {
-                    outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
-                }
-                (outs, n, m, Some(pattern))
-            } else {
-                let per_output = hessian::pattern(&g, &grads, n);
-                let hl = HessianLayout::new(hessian::symmetric_union(&per_output, n));
-                outs.extend(compressed_blocks(&mut g, &grads, &hl, &per_output));
-                layout = Some(hl);
-                (outs, 0, m, Some(pattern))
-            }
+            let (seeds, hl) = second_order_outputs(&mut g, &grads, &mut outs, kind, zeros, n);
+            layout = hl;
+            (outs, seeds, m, Some(pattern))
         }
     };
     finish(
@@ -412,19 +400,35 @@ fn second_order(model: &Model, kind: LaneKind, zeros: Zeros, jacobian: &Lane) ->
     for (cell, &id) in pattern.entries().iter().zip(&jacobian.outputs[m..]) {
         grads[cell.row][cell.column] = Some(id);
     }
+    let (seeds, hl) = second_order_outputs(&mut g, &grads, &mut outs, kind, zeros, n);
+    finish(model, kind, g, &outs, seeds, m, Some(pattern), hl)
+}
+
+/// Appends the outputs a second-order lane adds to `outs` (the values and the Jacobian
+/// cells): for `Hvp` the `n` products `H·v` with the seeds as the direction, for `Hessian`
+/// the colour-compressed blocks. Answers the lane's seed count and, for `Hessian`, its
+/// layout. `grads[r][j]` is `∂f_r/∂x_j` in `g`, for the `n` symbols.
+fn second_order_outputs(
+    g: &mut Graph,
+    grads: &[Vec<Deriv>],
+    outs: &mut Vec<NodeId>,
+    kind: LaneKind,
+    zeros: Zeros,
+    n: usize,
+) -> (usize, Option<HessianLayout>) {
     if kind == LaneKind::Hvp {
         let tangents: Vec<Deriv> = (0..n)
             .map(|j| Some(g.seed(SeedId::from_index(j))))
             .collect();
-        for row in hessian::products_with(&mut g, &grads, &tangents, zeros) {
-            outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
+        for row in hessian::products_with(g, grads, &tangents, zeros) {
+            outs.extend(row.into_iter().map(|t| or_zero(g, t)));
         }
-        finish(model, kind, g, &outs, n, m, Some(pattern), None)
+        (n, None)
     } else {
-        let per_output = hessian::pattern(&g, &grads, n);
+        let per_output = hessian::pattern(g, grads, n);
         let hl = HessianLayout::new(hessian::symmetric_union(&per_output, n));
-        outs.extend(compressed_blocks(&mut g, &grads, &hl, &per_output));
-        finish(model, kind, g, &outs, 0, m, Some(pattern), Some(hl))
+        outs.extend(compressed_blocks(g, grads, &hl, &per_output));
+        (0, Some(hl))
     }
 }
 
@@ -622,20 +626,8 @@ mod tests {
         let (cells, pattern) = cells_of(&grads, n);
         let mut outs = model.outputs().to_vec();
         outs.extend(cells);
-        if kind == LaneKind::Hvp {
-            let tangents: Vec<Deriv> = (0..n)
-                .map(|j| Some(g.seed(SeedId::from_index(j))))
-                .collect();
-            for row in hessian::products_with(&mut g, &grads, &tangents, zeros) {
-                outs.extend(row.into_iter().map(|t| or_zero(&mut g, t)));
-            }
-            finish(model, kind, g, &outs, n, m, Some(pattern), None)
-        } else {
-            let per_output = hessian::pattern(&g, &grads, n);
-            let hl = HessianLayout::new(hessian::symmetric_union(&per_output, n));
-            outs.extend(compressed_blocks(&mut g, &grads, &hl, &per_output));
-            finish(model, kind, g, &outs, 0, m, Some(pattern), Some(hl))
-        }
+        let (seeds, hl) = second_order_outputs(&mut g, &grads, &mut outs, kind, zeros, n);
+        finish(model, kind, g, &outs, seeds, m, Some(pattern), hl)
     }
 
     /// `lane`'s nodes depth first from its outputs, arguments left to right, renumbered in
