@@ -719,7 +719,8 @@ impl Graph {
 
     /// A new graph holding only the nodes `roots` reach, in the same relative order, and
     /// the roots' ids in it. A [`Op::Hold`] is replaced by its argument (and what reads
-    /// it folded again), so no extracted graph holds one. The new graph has no interning
+    /// it folded again), so no extracted graph holds one, and no node that only a folded
+    /// node reached. The new graph has no interning
     /// index and is frozen; it shares this graph's frozen runs below the first node that
     /// is not live or is a hold, and copies the rest (see [`Graph`]).
     pub fn extract(&self, roots: &[NodeId]) -> (Graph, Vec<NodeId>) {
@@ -768,8 +769,15 @@ impl Graph {
                 }
             });
         }
-        let roots = roots.iter().map(|&r| remap(&map, r)).collect();
+        let roots: Vec<NodeId> = roots.iter().map(|&r| remap(&map, r)).collect();
         out.freeze();
+        if first_hold < len && out.reach(&roots) < out.len() {
+            // A node rebuilt without its hold may fold to one of its arguments or to an
+            // existing node (`neg(hold(neg(x)))` is `x`), leaving nodes made before it that
+            // nothing reaches now. The copy has no hold left, so extracting it again
+            // only drops them.
+            return out.extract(&roots);
+        }
         (out, roots)
     }
 

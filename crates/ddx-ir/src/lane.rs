@@ -616,6 +616,7 @@ fn compressed_blocks(
 mod tests {
     use super::*;
     use crate::testing::{random_model, ModelSize};
+    use crate::SymbolId;
 
     /// The second-order lane of `kind` built as it was before lanes shared nodes: every
     /// pass appended to one copy of the model, then pruned.
@@ -704,6 +705,46 @@ mod tests {
             sharing > 300,
             "{sharing} of 900 lanes built on the Jacobian lane"
         );
+    }
+
+    #[test]
+    fn every_lane_built_passes_the_loaders_check() {
+        // What a saved equation's loader demands of a lane ([`Lane::check_layout`]), every
+        // lane ddx builds must meet: in particular every node reached by an output, also
+        // where removing the reverse sweeps' holds lets the rebuilt nodes fold.
+        let mut g = Graph::new();
+        let (x, y) = (g.symbol(SymbolId(0)), g.symbol(SymbolId(1)));
+        let minus_x = g.unary(Op::Neg, x);
+        // The tester's case: `y ** -x` (its Hessian lane once kept a node nothing reached).
+        let pow = g.binary(Op::Pow, y, minus_x);
+        let pow_model = Model::seal(&g, &[pow], vec!["x".into(), "y".into()]);
+        let models = std::iter::once(pow_model).chain((0..1000).map(|seed| {
+            random_model(
+                seed,
+                &ModelSize {
+                    nodes: 6 + seed as usize % 20,
+                    symbols: 1 + seed as usize % 3,
+                    outputs: 1 + seed as usize % 2,
+                    ..ModelSize::default()
+                },
+            )
+        }));
+        for (k, model) in models.enumerate() {
+            let (m, n, p) = (model.outputs().len(), model.arity(), model.param_count());
+            for kind in LaneKind::ALL {
+                let lane = build(&model, kind);
+                assert_eq!(lane.check_layout(m, n, p), Ok(()), "model {k} {kind:?}");
+                if let Some(twin) = build_twin(&model, kind) {
+                    assert_eq!(
+                        twin.check_layout(m, n, p),
+                        Ok(()),
+                        "model {k} twin {kind:?}"
+                    );
+                }
+            }
+            let tensor = build_tensor(&model, 2).expect("order 2");
+            assert_eq!(tensor.check_layout(m, n, p), Ok(()), "model {k} tensor");
+        }
     }
 
     #[test]

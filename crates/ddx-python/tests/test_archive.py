@@ -98,6 +98,17 @@ def test_pickle_round_trip():
     same_bits(again.jacobian([2.0, 0.5]), eq.jacobian([2.0, 0.5]))
 
 
+def test_pickle_after_a_hessian_whose_sweep_holds_an_exponent():
+    """``y ** -x``: the reverse sweep holds the exponent, and a Hessian lane once kept a
+    node no output reached, so its pickle did not load (``archive_corrupt``)."""
+    eq = ddx.equation("y ** -x + exp((2.5 * y) ** -x)")
+    before = eq.hessian([1.5, 2.0])
+    hvp = eq.hvp([0.5, -1.0], [1.5, 2.0])
+    again = pickle.loads(pickle.dumps(eq))
+    same_bits(again.hessian([1.5, 2.0]), before)
+    same_bits(again.hvp([0.5, -1.0], [1.5, 2.0]), hvp)
+
+
 def test_pickle_with_kernels():
     eq = ddx.equation("x * log(x) + y * exp(x * y)").compile()
     data = pickle.dumps(eq)

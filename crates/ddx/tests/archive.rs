@@ -138,6 +138,23 @@ fn interpreted_round_trips_answer_the_same_bits() {
 }
 
 #[test]
+fn lanes_whose_reverse_sweeps_hold_an_exponent_round_trip() {
+    // `b ** -a`: the reverse sweep holds the exponent `-a`, and the second-order lanes
+    // were once saved with a node their outputs no longer reached, which the loader
+    // refused (`archive_corrupt`).
+    let eq = rt::equation(|| {
+        let a = rt::var("a");
+        let b = rt::var("b");
+        let c = rt::var("c");
+        b.powf(-a) + ((c * c + 1.0) * 2.5).powf(-a).exp() + (a + b).powf(-(c * b))
+    })
+    .expect("model builds");
+    let before = answers(&eq); // prepares every lane
+    let back = round_trip(&eq);
+    assert_eq!(answers(&back), before);
+}
+
+#[test]
 fn an_equation_saved_before_any_call_builds_its_lanes_after_loading() {
     let eq = scalar_model();
     let back = round_trip(&eq);
