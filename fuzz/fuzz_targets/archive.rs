@@ -15,19 +15,6 @@
 use ddx::{Equation, Errc, Scalar, Shape, System};
 use libfuzzer_sys::fuzz_target;
 
-/// The file around `body`, as `crates/ddx/src/archive/format.rs` lays it out.
-fn wrap(body: &[u8]) -> Vec<u8> {
-    let mut out = b"\x89DDXEQN\n".to_vec();
-    out.extend_from_slice(&1u32.to_le_bytes());
-    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-    let mut h = blake3::Hasher::new();
-    h.update(&out);
-    h.update(body);
-    out.extend_from_slice(h.finalize().as_bytes());
-    out.extend_from_slice(body);
-    out
-}
-
 fn exercise<S: Shape>(bytes: &[u8]) {
     let eq = match Equation::<S>::from_bytes(bytes) {
         Ok(eq) => eq,
@@ -83,7 +70,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let bytes = if mode & 1 == 1 { wrap(rest) } else { rest.to_vec() };
+    let bytes = if mode & 1 == 1 {
+        ddx::fuzzing::frame_archive_body(rest)
+    } else {
+        rest.to_vec()
+    };
     exercise::<Scalar>(&bytes);
     exercise::<System>(&bytes);
 });

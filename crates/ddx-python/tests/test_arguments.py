@@ -250,3 +250,12 @@ def test_ints_past_the_float64_range_are_too_large_errors() -> None:
         assert f"n={n}" in str(e.value) and "-2147483648 to 2147483647" in str(e.value)
     low = ddx.equation(lambda: ddx.powi(ddx.var("x"), -(2**31)) + ddx.powi(ddx.var("x"), 2**31 - 1))
     assert low.evaluate(1.0) == 2.0
+    # Its text parses back (the text takes any integer literal as exponent), and so does the
+    # text of its derivative, whose exponents step past 32 bits.
+    lines = str(low).splitlines()
+    again = ddx.equation(lines[0].removeprefix("f0: "))
+    assert again.evaluate(-1.0) == low.evaluate(-1.0) == 0.0
+    assert again.gradient(-1.0).tobytes() == low.gradient(-1.0).tobytes()
+    derivative = next(line.split(": ", 1)[1] for line in lines if "d/dx" in line)
+    assert "2147483649" in derivative
+    assert ddx.equation(derivative).evaluate(-1.0) == low.gradient(-1.0)[0] == 2.0**32 - 1

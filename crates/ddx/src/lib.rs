@@ -112,6 +112,20 @@ mod equation;
 
 mod archive;
 mod batch;
+
+/// Hooks for the fuzz targets in the repository's `fuzz/` (hidden: not part of the API,
+/// free to change with any release).
+#[doc(hidden)]
+pub mod fuzzing {
+    /// `body` framed as a saved equation's bytes: the header [`crate::Equation::to_bytes`]
+    /// writes (this build's format version, the body's length and checksum), then `body`.
+    /// The `archive` fuzz target frames random bodies with it, so they reach the loader's
+    /// structure checks behind the checksum.
+    pub fn frame_archive_body(body: &[u8]) -> Vec<u8> {
+        crate::archive::format::frame(body)
+    }
+}
+
 pub mod cache;
 #[cfg(feature = "opencl")]
 mod device;

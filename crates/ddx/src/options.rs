@@ -42,9 +42,20 @@ pub enum Backend {
     /// Compile once batch traffic has paid for it (`warm_points`, then `hot_points`), with
     /// the same tiers and limits as [`Backend::Compile`].
     Adapt,
-    /// Meant to build each lane for an OpenCL device ([`Options::device`]). This build has
-    /// no device backend yet: every call answers from the interpreter, nothing is
-    /// compiled, and [`JitStatus`] stays empty.
+    /// Run batch calls on an OpenCL device ([`Options::device`] chooses it): each lane is
+    /// built as an OpenCL kernel on a background thread the first time a batch call needs
+    /// it, and batch calls launch it from then on. Until the kernel is built, and for good
+    /// where no device matches, the device's compiler refuses the kernel or a launch
+    /// fails, the CPU interpreter answers; `Equation::device_status` says which device
+    /// answers or why none does. Per-point calls always answer from the CPU (one launch
+    /// per point would cost more than the point). Nothing is compiled for the CPU, and
+    /// [`JitStatus`] stays empty. A build without the `opencl` feature accepts this
+    /// backend and answers every call from the CPU (`device_status`: `no_device`).
+    ///
+    /// The device gives the CPU's bits on arithmetic (`+ − × ÷`, `sqrt`, comparisons,
+    /// `select`, the powers written out inline: ARCHITECTURE.md, "Semantics", lists them);
+    /// transcendental functions (`exp`, `pow`, `hypot`, …) are the device's own, within
+    /// OpenCL's stated error bounds (measured per function in BENCHMARKS.md).
     Device,
 }
 

@@ -322,19 +322,23 @@ impl<'a> Parser<'a> {
         self.open(0, Then::Argument { op, given })
     }
 
-    /// Whether the code read last is an integer literal `k` or `-k` (with any parentheses
-    /// or `+` signs, which leave no code), `|k| ≤ i32::MAX`: what `powi` takes as exponent.
-    fn ends_in_integer_literal(&self) -> bool {
+    /// The value of the code read last where it is an integer literal `k` or `-k` (with any
+    /// parentheses or `+` signs, which leave no code): what `powi` takes as exponent. Any
+    /// integer the lexer reads (every one below 2¹⁰²⁴), not only an `i32`: the graph's
+    /// `powi` holds any integer exponent ([`crate::math::powi`]), and its derivatives step
+    /// past the `i32` range (`d/dx powi(x, −2³¹)` reads `powi(x, −2³¹ − 1)`), so every
+    /// printed graph parses back.
+    fn integer_literal(&self) -> Option<f64> {
         let neg = Item::Apply {
             op: Op::Neg,
             flip: false,
         };
         let v = match self.code.as_slice() {
-            [.., Item::Number(v), last] if *last == neg => *v,
+            [.., Item::Number(v), last] if *last == neg => -*v,
             [.., Item::Number(v)] => *v,
-            _ => return false,
+            _ => return None,
         };
-        v.fract() == 0.0 && v.abs() <= f64::from(i32::MAX)
+        (v.fract() == 0.0).then_some(v)
     }
 
     /// The `)` of a call of `op` with `given` arguments is next.
@@ -342,7 +346,7 @@ impl<'a> Parser<'a> {
         if given < op.arity() {
             return Err(op.wrong_count(self.text, self.peek.start, given));
         }
-        if matches!(op, Callee::Op(Op::Powi)) && !self.ends_in_integer_literal() {
+        if matches!(op, Callee::Op(Op::Powi)) && self.integer_literal().is_none() {
             return Err(bad(self.text, self.peek.start, Syntax::PowiExponent));
         }
         self.advance()?;

@@ -339,14 +339,21 @@ pub(crate) fn encode(parts: &Parts<'_>, path: &Path) -> Result<Vec<u8>, Error> {
             path: path.to_path_buf(),
             detail: format!("cannot encode the equation: {e}"),
         })?;
-    let mut out = Vec::with_capacity(HEADER + encoded.len());
+    Ok(frame(&encoded))
+}
+
+/// `body`, an encoded equation, framed as a file: the magic, [`VERSION`], the body's
+/// length and the checksum of those and the body (the [`HEADER`] bytes), then the body.
+pub(crate) fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER.saturating_add(body.len()));
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
-    out.extend_from_slice(&(encoded.len() as u64).to_le_bytes());
-    let sum = checksum(&out, &encoded);
+    out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    let sum = checksum(&out, body);
     out.extend_from_slice(&sum);
-    out.extend_from_slice(&encoded);
-    Ok(out)
+    out.extend_from_slice(body);
+    debug_assert_eq!(out.len(), HEADER + body.len());
+    out
 }
 
 fn checksum(head: &[u8], body: &[u8]) -> [u8; 32] {
