@@ -30,6 +30,9 @@ fn exercise<S: Shape>(bytes: &[u8]) {
             return;
         }
     };
+    let again = eq.to_bytes().expect("encodes");
+    let back = Equation::<S>::from_bytes(&again).expect("what it saved loads");
+    assert_eq!(back.to_bytes().expect("encodes"), again);
     let (n, m) = (eq.arity(), eq.outputs());
     // Keep each input small: lanes are built on demand, and a huge model is slow, not
     // wrong.
@@ -38,16 +41,27 @@ fn exercise<S: Shape>(bytes: &[u8]) {
     }
     let x: Vec<f64> = (0..n).map(|j| 0.5 + j as f64 * 0.25).collect();
     let mut f = vec![0.0; m];
-    eq.evaluate_into(&x[..], &mut f).expect("fits");
-    let _ = eq.jacobian(&x[..]).expect("fits");
-    let _ = eq.gradient(&x[..]).expect("fits");
-    let _ = eq.jvp(&x[..], &x[..]).expect("fits");
-    let _ = eq.vjp(&f, &x[..]).expect("fits");
+    // A model of parameters saved before any were bound answers nothing until they are.
+    if let Err(e) = eq.evaluate_into(&x[..], &mut f) {
+        assert!(matches!(e, ddx::Error::UnboundParameter { .. }), "{e}");
+        return;
+    }
+    // The answer limit is a saved option, as low as 1: a dense answer past it is refused.
+    let limit = eq.options().answer_limit;
+    let fits = |r: Result<Vec<f64>, ddx::Error>| {
+        if let Err(e) = r {
+            assert_eq!(e.code(), Errc::TooLarge, "{e} (limit {limit})");
+        }
+    };
+    fits(eq.jacobian(&x[..]));
+    fits(eq.gradient(&x[..]));
+    fits(eq.jvp(&x[..], &x[..]));
+    fits(eq.vjp(&f, &x[..]));
     if n <= 16 {
-        let _ = eq.hessian(&x[..]).expect("fits");
+        fits(eq.hessian(&x[..]));
     }
     if m == 1 {
-        let _ = eq.hvp(&x[..], &x[..]).expect("fits");
+        fits(eq.hvp(&x[..], &x[..]));
     }
     let cols: Vec<Vec<f64>> = x.iter().map(|&v| vec![v, -v, 2.0 * v]).collect();
     let xs: Vec<&[f64]> = cols.iter().map(Vec::as_slice).collect();
@@ -61,9 +75,6 @@ fn exercise<S: Shape>(bytes: &[u8]) {
     if let Err(e) = eq.jacobian_batch(&xs, &mut v, &mut d) {
         assert_eq!(e.code(), Errc::WrongColumnCount, "{e}");
     }
-    let again = eq.to_bytes().expect("encodes");
-    let back = Equation::<S>::from_bytes(&again).expect("what it saved loads");
-    assert_eq!(back.to_bytes().expect("encodes"), again);
 }
 
 fuzz_target!(|data: &[u8]| {
