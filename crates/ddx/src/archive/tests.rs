@@ -14,7 +14,6 @@ fn model() -> Equation {
     .expect("builds")
 }
 
-#[cfg(feature = "jit")]
 fn answers(eq: &Equation) -> Vec<u64> {
     let x = [0.75, 1.5];
     let mut out = vec![eq.evaluate(x).expect("fits").to_bits()];
