@@ -5,6 +5,10 @@
 //! kernels, `f64x2` columns). For each lane it makes a fresh equation twice — once with
 //! the quick tier only, once with both tiers — and times `wait_for_kernel`; it prints the
 //! lane's length, the times, and whether a kernel landed (else the reason).
+//!
+//! `… --example long_lanes -- speed`: for long lanes of the trend families and the
+//! thermodynamic Hessians, the time of one call of the lane (`lane_point_into`, best of
+//! three rounds) through its compiled kernel (both tiers) and interpreted, and their ratio.
 
 use ddx::{rt, Backend, Equation, LaneKind, OptLevel, Options, Shape};
 use ddx_models::thermo::{Electrolyte, PengRobinson, ThermoData, Uniquac};
@@ -58,7 +62,104 @@ fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind,
     );
 }
 
+/// Microseconds a call of lane `kind` of `eq` takes, cycling through 64 points: the best
+/// of three rounds of about 0.2 s each.
+fn per_call<S: Shape>(eq: &Equation<S>, kind: LaneKind, inputs: &[Vec<f64>]) -> f64 {
+    let mut out = vec![0.0; eq.lane(kind).expect("built").outputs.len()];
+    let once = |out: &mut [f64], k: usize| {
+        eq.lane_point_into(kind, std::hint::black_box(&inputs[k % inputs.len()]), out)
+            .expect("the lane runs");
+    };
+    let t = Instant::now();
+    let mut calls = 0;
+    while t.elapsed().as_secs_f64() < 0.05 || calls < 3 {
+        once(&mut out, calls);
+        calls += 1;
+    }
+    let calls = (calls * 4).max(3);
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let t = Instant::now();
+        for k in 0..calls {
+            once(&mut out, k);
+        }
+        best = best.min(t.elapsed().as_secs_f64() * 1e6 / calls as f64);
+    }
+    best
+}
+
+/// `speed` mode: a lane's call compiled (both tiers) against interpreted, one row.
+fn speed<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind) {
+    let mut eq = make();
+    let (nodes, width) = {
+        let lane = eq.lane(kind).expect("the lane builds");
+        (lane.graph.len(), lane.symbols + lane.params + lane.seeds)
+    };
+    let inputs: Vec<Vec<f64>> = (0..64)
+        .map(|k| {
+            (0..width)
+                .map(|j| 0.3 + 0.01 * ((k * 7 + j * 3) % 29) as f64)
+                .collect()
+        })
+        .collect();
+    eq.set_options(Options::with_backend(Backend::Compile));
+    let landed = eq.wait_for_kernel_of(kind);
+    // Lanes over 32 768 nodes that are not re-rolled are compiled in segments of that many.
+    let segments = nodes.div_ceil(1 << 15);
+    let compiled = per_call(&eq, kind, &inputs);
+    eq.set_options(Options::with_backend(Backend::Interpret));
+    let interpreted = per_call(&eq, kind, &inputs);
+    println!(
+        "| {name} | {kind:?} | {nodes} | {} | {compiled:.1} | {interpreted:.1} | {:.2} |",
+        if landed {
+            format!("≤ {segments}")
+        } else {
+            "none".into()
+        },
+        compiled / interpreted
+    );
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "speed") {
+        println!("| lane | kind | nodes | functions | compiled µs | interpreted µs | ratio |");
+        println!("|---|---|---|---|---|---|---|");
+        for n in [64, 96, 128, 192, 256] {
+            let q = ddx_models::trend::Quadratic::new(n).expect("model");
+            speed(
+                &format!("quadratic {n}"),
+                &|| ddx_models::equation(&q).expect("eq"),
+                LaneKind::Gradient,
+            );
+        }
+        for n in [100, 1000, 3000, 8000] {
+            speed(&format!("chain {n}"), &|| chain(n), LaneKind::Gradient);
+        }
+        for n in [64, 256, 1024, 2048, 4096] {
+            speed(
+                &format!("coupled sum {n}"),
+                &|| ddx_models::trend::coupled_sum(n).expect("builds"),
+                LaneKind::Gradient,
+            );
+        }
+        let data = ThermoData::bundled().expect("bundled thermodynamic data");
+        speed(
+            "electrolyte-32",
+            &|| ddx_models::equation(&Electrolyte::new(32).expect("model")).expect("eq"),
+            LaneKind::Hessian,
+        );
+        speed(
+            "Peng–Robinson-33",
+            &|| ddx_models::equation(&PengRobinson::new(&data, 33).expect("model")).expect("eq"),
+            LaneKind::Hessian,
+        );
+        speed(
+            "UNIQUAC-32",
+            &|| ddx_models::equation(&Uniquac::new(&data, 32).expect("model")).expect("eq"),
+            LaneKind::Hessian,
+        );
+        return;
+    }
     let column = std::env::args().any(|a| a == "column");
     let data = ThermoData::bundled().expect("bundled thermodynamic data");
     let nist = ddx_models::nist::load_all(&ddx_models::nist::data_dir()).expect("NIST data");

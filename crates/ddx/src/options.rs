@@ -9,9 +9,9 @@ use std::path::PathBuf;
 /// compile (2²⁰, a little over a million): a longer lane is interpreted, and
 /// [`JitStatus::error`] says why ([`Error::JitTarget`](ddx_ir::Error::JitTarget)).
 ///
-/// A lane of more than 32 768 nodes is split into segments of that many, each compiled as
-/// its own function, which reads the values earlier segments made from a heap scratch
-/// area: so no kernel's stack frame or compile memory grows with its lane. Above 16 384
+/// A lane of more than 32 768 nodes is split into segments of at most that many (each cut
+/// where the fewest values cross it), each compiled as its own function, which reads the
+/// values earlier segments made from a heap scratch area: so no kernel's stack frame or compile memory grows with its lane. Above 16 384
 /// nodes the kernels are made with a register allocator whose time is linear in the lane
 /// (about 3 µs a node of a point kernel in a release build), so at this limit a compile
 /// takes a few seconds of one worker of the compile pool; small lanes do not wait for it

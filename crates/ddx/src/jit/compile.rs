@@ -46,7 +46,8 @@ pub(crate) const BACKTRACKING_NODES: usize = 1 << 14;
 /// 0.84 MiB). See BENCHMARKS.md, "Long lanes".
 pub(crate) const MAX_FRAME_BYTES: u32 = 1 << 20;
 
-/// Lanes of more nodes than this are split into segments of this many nodes, each compiled
+/// Lanes of more nodes than this are split into segments of at most this many nodes (and,
+/// but the last, at least half as many), cut where the fewest values cross, each compiled
 /// as its own function ([`lower::Plan`]): a segment's stack frame and compile memory stay
 /// bounded by its length (at ≈ 9 bytes a node at most for the bundled models' point
 /// kernels, 0.3 MiB, well inside [`MAX_FRAME_BYTES`]), however long the lane. A segmented
@@ -187,7 +188,7 @@ impl Compiler {
             OptLevel::Speed if lane.graph.len() > BACKTRACKING_NODES => &*self.speed_linear,
             OptLevel::Speed => &*self.speed,
         };
-        let Some(plan) = lower::Plan::new(lane, segment) else {
+        let Some(mut plan) = lower::Plan::new(lane, segment) else {
             let (func, table) = lower::function(lane, shape, isa);
             let mut code = Self::emit(lane, func, isa)?;
             if shape == Shape::Point {
@@ -204,6 +205,7 @@ impl Compiler {
         };
         let mut code = Vec::new();
         let packs = lower::segment_packs(lane, &plan, isa);
+        plan.pair_slots(&packs);
         let mut starts = Vec::with_capacity(plan.segments());
         for s in 0..plan.segments() {
             // Padding that traps (`int3` on x86-64) should anything jump into it.

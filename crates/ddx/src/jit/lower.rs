@@ -124,7 +124,7 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
             let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
             let packs = if rolls.runs.is_empty() {
-                slp::find(lane, fma, usize::MAX)
+                slp::find(lane, fma, &[0])
             } else {
                 Packs::default()
             };
@@ -213,14 +213,25 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
 /// memory are bounded by its own length however long the lane; and each value is still
 /// computed once, by the same operation, so the answers are those of one function.
 ///
-/// **Invariants**: the segments cover the graph in order; every node an operation of a
-/// later segment reads and that is itself an operation (not a constant or an input, which
-/// any segment makes or loads itself) has a scratch slot, written by the segment that
-/// computes it before any later segment runs.
+/// **Where the cuts go.** Every value that crosses a cut costs a store, a load and, where
+/// the value was one lane of an `f64x2` pair, an extraction and a rebuild; a cut at a fixed
+/// node count can fall where thousands of values are live (the dense quadratic form's
+/// gradient lane at `n = 128`: its 8 128 reverse-sweep products, 5× the instructions of the
+/// lane in one function, BENCHMARKS.md "Where segments cut"). So each segment ends at the
+/// place in the second half of its window where the fewest values are live across the
+/// cut: a segment has at most `per` nodes and, but for the last, at least `per / 2`. The
+/// places are counted once over the lane (a difference array of live ranges), so the plan
+/// is linear in the lane and depends on the lane alone: the loader rebuilds the same plan
+/// from the lane it checks a kernel against.
+///
+/// **Invariants**: the segments cover the graph in order, none empty and none longer than
+/// `per`; every node an operation of a later segment reads and that is itself an operation
+/// (not a constant or an input, which any segment makes or loads itself) has a scratch
+/// slot, written by the segment that computes it before any later segment runs.
 #[derive(Debug)]
 pub(crate) struct Plan {
-    /// Nodes per segment (the last may have fewer).
-    pub(crate) per: usize,
+    /// Where each segment starts, the first at 0, increasing.
+    pub(crate) starts: Vec<usize>,
     len: usize,
     /// The scratch slot of each node, or [`Plan::NONE`].
     slot: Vec<u32>,
@@ -231,48 +242,116 @@ pub(crate) struct Plan {
 impl Plan {
     const NONE: u32 = u32::MAX;
 
-    /// The plan of `lane` split every `per` nodes, or `None` when the lane has no more
-    /// than `per` nodes (one function computes it, with no scratch).
+    /// The plan of `lane` in segments of at most `per` nodes, or `None` when the lane has
+    /// no more than `per` nodes (one function computes it, with no scratch).
     pub(crate) fn new(lane: &Lane, per: usize) -> Option<Plan> {
         let g = &lane.graph;
-        let per = per.max(1);
-        if g.len() <= per {
+        let per = per.max(2);
+        let len = g.len();
+        if len <= per {
             return None;
         }
-        let mut slot = vec![Plan::NONE; g.len()];
-        let mut scratch = 0u32;
         let mut operands: Vec<NodeId> = Vec::new();
-        for (id, node) in g.nodes().iter().enumerate() {
-            // What the node's code reads: a call reads its pack's arguments, a pack nothing.
-            match node.op() {
-                Some(Op::Call | Op::Pack) => g.operands_into(NodeId::from_index(id), &mut operands),
-                _ => {
-                    operands.clear();
-                    operands.extend_from_slice(node.args());
-                }
+        // The last reader of each operation (itself when none reads it).
+        let mut last: Vec<u32> = (0..len as u32).collect();
+        for id in 0..len {
+            g.operands_into(NodeId::from_index(id), &mut operands);
+            for a in &operands {
+                last[a.index()] = id as u32;
             }
+        }
+        // live[k]: the operations made before node k and read at or after it, the values
+        // a cut just before node k puts in scratch.
+        let mut live = vec![0i64; len + 1];
+        for (a, node) in g.nodes().iter().enumerate() {
+            let l = last[a] as usize;
+            if l > a && matches!(node, Node::Apply(..)) {
+                live[a + 1] += 1;
+                live[l + 1] -= 1;
+            }
+        }
+        for k in 1..=len {
+            live[k] += live[k - 1];
+        }
+        let mut starts = vec![0];
+        let mut start = 0;
+        while len - start > per {
+            let window = start + per / 2..=start + per;
+            // The fewest live values; the latest such place, for fewer segments.
+            let cut = window.rev().min_by_key(|&k| live[k]).unwrap_or(start + per);
+            starts.push(cut);
+            start = cut;
+        }
+        let mut plan = Plan {
+            starts,
+            len,
+            slot: vec![Plan::NONE; len],
+            scratch: 0,
+        };
+        let mut scratch = 0u32;
+        for id in 0..len {
+            g.operands_into(NodeId::from_index(id), &mut operands);
+            let here = plan.segment_of(id);
             for a in &operands {
                 let a = a.index();
-                if a / per < id / per
-                    && slot[a] == Plan::NONE
+                if plan.slot[a] == Plan::NONE
                     && matches!(g.nodes()[a], Node::Apply(..))
+                    && plan.segment_of(a) < here
                 {
-                    slot[a] = scratch;
+                    plan.slot[a] = scratch;
                     scratch += 1;
                 }
             }
         }
-        Some(Plan {
-            per,
-            len: g.len(),
-            slot,
-            scratch: scratch as usize,
-        })
+        plan.scratch = scratch as usize;
+        Some(plan)
+    }
+
+    /// Renumbers the scratch slots so that the two lanes of each pair of `packs` that both
+    /// cross a cut sit side by side, low lane first: a segment then stores such a pair with
+    /// one `f64x2` store, and a later segment that reads the pair in the same lane order
+    /// loads it with one. The slots are the same in number, so a loader that checks a
+    /// kernel against [`Plan::new`] alone sees the same scratch.
+    pub(crate) fn pair_slots(&mut self, packs: &Packs) {
+        let mut renumbered = vec![Plan::NONE; self.slot.len()];
+        let mut next = 0u32;
+        for id in 0..self.slot.len() {
+            if self.slot[id] == Plan::NONE || renumbered[id] != Plan::NONE {
+                continue;
+            }
+            let partner = packs
+                .partner(NodeId::from_index(id))
+                .map(NodeId::index)
+                .filter(|&q| self.slot[q] != Plan::NONE);
+            match partner {
+                Some(q) => {
+                    let (lo, hi) = if packs.lane(NodeId::from_index(id)) == 0 {
+                        (id, q)
+                    } else {
+                        (q, id)
+                    };
+                    renumbered[lo] = next;
+                    renumbered[hi] = next + 1;
+                    next += 2;
+                }
+                None => {
+                    renumbered[id] = next;
+                    next += 1;
+                }
+            }
+        }
+        debug_assert_eq!(next as usize, self.scratch);
+        self.slot = renumbered;
     }
 
     /// The number of segments.
     pub(crate) fn segments(&self) -> usize {
-        self.len.div_ceil(self.per)
+        self.starts.len()
+    }
+
+    /// The segment node `id` is in.
+    pub(crate) fn segment_of(&self, id: usize) -> usize {
+        self.starts.partition_point(|&s| s <= id) - 1
     }
 
     /// Whether node `id` has a scratch slot.
@@ -281,10 +360,34 @@ impl Plan {
         self.slot[id] != Plan::NONE
     }
 
-    /// The nodes of segment `s`.
-    fn range(&self, s: usize) -> std::ops::Range<usize> {
-        s * self.per..((s + 1) * self.per).min(self.len)
+    /// Node `id`'s scratch slot, if it has one.
+    #[cfg(test)]
+    pub(crate) fn slot_of(&self, id: usize) -> Option<usize> {
+        (self.slot[id] != Plan::NONE).then_some(self.slot[id] as usize)
     }
+
+    /// The nodes of segment `s`.
+    pub(crate) fn range(&self, s: usize) -> std::ops::Range<usize> {
+        self.starts[s]..self.starts.get(s + 1).copied().unwrap_or(self.len)
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The `f64x2` scratch stores and loads of pairs ([`Plan::pair_slots`]) this thread's
+    /// lowering has emitted: tests check the paths are taken.
+    pub(crate) static SCRATCH_PAIRS: std::cell::Cell<[usize; 2]> =
+        const { std::cell::Cell::new([0, 0]) };
+}
+
+/// Counts a scratch pair's store (`0`) or load (`1`) in tests.
+fn count_scratch_pair(_which: usize) {
+    #[cfg(test)]
+    SCRATCH_PAIRS.with(|c| {
+        let mut v = c.get();
+        v[_which] += 1;
+        c.set(v);
+    });
 }
 
 /// Builds the function computing segment `s` of `plan` of `lane`:
@@ -333,7 +436,7 @@ pub(crate) fn segment_function(
 /// The pairs of a lane split by `plan` (each within one segment), for
 /// [`segment_function`].
 pub(crate) fn segment_packs(lane: &Lane, plan: &Plan, isa: &dyn TargetIsa) -> Packs {
-    slp::find(lane, native_fma(isa), plan.per)
+    slp::find(lane, native_fma(isa), &plan.starts)
 }
 
 /// Jumps from the current block to a new loop head taking the point index `from`, and
@@ -790,8 +893,20 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let v = self.apply(op, x, exponent(g, op, &args));
                 (self.ty, self.width) = (ty, width);
                 st.vector[id.index()] = Some(v);
-                self.keep(&mut st, id);
-                self.keep(&mut st, hi);
+                match st
+                    .part
+                    .map(|p| (p.plan.slot[id.index()], p.plan.slot[hi.index()], p))
+                {
+                    Some((lo, high, p)) if lo != Plan::NONE && high == lo + 1 => {
+                        let at = offset(lo as usize, 8);
+                        self.b.ins().store(data(), v, p.scratch, at);
+                        count_scratch_pair(0);
+                    }
+                    _ => {
+                        self.keep(&mut st, id);
+                        self.keep(&mut st, hi);
+                    }
+                }
                 continue;
             }
             let v = match op {
@@ -868,8 +983,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let Some(p) = st.part else {
                     unreachable!("only a segment starts after node 0")
                 };
+                // No segment writes a slot it reads (a slot is written by the segment
+                // that makes its value, read by later ones): unchanging while this runs.
                 let at = offset(p.plan.slot[id.index()] as usize, 8);
-                self.b.ins().load(types::F64, data(), p.scratch, at)
+                self.b.ins().load(types::F64, unchanging(), p.scratch, at)
             }
             Node::Apply(..) => {
                 let lane = st.packs.lane(id);
@@ -920,8 +1037,20 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         if let Some(&v) = st.built.get(&key) {
             return v;
         }
-        let v = match (input_slot(st.lane, p), input_slot(st.lane, q)) {
-            (Some(s), Some(t)) if t == s + 1 => {
+        // Two values of earlier segments in adjacent scratch slots ([`Plan::pair_slots`]).
+        let scratch_pair = st.part.and_then(|part| {
+            let (a, c) = (part.plan.slot[p.index()], part.plan.slot[q.index()]);
+            let earlier = p.index() < st.start && q.index() < st.start;
+            (earlier && a != Plan::NONE && c == a + 1).then_some((part.scratch, a as usize))
+        });
+        let v = match (input_slot(st.lane, p), input_slot(st.lane, q), scratch_pair) {
+            (_, _, Some((scratch, a))) => {
+                count_scratch_pair(1);
+                self.b
+                    .ins()
+                    .load(types::F64X2, unchanging(), scratch, offset(a, 8))
+            }
+            (Some(s), Some(t), None) if t == s + 1 => {
                 self.b
                     .ins()
                     .load(types::F64X2, unchanging(), st.inputs, offset(s, 8))

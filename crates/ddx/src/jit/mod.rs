@@ -67,7 +67,8 @@ pub(crate) struct Config {
     pub(crate) hot: u64,
     pub(crate) retain: bool,
     pub(crate) cache_dir: Option<PathBuf>,
-    /// Lanes of more nodes are split into segments of this many ([`compile::SEGMENT_NODES`]).
+    /// Lanes of more nodes are split into segments of at most this many
+    /// ([`compile::SEGMENT_NODES`]).
     pub(crate) segment: usize,
 }
 

@@ -157,8 +157,9 @@ struct Search<'l> {
     /// How many argument positions of pairs read each vector operand `(low, high)`: what
     /// building one costs is shared among them.
     slots: HashMap<(u32, u32), u32>,
-    /// Nodes per segment: the two nodes of a pair lie in one.
-    segment: usize,
+    /// Where each segment of the lane starts (`[0]` for a lane emitted as one function):
+    /// the two nodes of a pair lie in one.
+    starts: &'l [usize],
     /// Nodes grown into a tree that was not kept (its seed aside): no later tree takes
     /// them, so each node is grown into a tree at most once and growing is linear in the
     /// lane (a 255 000-node Hessian lane took 20 s without it, regrowing the same large
@@ -171,7 +172,7 @@ struct Search<'l> {
 const MAX_READERS: usize = 16;
 
 impl<'l> Search<'l> {
-    fn new(lane: &'l Lane, fma: bool, segment: usize) -> Self {
+    fn new(lane: &'l Lane, fma: bool, starts: &'l [usize]) -> Self {
         let g = &lane.graph;
         let n = g.len();
         let mut depth = vec![0u32; n];
@@ -211,7 +212,7 @@ impl<'l> Search<'l> {
             partner: vec![Packs::NONE; n],
             high: vec![false; n],
             slots: HashMap::new(),
-            segment,
+            starts,
             tried: vec![false; n],
         }
     }
@@ -237,7 +238,12 @@ impl<'l> Search<'l> {
             && self.shape[a].is_some()
             && self.shape[a] == self.shape[b]
             && self.depth[a] == self.depth[b]
-            && a / self.segment == b / self.segment
+            && self.segment_of(a) == self.segment_of(b)
+    }
+
+    /// The segment node `i` is in.
+    fn segment_of(&self, i: usize) -> usize {
+        self.starts.partition_point(|&s| s <= i)
     }
 
     /// Pairs `a` (low) and `b` (high).
@@ -458,12 +464,12 @@ impl<'l> Search<'l> {
 type Group = (Shape, u32, [Option<Shape>; 3]);
 
 /// The pairs of `lane` and its emission order (see the module doc); `fma` says whether
-/// the target has a fused multiply-add instruction; a pair's two nodes lie in one segment
-/// of `segment` nodes (`usize::MAX` for a lane emitted as one function).
-pub(crate) fn find(lane: &Lane, fma: bool, segment: usize) -> Packs {
+/// the target has a fused multiply-add instruction; a pair's two nodes lie in one segment,
+/// the segments starting at `starts` (`[0]` for a lane emitted as one function).
+pub(crate) fn find(lane: &Lane, fma: bool, starts: &[usize]) -> Packs {
     let g = &lane.graph;
     let n = g.len();
-    let mut s = Search::new(lane, fma, segment.max(1));
+    let mut s = Search::new(lane, fma, starts);
     // Seeds: adjacent outputs.
     for w in lane.outputs.windows(2) {
         s.try_tree(w[0].index(), w[1].index());

@@ -322,7 +322,9 @@ fn a_long_lane_runs_as_segments() {
     let lane = eq.lane(kind).unwrap();
     let nodes = lane.graph.len();
     assert!(nodes > 64, "{nodes} nodes");
-    assert_eq!(kernel.functions(), nodes.div_ceil(16), "{nodes} nodes");
+    let plan = super::lower::Plan::new(lane, 16).expect("segmented");
+    assert_eq!(kernel.functions(), plan.segments(), "{nodes} nodes");
+    assert!(plan.segments() >= nodes.div_ceil(16), "{nodes} nodes");
     let x = [0.3, -1.25];
     let (mut want, mut got) = (vec![0.0; lane.outputs.len()], vec![0.0; lane.outputs.len()]);
     oracle.eval_into(kind, &x, &mut want);
@@ -330,36 +332,122 @@ fn a_long_lane_runs_as_segments() {
     assert!(same(&want, &got), "{want:?} vs {got:?}");
 }
 
-/// The plan puts every value a later segment reads in scratch, and nothing else.
+/// The plan puts every value a later segment reads in scratch, and nothing else; its
+/// segments cover the lane in order, each of at most `per` nodes and (but the last) at
+/// least `per / 2`, and each cut is a place of its window where the fewest values cross,
+/// counted here by brute force over every place.
 #[test]
 fn a_plan_gives_a_slot_to_exactly_the_values_crossing_a_boundary() {
-    let model = random_model(9, 200, 3, 3);
-    let eq = Equation::<System>::from_model(model);
-    for kind in LaneKind::ALL {
-        let lane = eq.lane(kind).unwrap();
-        let per = 7;
-        let Some(plan) = super::lower::Plan::new(lane, per) else {
-            assert!(lane.graph.len() <= per);
-            continue;
-        };
-        assert_eq!(plan.segments(), lane.graph.len().div_ceil(per));
-        let mut crossing = 0;
-        for (id, node) in lane.graph.nodes().iter().enumerate() {
-            let read_later = lane
-                .graph
-                .nodes()
-                .iter()
-                .skip(id + 1)
-                .enumerate()
-                .any(|(k, n)| {
-                    (id + 1 + k) / per > id / per && n.args().iter().any(|a| a.index() == id)
-                });
-            let wants = read_later && matches!(node, ddx_ir::Node::Apply(..));
-            assert_eq!(plan.has_slot(id), wants, "{kind:?} node {id}");
-            crossing += usize::from(wants);
+    for seed in [9, 10, 11] {
+        let model = random_model(seed, 200, 3, 3);
+        let eq = Equation::<System>::from_model(model);
+        for kind in LaneKind::ALL {
+            let lane = eq.lane(kind).unwrap();
+            let nodes = lane.graph.nodes();
+            for per in [7, 16] {
+                let Some(plan) = super::lower::Plan::new(lane, per) else {
+                    assert!(nodes.len() <= per);
+                    continue;
+                };
+                let mut covered = 0;
+                for s in 0..plan.segments() {
+                    let r = plan.range(s);
+                    assert_eq!(r.start, covered, "{kind:?} segment {s}");
+                    assert!(r.len() <= per && (s + 1 == plan.segments() || r.len() >= per / 2));
+                    covered = r.end;
+                }
+                assert_eq!(covered, nodes.len());
+                // Operations made before `k` and read at or after it (a call's pack
+                // arguments are read by the call: operands, not args).
+                let reads = |id: usize| -> Vec<usize> {
+                    let mut v = Vec::new();
+                    lane.graph
+                        .operands_into(ddx_ir::NodeId::from_index(id), &mut v);
+                    v.into_iter().map(|a| a.index()).collect()
+                };
+                let readers: Vec<Vec<usize>> = (0..nodes.len()).map(reads).collect();
+                let crossing = |k: usize| {
+                    (0..k)
+                        .filter(|&a| matches!(nodes[a], ddx_ir::Node::Apply(..)))
+                        .filter(|&a| (k..nodes.len()).any(|r| readers[r].contains(&a)))
+                        .count()
+                };
+                for s in 1..plan.segments() {
+                    let (start, cut) = (plan.range(s - 1).start, plan.range(s).start);
+                    let best = (start + per / 2..=start + per).map(crossing).min();
+                    assert_eq!(Some(crossing(cut)), best, "{kind:?} cut {s} at {cut}");
+                }
+                let mut slots = 0;
+                for (id, node) in nodes.iter().enumerate() {
+                    let read_later = (id + 1..nodes.len()).any(|r| {
+                        plan.segment_of(r) > plan.segment_of(id) && readers[r].contains(&id)
+                    });
+                    let wants = read_later && matches!(node, ddx_ir::Node::Apply(..));
+                    assert_eq!(plan.has_slot(id), wants, "{kind:?} node {id}");
+                    slots += usize::from(wants);
+                }
+                assert_eq!(plan.scratch, slots);
+            }
         }
-        assert_eq!(plan.scratch, crossing);
     }
+}
+
+/// Pairs whose two lanes both cross a cut get side-by-side slots, low lane first, and the
+/// renumbering keeps every slot once: so the stores and loads of one `f64x2` are the
+/// scalar slots' bits (the packed proptest above runs them against the interpreter).
+#[test]
+fn pairs_crossing_a_cut_sit_side_by_side_in_scratch() {
+    let mut side_by_side = 0;
+    for seed in 0..8u64 {
+        let model = component_model(seed, 3, 6 + seed as usize);
+        let eq = Equation::<System>::from_model(model);
+        for kind in LaneKind::ALL {
+            let lane = eq.lane(kind).unwrap();
+            for per in [5, 9, 16] {
+                let Some(mut plan) = super::lower::Plan::new(lane, per) else {
+                    continue;
+                };
+                let packs = super::slp::find(lane, true, &plan.starts);
+                let before: Vec<bool> = (0..lane.graph.len()).map(|i| plan.has_slot(i)).collect();
+                plan.pair_slots(&packs);
+                let mut seen = vec![false; plan.scratch];
+                for (id, had) in before.iter().enumerate() {
+                    assert_eq!(plan.has_slot(id), *had);
+                    if let Some(k) = plan.slot_of(id) {
+                        assert!(!std::mem::replace(&mut seen[k], true), "slot {k} twice");
+                    }
+                    let lo = ddx_ir::NodeId::from_index(id);
+                    if let (Some(hi), 0) = (packs.partner(lo), packs.lane(lo)) {
+                        if let (Some(a), Some(b)) = (plan.slot_of(id), plan.slot_of(hi.index())) {
+                            assert_eq!(b, a + 1, "{kind:?} pair {id}");
+                            side_by_side += 1;
+                        }
+                    }
+                }
+                assert!(seen.iter().all(|s| *s));
+            }
+        }
+    }
+    assert!(side_by_side > 0, "no pair crossed a cut");
+    // Compiled here (on this thread), the segments store such pairs and read them back
+    // with one instruction each.
+    let compiler = super::compile::compiler().expect("a host compiler");
+    super::lower::SCRATCH_PAIRS.with(|c| c.set([0, 0]));
+    for seed in 0..8u64 {
+        let model = component_model(seed, 3, 6 + seed as usize);
+        let eq = Equation::<System>::from_model(model);
+        for kind in LaneKind::ALL {
+            let lane = eq.lane(kind).unwrap();
+            compiler
+                .compile(lane, Shape::Point, OptLevel::Speed, 9)
+                .expect("compiles");
+        }
+    }
+    let [stores, loads] = super::lower::SCRATCH_PAIRS.with(std::cell::Cell::get);
+    assert!(
+        stores > 0 && loads > 0,
+        "{stores} pair stores, {loads} pair loads"
+    );
 }
 
 #[test]
@@ -1204,7 +1292,7 @@ fn component_models_are_packed() {
         for kind in LaneKind::ALL {
             let lane = eq.lane(kind).unwrap();
             lanes += 1;
-            packed += usize::from(!super::slp::find(lane, true, usize::MAX).is_empty());
+            packed += usize::from(!super::slp::find(lane, true, &[0]).is_empty());
         }
     }
     assert!(packed * 2 > lanes, "{packed} of {lanes} lanes packed");
