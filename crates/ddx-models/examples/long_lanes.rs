@@ -104,17 +104,17 @@ fn speed<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind) {
         .collect();
     eq.set_options(Options::with_backend(Backend::Compile));
     let landed = eq.wait_for_kernel_of(kind);
-    // Lanes over 32 768 nodes that are not re-rolled are compiled in segments of that many.
-    let segments = nodes.div_ceil(1 << 15);
+    // Lanes over 32 768 nodes (`ddx::MAX_KERNEL_NODES`'s doc) are compiled in segments.
+    let split = nodes > 1 << 15;
     let compiled = per_call(&eq, kind, &inputs);
     eq.set_options(Options::with_backend(Backend::Interpret));
     let interpreted = per_call(&eq, kind, &inputs);
     println!(
         "| {name} | {kind:?} | {nodes} | {} | {compiled:.1} | {interpreted:.1} | {:.2} |",
-        if landed {
-            format!("≤ {segments}")
-        } else {
-            "none".into()
+        match (landed, split) {
+            (false, _) => "none (interpreted)",
+            (true, true) => "segments",
+            (true, false) => "one function",
         },
         compiled / interpreted
     );
@@ -122,7 +122,7 @@ fn speed<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind) {
 
 fn main() {
     if std::env::args().any(|a| a == "speed") {
-        println!("| lane | kind | nodes | functions | compiled µs | interpreted µs | ratio |");
+        println!("| lane | kind | nodes | kernel | compiled µs | interpreted µs | ratio |");
         println!("|---|---|---|---|---|---|---|");
         for n in [64, 96, 128, 192, 256] {
             let q = ddx_models::trend::Quadratic::new(n).expect("model");

@@ -242,8 +242,9 @@ pub(crate) struct Plan {
 impl Plan {
     const NONE: u32 = u32::MAX;
 
-    /// The plan of `lane` in segments of at most `per` nodes, or `None` when the lane has
-    /// no more than `per` nodes (one function computes it, with no scratch).
+    /// The plan of `lane` in segments of at most `per` nodes (a `per` under 2 is taken as
+    /// 2), or `None` when the lane has no more than that many nodes (one function computes
+    /// it, with no scratch).
     pub(crate) fn new(lane: &Lane, per: usize) -> Option<Plan> {
         let g = &lane.graph;
         let per = per.max(2);

@@ -217,7 +217,8 @@ proptest! {
     }
 }
 
-/// Runs `f` with lanes split every `per` nodes for options set on this thread.
+/// Runs `f` with lanes split into segments of at most `per` nodes (at least 2; see
+/// `lower::Plan`) for options set on this thread.
 fn with_segments<T>(per: usize, f: impl FnOnce() -> T) -> T {
     struct Reset;
     impl Drop for Reset {
