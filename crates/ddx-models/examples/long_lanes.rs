@@ -104,16 +104,17 @@ fn speed<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind) {
         .collect();
     eq.set_options(Options::with_backend(Backend::Compile));
     let landed = eq.wait_for_kernel_of(kind);
-    // Lanes over 32 768 nodes (`ddx::MAX_KERNEL_NODES`'s doc) are compiled in segments.
-    let split = nodes > 1 << 15;
+    // Lanes over 32 768 nodes (`ddx::MAX_KERNEL_NODES`'s doc) are long: compiled in
+    // segments, or as one function of loops when they re-roll.
+    let long = nodes > 1 << 15;
     let compiled = per_call(&eq, kind, &inputs);
     eq.set_options(Options::with_backend(Backend::Interpret));
     let interpreted = per_call(&eq, kind, &inputs);
     println!(
         "| {name} | {kind:?} | {nodes} | {} | {compiled:.1} | {interpreted:.1} | {:.2} |",
-        match (landed, split) {
+        match (landed, long) {
             (false, _) => "none (interpreted)",
-            (true, true) => "segments",
+            (true, true) => "long: segments or loops",
             (true, false) => "one function",
         },
         compiled / interpreted

@@ -11,12 +11,16 @@ use std::path::PathBuf;
 ///
 /// A lane of more than 32 768 nodes is split into segments of at most that many (each cut
 /// where the fewest values cross it), each compiled as its own function, which reads the
-/// values earlier segments made from a heap scratch area: so no kernel's stack frame or compile memory grows with its lane. Above 16 384
-/// nodes the kernels are made with a register allocator whose time is linear in the lane
-/// (about 3 µs a node of a point kernel in a release build), so at this limit a compile
-/// takes a few seconds of one worker of the compile pool; small lanes do not wait for it
-/// (see [`Equation::wait_for_kernel`](crate::Equation::wait_for_kernel)). A segmented
-/// kernel is a point kernel: a batch runs it point by point. Measurements in the
+/// values earlier segments made from a heap scratch area: so no kernel's stack frame or
+/// compile memory grows with its lane. A long lane made nearly all of copies of one
+/// subgraph (a model looping over links, terms or observations) is not split: it is one
+/// function whose loops compute the copies, keeping their values in heap scratch, with at
+/// most 32 768 nodes of straight-line code. Above 16 384 nodes the straight-line code is
+/// made with a register allocator whose time is linear in the lane (about 3 µs a node of
+/// a point kernel in a release build), so at this limit a compile takes a few seconds of
+/// one worker of the compile pool; small lanes do not wait for it (see
+/// [`Equation::wait_for_kernel`](crate::Equation::wait_for_kernel)). A long lane's kernel
+/// is a point kernel: a batch runs it point by point. Measurements in the
 /// repository's [BENCHMARKS.md, "Long lanes"](https://github.com/ddx-ad/ddx/blob/main/BENCHMARKS.md#long-lanes).
 pub const MAX_KERNEL_NODES: usize = 1 << 20;
 
@@ -34,8 +38,9 @@ pub enum Backend {
     /// allocator: compile time linear in the lane's length), then one at
     /// [`Codegen::opt_level`]. A lane of more than 16 384 nodes skips the quick kernel and
     /// is optimised with the single-pass allocator too, because the backtracking one takes
-    /// time superlinear in such lanes. A lane of more than 32 768 nodes is compiled in
-    /// segments (see [`MAX_KERNEL_NODES`]). A lane of more than [`MAX_KERNEL_NODES`] nodes,
+    /// time superlinear in such lanes (a long lane that re-rolls into loops keeps it: its
+    /// function is short). A lane of more than 32 768 nodes is compiled in segments or,
+    /// when it re-rolls, as one function of loops (see [`MAX_KERNEL_NODES`]). A lane of more than [`MAX_KERNEL_NODES`] nodes,
     /// or one of whose functions would need a stack frame over 1 MiB, is not compiled: it
     /// is interpreted, with the reason in [`JitStatus::lanes`].
     Compile,

@@ -35,6 +35,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 /// 3.5 µs a node whatever the lane (120k nodes 0.5 s). See BENCHMARKS.md, "Compiling".
 pub(crate) const BACKTRACKING_NODES: usize = 1 << 14;
 
+/// A function of a lane over [`BACKTRACKING_NODES`] gets the single-pass allocator only
+/// when it holds more than this many Cranelift instructions: the straight-line code of
+/// such a lane (or of one of its segments) holds 0.62–0.8 instructions a node, so this is
+/// where [`BACKTRACKING_NODES`] puts the limit for straight-line code; a re-rolled
+/// function, whose loops hold a long lane in a few hundred instructions, keeps the
+/// backtracking allocator (the long_lanes chain of 3000 links: 43 → 30.5 µs a gradient).
+pub(crate) const BACKTRACKING_INSTS: usize = 10_000;
+
 /// The largest stack frame a kernel function may have, in bytes. A kernel runs on its
 /// caller's stack (a spawned thread's is 2 MiB by default, rayon's workers' too), and a
 /// frame larger than what is left there aborts the process; compiled code that needs more
@@ -50,8 +58,10 @@ pub(crate) const MAX_FRAME_BYTES: u32 = 1 << 20;
 /// but the last, at least half as many), cut where the fewest values cross, each compiled
 /// as its own function ([`lower::Plan`]): a segment's stack frame and compile memory stay
 /// bounded by its length (at ≈ 9 bytes a node at most for the bundled models' point
-/// kernels, 0.3 MiB, well inside [`MAX_FRAME_BYTES`]), however long the lane. A segmented
-/// kernel is a point kernel: a batch runs it point by point.
+/// kernels, 0.3 MiB, well inside [`MAX_FRAME_BYTES`]), however long the lane. A lane
+/// that re-rolls with at most this many nodes of straight-line code is one function
+/// instead (its loops' values in heap scratch). Either way a long lane's kernel is a
+/// point kernel: a batch runs it point by point.
 pub(crate) const SEGMENT_NODES: usize = 1 << 15;
 
 #[cfg(test)]
@@ -163,13 +173,15 @@ impl Compiler {
     }
 
     /// Compiles `lane` as a kernel of `shape` at `level`; answers its machine code. A
-    /// lane of more than `segment` nodes is split ([`lower::Plan`]): its code is then each
-    /// segment's function in order, each starting at a multiple of 16 bytes, followed by
-    /// the byte offset of each function (`u32`, little-endian) and their count (`u32`).
-    /// Otherwise a [`Shape::Point`] kernel's code is its function, then its constant table
-    /// ([`lower::function`]) from the next multiple of 8 bytes (`f64`s, little-endian),
-    /// then the table's byte offset and its length in values (`u32` each); a column
-    /// kernel's is its function alone.
+    /// lane of more than `segment` nodes gets a point kernel whatever `shape`
+    /// ([`lower::kernel_shape`]), split ([`lower::Plan`]) unless it re-rolls: a split
+    /// kernel's code is each segment's function in order, each starting at a multiple of
+    /// 16 bytes, followed by the byte offset of each function (`u32`, little-endian) and
+    /// their count (`u32`). Otherwise a [`Shape::Point`] kernel's code is its function,
+    /// then its constant table ([`lower::function`]) from the next multiple of 8 bytes
+    /// (`f64`s, little-endian), then the table's byte offset, its length in values and the
+    /// length in values of the heap scratch its loops use (`u32` each); a column kernel's
+    /// is its function alone.
     ///
     /// # Errors
     /// [`Error::JitVerify`] when a function fails Cranelift's verifier,
@@ -183,23 +195,29 @@ impl Compiler {
         level: OptLevel,
         segment: usize,
     ) -> Result<Vec<u8>, Error> {
+        // Lowering is the same for both optimised configurations (one host, one
+        // pointer type and calling convention); each function is emitted by the one its
+        // size asks for (`Self::emit`).
         let isa: &dyn TargetIsa = match level {
             OptLevel::Off => &*self.quick,
-            OptLevel::Speed if lane.graph.len() > BACKTRACKING_NODES => &*self.speed_linear,
             OptLevel::Speed => &*self.speed,
         };
         let Some(mut plan) = lower::Plan::new(lane, segment) else {
-            let (func, table) = lower::function(lane, shape, isa);
-            let mut code = Self::emit(lane, func, isa)?;
+            let shape = lower::kernel_shape(lane, shape, segment);
+            let (func, table, scratch) = lower::function(lane, shape, isa);
+            let mut code = self.emit(lane, func, level)?;
             if shape == Shape::Point {
                 code.resize(code.len().next_multiple_of(8), 0xCC);
                 let at = u32::try_from(code.len()).map_err(|_| target("code over 4 GiB"))?;
                 let len = u32::try_from(table.len()).map_err(|_| target("table over 4 GiB"))?;
+                let scratch =
+                    u32::try_from(scratch).map_err(|_| target("scratch over 2³² values"))?;
                 for v in &table {
                     code.extend_from_slice(&v.to_le_bytes());
                 }
-                code.extend_from_slice(&at.to_le_bytes());
-                code.extend_from_slice(&len.to_le_bytes());
+                for word in [at, len, scratch] {
+                    code.extend_from_slice(&word.to_le_bytes());
+                }
             }
             return Ok(code);
         };
@@ -212,7 +230,7 @@ impl Compiler {
             code.resize(code.len().next_multiple_of(16), 0xCC);
             starts.push(u32::try_from(code.len()).map_err(|_| target("code over 4 GiB"))?);
             let f = lower::segment_function(lane, &plan, &packs, s, isa);
-            code.extend_from_slice(&Self::emit(lane, f, isa)?);
+            code.extend_from_slice(&self.emit(lane, f, level)?);
         }
         for at in &starts {
             code.extend_from_slice(&at.to_le_bytes());
@@ -222,13 +240,23 @@ impl Compiler {
         Ok(code)
     }
 
-    /// Compiles one function of `lane`'s kernel; answers its machine code, checked to need
-    /// no relocation and to fit its frame.
+    /// Compiles one function of `lane`'s kernel at `level`; answers its machine code,
+    /// checked to need no relocation and to fit its frame. The optimised tier uses the
+    /// single-pass allocator for a function of more than [`BACKTRACKING_INSTS`]
+    /// instructions of a lane over [`BACKTRACKING_NODES`] nodes.
     fn emit(
+        &self,
         lane: &Lane,
         func: cranelift_codegen::ir::Function,
-        isa: &dyn TargetIsa,
+        level: OptLevel,
     ) -> Result<Vec<u8>, Error> {
+        let large =
+            lane.graph.len() > BACKTRACKING_NODES && func.dfg.num_insts() > BACKTRACKING_INSTS;
+        let isa: &dyn TargetIsa = match level {
+            OptLevel::Off => &*self.quick,
+            OptLevel::Speed if large => &*self.speed_linear,
+            OptLevel::Speed => &*self.speed,
+        };
         let name = lane.kind.name();
         let mut ctx = Context::for_function(func);
         let code = ctx

@@ -10,17 +10,26 @@
 //! functions, run in order on one heap scratch area, with their offsets at its end (the
 //! layout of [`Compiler::compile`](super::compile::Compiler::compile)). A point kernel that
 //! is not segmented ends with its constant table (the values its loops and its vector
-//! operations read, passed to it as its fourth argument) and the table's place. The mapping lives as long as the
-//! kernel; whoever calls a kernel keeps it alive for the call.
+//! operations read, passed to it as its fourth argument), the table's place and the
+//! length of the heap scratch its loops use (its fifth argument). The mapping lives as
+//! long as the kernel; whoever calls a kernel keeps it alive for the call.
+//!
+//! **Scratch.** A call gets its scratch from its thread ([`with_scratch`]): one buffer per
+//! thread, grown to the largest a kernel asked for and kept, so a call allocates nothing
+//! once warm; a kernel that re-enters ddx on its thread (through a user function) runs
+//! the inner call on a fresh buffer.
 
-use super::lower::{Plan, Shape};
+use super::lower::{self, Plan, Shape};
+use super::reroll::MAX_AREA_BYTES;
 use crate::options::OptLevel;
 use ddx_ir::math::{MathTable, MATH_TABLE};
 use ddx_ir::{Error, Lane};
 use memmap2::{Mmap, MmapMut};
+use std::cell::RefCell;
 
-/// `extern "C" fn(inputs, outputs, table, constants)` of a [`Shape::Point`] kernel.
-type PointFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable, *const f64);
+/// `extern "C" fn(inputs, outputs, table, constants, scratch)` of a [`Shape::Point`]
+/// kernel.
+type PointFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable, *const f64, *mut f64);
 /// `extern "C" fn(inputs, outputs, table, scratch)` of one segment of a segmented kernel.
 type SegmentFn = unsafe extern "C" fn(*const f64, *mut f64, *const MathTable, *mut f64);
 /// `extern "C" fn(inputs, outputs, start, len, table)` of a [`Shape::Column`] kernel.
@@ -39,31 +48,65 @@ pub(crate) struct Kernel {
     outputs: usize,
     /// The code bytes, kept when `retain_object` asks for them (a later save writes them).
     object: Option<Vec<u8>>,
-    /// For a segmented lane, each segment's offset in the mapping and the scratch slots.
+    /// For a segmented lane, each segment's offset in the mapping.
     segments: Option<Segments>,
     /// For a point kernel that is not segmented, the byte offset of its constant table in
-    /// the mapping (checked by [`constants_at`]).
+    /// the mapping (checked by [`point_trailer`]).
     constants: usize,
+    /// The `f64`s of heap scratch a call needs: a segmented kernel's slots, or the areas
+    /// of a point kernel's loops (0 for a column kernel).
+    scratch: usize,
 }
 
-/// The byte offset of the constant table of a point kernel's `code` (see the layout of
-/// [`Compiler::compile`](super::compile::Compiler::compile)), checked: a multiple of 8
-/// after the code's first byte, the table and its two words ending the code exactly.
-fn constants_at(code: &[u8]) -> Result<usize, Error> {
+/// The byte offset of the constant table of a point kernel's `code` and the length of its
+/// scratch in values (see the layout of
+/// [`Compiler::compile`](super::compile::Compiler::compile)), checked: the table a
+/// multiple of 8 bytes after the code's first byte, the table and its three words ending
+/// the code exactly, the scratch within [`MAX_AREA_BYTES`].
+fn point_trailer(code: &[u8]) -> Result<(usize, usize), Error> {
     let bad = || object("a point kernel's constant table is damaged");
-    let end = code.len().checked_sub(8).ok_or_else(bad)?;
+    let end = code.len().checked_sub(12).ok_or_else(bad)?;
     let word = |at: usize| u32::from_le_bytes([code[at], code[at + 1], code[at + 2], code[at + 3]]);
-    let (at, len) = (word(end) as usize, word(end + 4) as usize);
-    let fits =
-        at > 0 && at % 8 == 0 && len.checked_mul(8).and_then(|b| b.checked_add(at)) == Some(end);
-    fits.then_some(at).ok_or_else(bad)
+    let (at, len, scratch) = (
+        word(end) as usize,
+        word(end + 4) as usize,
+        word(end + 8) as usize,
+    );
+    let fits = at > 0
+        && at % 8 == 0
+        && len.checked_mul(8).and_then(|b| b.checked_add(at)) == Some(end)
+        && scratch <= MAX_AREA_BYTES / 8;
+    fits.then_some((at, scratch)).ok_or_else(bad)
 }
 
-/// Where a segmented kernel's functions start, and the scratch they share.
+thread_local! {
+    /// This thread's kernel scratch, grown to the largest asked for.
+    static SCRATCH: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `body` with a pointer to at least `len` writable `f64`s: this thread's scratch,
+/// or a fresh buffer when the thread's is in use by an outer call on this thread (a
+/// kernel's user function that called back into ddx). A `len` of 0 passes a dangling,
+/// aligned pointer, never read.
+fn with_scratch<R>(len: usize, body: impl FnOnce(*mut f64) -> R) -> R {
+    if len == 0 {
+        return body(std::ptr::NonNull::dangling().as_ptr());
+    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut s) => {
+            if s.len() < len {
+                s.resize(len, 0.0);
+            }
+            body(s.as_mut_ptr())
+        }
+        Err(_) => body(vec![0.0; len].as_mut_ptr()),
+    })
+}
+
+/// Where a segmented kernel's functions start.
 #[derive(Debug)]
 struct Segments {
     starts: Vec<usize>,
-    scratch: usize,
 }
 
 impl Segments {
@@ -90,23 +133,22 @@ impl Segments {
         if !ordered {
             return Err(bad());
         }
-        Ok(Segments {
-            starts,
-            scratch: plan.scratch,
-        })
+        Ok(Segments { starts })
     }
 }
 
 impl Kernel {
     /// Places `code` in fresh executable memory.
     ///
-    /// `code` must be the relocation-free code of a function of `shape`, or for a lane of
-    /// more than `segment` nodes the segments' functions and their offsets (see the module
-    /// doc); the callers are the compiler and the validated cache reader.
+    /// `code` must be the relocation-free code of a function of
+    /// [`lower::kernel_shape`]`(lane, shape, segment)`, or for a lane that
+    /// [`Plan::new`]`(lane, segment)` splits the segments' functions and their offsets (see
+    /// the module doc); the callers are the compiler and the validated cache reader.
     ///
     /// # Errors
     /// [`Error::JitObject`] when the memory cannot be mapped or made executable, when
-    /// `code` is empty, or when a segmented kernel's offset table does not fit its lane.
+    /// `code` is empty, when a segmented kernel's offset table does not fit its lane, or
+    /// when a point kernel's constant table or scratch length is damaged.
     pub(crate) fn new(
         code: &[u8],
         lane: &Lane,
@@ -125,19 +167,14 @@ impl Kernel {
         if code.is_empty() {
             return Err(object("empty code"));
         }
-        let segments = match Plan::new(lane, segment) {
-            Some(plan) => Some(Segments::read(code, &plan)?),
-            None => None,
-        };
-        let constants = match (&segments, shape) {
-            (None, Shape::Point) => constants_at(code)?,
-            _ => 0,
-        };
-        // A segmented kernel is made of point functions.
-        let shape = if segments.is_some() {
-            Shape::Point
-        } else {
-            shape
+        let shape = lower::kernel_shape(lane, shape, segment);
+        let (segments, constants, scratch) = match Plan::new(lane, segment) {
+            Some(plan) => (Some(Segments::read(code, &plan)?), 0, plan.scratch),
+            None if shape == Shape::Point => {
+                let (constants, scratch) = point_trailer(code)?;
+                (None, constants, scratch)
+            }
+            None => (None, 0, 0),
         };
         let mut map = MmapMut::map_anon(code.len()).map_err(|e| object(&format!("map: {e}")))?;
         map.copy_from_slice(code);
@@ -153,6 +190,7 @@ impl Kernel {
             object: retain.then(|| code.to_vec()),
             segments,
             constants,
+            scratch,
         })
     }
 
@@ -168,13 +206,19 @@ impl Kernel {
         if self.constants == 0 {
             return 0;
         }
-        let end = self.map.len() - 4;
+        let end = self.map.len() - 8;
         u32::from_le_bytes([
             self.map[end],
             self.map[end + 1],
             self.map[end + 2],
             self.map[end + 3],
         ]) as usize
+    }
+
+    /// The `f64`s of heap scratch a call needs.
+    #[cfg(test)]
+    pub(crate) fn scratch(&self) -> usize {
+        self.scratch
     }
 
     /// The optimisation level it was compiled at.
@@ -196,8 +240,11 @@ impl Kernel {
     pub(crate) fn run_point(&self, x: &[f64], out: &mut [f64]) {
         assert!(x.len() == self.inputs && out.len() == self.outputs);
         match self.shape {
-            // SAFETY: the lengths were just checked, and `out` is a distinct `&mut`.
-            Shape::Point => unsafe { self.point(x.as_ptr(), out.as_mut_ptr(), &mut Vec::new()) },
+            // SAFETY: the lengths were just checked, and `out` is a distinct `&mut`; the
+            // scratch holds the kernel's length.
+            Shape::Point => with_scratch(self.scratch, |s| unsafe {
+                self.point(x.as_ptr(), out.as_mut_ptr(), s)
+            }),
             Shape::Column { .. } => {
                 let ins: Pointers<*const f64> = x.iter().map(|v| v as *const f64).collect();
                 let outs: Pointers<*mut f64> = out.iter_mut().map(|v| v as *mut f64).collect();
@@ -236,37 +283,36 @@ impl Kernel {
                 // A point kernel over columns: gather each point, run it, scatter it.
                 let mut x: Pointers<f64> = inputs.iter().map(|_| 0.0).collect();
                 let mut out: Pointers<f64> = outputs.iter().map(|_| 0.0).collect();
-                let mut scratch = Vec::new();
-                for at in start..start + len {
-                    for (v, c) in x.iter_mut().zip(inputs) {
-                        // SAFETY: `at < start + len`, readable by the caller's contract.
-                        *v = unsafe { *c.add(at) };
+                with_scratch(self.scratch, |scratch| {
+                    for at in start..start + len {
+                        for (v, c) in x.iter_mut().zip(inputs) {
+                            // SAFETY: `at < start + len`, readable by the caller's contract.
+                            *v = unsafe { *c.add(at) };
+                        }
+                        // SAFETY: `x` and `out` have the lane's lengths and do not overlap;
+                        // the scratch holds the kernel's length.
+                        unsafe { self.point(x.as_ptr(), out.as_mut_ptr(), scratch) };
+                        for (v, c) in out.iter().zip(outputs) {
+                            // SAFETY: writable and ours alone by the caller's contract.
+                            unsafe { *c.add(at) = *v };
+                        }
                     }
-                    // SAFETY: `x` and `out` have the lane's lengths and do not overlap.
-                    unsafe { self.point(x.as_ptr(), out.as_mut_ptr(), &mut scratch) };
-                    for (v, c) in out.iter().zip(outputs) {
-                        // SAFETY: writable and ours alone by the caller's contract.
-                        unsafe { *c.add(at) = *v };
-                    }
-                }
+                });
             }
         }
     }
 
-    /// Calls a point kernel; a segmented one runs its segments in order on `scratch`
-    /// (grown to its size on first use, so a loop over points allocates once).
+    /// Calls a point kernel on `scratch`; a segmented one runs its segments in order.
     ///
     /// # Safety
     /// The kernel must be [`Shape::Point`]; `inputs` must hold the lane's input count of
     /// readable values and `outputs` its output count of writable ones, not overlapping
-    /// the inputs.
+    /// the inputs; `scratch` must point to `self.scratch` writable values no one else
+    /// uses during the call.
     #[inline]
-    unsafe fn point(&self, inputs: *const f64, outputs: *mut f64, scratch: &mut Vec<f64>) {
+    unsafe fn point(&self, inputs: *const f64, outputs: *mut f64, scratch: *mut f64) {
         debug_assert_eq!(self.shape, Shape::Point);
         if let Some(segments) = &self.segments {
-            if scratch.len() < segments.scratch {
-                scratch.resize(segments.scratch, 0.0);
-            }
             for &at in &segments.starts {
                 // SAFETY: `at` is the offset of a function with the `SegmentFn` signature
                 // inside the mapping (checked by `Segments::read`), executable and alive
@@ -274,7 +320,7 @@ impl Kernel {
                 unsafe {
                     let f: SegmentFn =
                         std::mem::transmute::<*const u8, SegmentFn>(self.map.as_ptr().add(at));
-                    f(inputs, outputs, &MATH_TABLE, scratch.as_mut_ptr());
+                    f(inputs, outputs, &MATH_TABLE, scratch);
                 }
             }
             return;
@@ -284,10 +330,11 @@ impl Kernel {
         let f: PointFn = unsafe { std::mem::transmute::<*const u8, PointFn>(self.map.as_ptr()) };
         // SAFETY: the caller guarantees the memory the kernel reads and writes; the table
         // is a `'static` of the layout the kernel was compiled against; the constant
-        // table lies inside the mapping (checked by `constants_at`), 8-byte aligned.
+        // table lies inside the mapping (checked by `point_trailer`), 8-byte aligned; the
+        // scratch holds the length the code records.
         unsafe {
             let constants = self.map.as_ptr().add(self.constants).cast::<f64>();
-            f(inputs, outputs, &MATH_TABLE, constants)
+            f(inputs, outputs, &MATH_TABLE, constants, scratch)
         }
     }
 

@@ -61,7 +61,11 @@ use std::collections::HashMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Shape {
     /// One point: `extern "C" fn(inputs: *const f64, outputs: *mut f64, table: *const
-    /// MathTable)`, with the inputs (symbols, then seeds) and the outputs contiguous.
+    /// MathTable, constants: *const f64, scratch: *mut f64)`, with the inputs (symbols,
+    /// then seeds) and the outputs contiguous; `constants` is the kernel's constant table
+    /// and `scratch` a heap area of the size the kernel's code records, where its loops
+    /// keep their values ([`Emit::rolled`]). A segment of a split lane has its own
+    /// signature ([`segment_function`]).
     Point,
     /// A loop over points `start..start + len` of columns: `extern "C" fn(inputs: *const
     /// *const f64, outputs: *const *mut f64, start: usize, len: usize, table: *const
@@ -94,17 +98,32 @@ pub(crate) fn native_fma(isa: &dyn TargetIsa) -> bool {
     }
 }
 
-/// Builds the function computing `lane` as a kernel of `shape` for `isa`, and the constant
-/// table a [`Shape::Point`] kernel reads through its fourth argument (empty for a column
-/// kernel, and for a point kernel whose loops and pairs read no constant).
-pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Function, Vec<f64>) {
+/// The shape of the kernel made for `lane` when `shape` is asked and lanes of more than
+/// `per` nodes are long: a long lane's kernel is a point kernel whatever was asked (its
+/// segments ([`Plan`]), or one function whose loops re-roll it), which a batch runs point
+/// by point.
+pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
+    if lane.graph.len() > per.max(2) {
+        Shape::Point
+    } else {
+        shape
+    }
+}
+
+/// Builds the function computing `lane` as a kernel of `shape` for `isa`; answers it, the
+/// constant table a [`Shape::Point`] kernel reads through its fourth argument (empty for a
+/// column kernel, and for a point kernel whose loops and pairs read no constant), and the
+/// number of `f64`s of heap scratch a point kernel's loops use through its fifth argument
+/// (0 for a column kernel and a kernel without loops).
+pub(crate) fn function(
+    lane: &Lane,
+    shape: Shape,
+    isa: &dyn TargetIsa,
+) -> (Function, Vec<f64>, usize) {
     let ptr = isa.pointer_type();
     let call_conv = isa.default_call_conv();
     let mut sig = Signature::new(call_conv);
-    let params = match shape {
-        Shape::Point => 4,
-        Shape::Column { .. } => 5,
-    };
+    let params = 5;
     sig.params
         .extend(std::iter::repeat_n(AbiParam::new(ptr), params));
     let mut func = Function::with_name_signature(UserFuncName::default(), sig);
@@ -118,9 +137,11 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
     let math = MathSigs::new(&mut b, ptr, call_conv);
     let fma = native_fma(isa);
     let mut constants = Vec::new();
+    let mut scratch_len = 0;
     match shape {
         Shape::Point => {
-            let (inputs, outputs, table, consts) = (args[0], args[1], args[2], args[3]);
+            let (inputs, outputs, table, consts, scratch) =
+                (args[0], args[1], args[2], args[3], args[4]);
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
             let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
             let packs = if rolls.runs.is_empty() {
@@ -139,7 +160,8 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
                     },
                 );
             } else {
-                constants = e.rolled(lane, &rolls, [inputs, outputs, consts]);
+                (constants, scratch_len) =
+                    e.rolled(lane, &rolls, [inputs, outputs, consts, scratch]);
             }
             b.ins().return_(&[]);
         }
@@ -202,7 +224,7 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> (Funct
     }
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
-    (func, constants)
+    (func, constants, scratch_len)
 }
 
 /// A long lane split into segments: consecutive ranges of nodes, each lowered as its own
@@ -243,13 +265,22 @@ impl Plan {
     const NONE: u32 = u32::MAX;
 
     /// The plan of `lane` in segments of at most `per` nodes (a `per` under 2 is taken as
-    /// 2), or `None` when the lane has no more than that many nodes (one function computes
-    /// it, with no scratch).
+    /// 2), or `None` when one function computes the lane: when it has no more than `per`
+    /// nodes, or when its point kernel re-rolls ([`reroll::Rule::KERNEL`]) leaving no more
+    /// than `per` operations in straight-line code. A re-rolled kernel's code and frame
+    /// grow with that straight-line part alone (its loops keep their values in heap
+    /// scratch), and its loops would be lost to a split: the long_lanes chain of 3000
+    /// links ran 2.2× faster as one re-rolled function than in segments (BENCHMARKS.md,
+    /// "Long lanes that re-roll").
     pub(crate) fn new(lane: &Lane, per: usize) -> Option<Plan> {
         let g = &lane.graph;
         let per = per.max(2);
         let len = g.len();
         if len <= per {
+            return None;
+        }
+        let rolls = reroll::find(g, reroll::Rule::KERNEL);
+        if !rolls.runs.is_empty() && rolls.straight() <= per {
             return None;
         }
         let mut operands: Vec<NodeId> = Vec::new();
@@ -563,9 +594,12 @@ struct Rolled<'l> {
     tail_of: Vec<u32>,
     /// Per run and template position: whether copies are read outside the run.
     stored: Vec<Vec<bool>>,
-    /// Per run: the area its values read outside it are stored in, the value of operation
-    /// `c·period + j` of the run at entry `c·period + j`.
-    slots: Vec<Option<cranelift_codegen::ir::StackSlot>>,
+    /// Per run: the byte offset in the scratch of the area its values read outside it are
+    /// stored in, the value of operation `c·period + j` of the run at entry `c·period + j`.
+    areas: Vec<Option<i32>>,
+    /// The kernel's heap scratch (its fifth argument), and the `f64`s its areas take so far.
+    scratch: Value,
+    scratch_len: usize,
     /// Each node's value where the code outside loops has reached, once made.
     vals: Vec<Option<Value>>,
     inputs: Value,
@@ -583,6 +617,16 @@ struct Rolled<'l> {
 
 impl Rolled<'_> {
     const NONE: u32 = u32::MAX;
+
+    /// A new area of `len` values in the kernel's scratch: its byte offset. The areas of
+    /// one kernel take at most [`reroll::MAX_AREA_BYTES`] (which [`reroll::find`] keeps),
+    /// so every offset into them fits an `i32`.
+    fn area(&mut self, len: usize) -> i32 {
+        let at = 8 * self.scratch_len;
+        self.scratch_len += len;
+        debug_assert!(8 * self.scratch_len <= reroll::MAX_AREA_BYTES);
+        offset(at, 1)
+    }
 }
 
 /// The state of [`Emit::packed`] between nodes.
@@ -739,18 +783,22 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
 
     /// Emits a point kernel's nodes as [`Emit::body`] does, except that each run of
     /// `rolls` is one loop whose body is the run's template (see [`reroll`]): copy `c`
-    /// reads its streams at entry `c` of memory (the lane's inputs, or a stack area that a
-    /// value computed before the run is copied to, or that an earlier run stored it in),
-    /// carries what the next copy reads in block parameters, and stores each value read
-    /// outside the run at entry `c` of the stack area of its template position. Leaves are
+    /// reads its streams at entry `c` of memory (the lane's inputs, or an area of the
+    /// kernel's heap scratch, `io[3]`, that a value computed before the run is copied to,
+    /// or that an earlier run stored it in), carries what the next copy reads in block
+    /// parameters, and stores each value read outside the run at entry `c` of its run's
+    /// area in the scratch. Leaves are
     /// made where first read outside a loop; a value of a run read after it is its last
     /// copy's from the loop, an earlier copy's loaded from its area; outputs at evenly
     /// spaced slots are stored by their loop ([`direct_outputs`]). A stream of constants
     /// is read from the kernel's constant table (`io[2]`, the kernel's fourth argument)
     /// instead: answers the table, which the kernel's code must carry (see
-    /// [`Compiler::compile`](super::compile::Compiler::compile)).
-    fn rolled(&mut self, lane: &Lane, rolls: &Rolls, io: [Value; 3]) -> Vec<f64> {
-        let [inputs, outputs, consts] = io;
+    /// [`Compiler::compile`](super::compile::Compiler::compile)), and the scratch's length
+    /// in `f64`s, which the code records for its caller to provide. The areas are heap
+    /// memory, not stack slots, so a kernel's frame does not grow with its runs: a lane of
+    /// any length that re-rolls is one function ([`Plan::new`]).
+    fn rolled(&mut self, lane: &Lane, rolls: &Rolls, io: [Value; 4]) -> (Vec<f64>, usize) {
+        let [inputs, outputs, consts, scratch] = io;
         let g = &lane.graph;
         let mut run_of = vec![Rolled::NONE; g.len()];
         for (r, run) in rolls.runs.iter().enumerate() {
@@ -786,7 +834,9 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             lane,
             rolls,
             tail_of,
-            slots: vec![None; rolls.runs.len()],
+            areas: vec![None; rolls.runs.len()],
+            scratch,
+            scratch_len: 0,
             stored,
             run_of,
             vals: vec![None; g.len()],
@@ -825,9 +875,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 }
             };
             let r = st.tail_of[id];
-            if let Some(slot) = st.slots.get(r as usize).copied().flatten() {
+            if let Some(area) = st.areas.get(r as usize).copied().flatten() {
                 let rel = rolls.at[id] as usize - rolls.runs[r as usize].first;
-                self.b.ins().stack_store(self.ptr, v, slot, offset(rel, 8));
+                let at = area + offset(rel, 8);
+                self.b.ins().store(data(), v, st.scratch, at);
             }
             st.vals[id] = Some(v);
         }
@@ -837,7 +888,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 self.b.ins().store(data(), v, outputs, offset(k, 8));
             }
         }
-        st.table
+        (st.table, st.scratch_len)
     }
 
     /// Emits a point kernel's nodes as [`Emit::body`] does, except that each pair of
@@ -1097,11 +1148,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let run = &st.rolls.runs[r];
                 let rel = st.rolls.at[id.index()] as usize - run.first;
                 debug_assert!(st.stored[r][rel % run.period]);
-                let slot = st.slots[r]
+                let area = st.areas[r]
                     .unwrap_or_else(|| unreachable!("a value read outside its run is stored"));
-                self.b
-                    .ins()
-                    .stack_load(self.ptr, types::F64, slot, offset(rel, 8))
+                let at = area + offset(rel, 8);
+                self.b.ins().load(types::F64, data(), st.scratch, at)
             }
         };
         st.vals[id.index()] = Some(v);
@@ -1153,9 +1203,9 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             })
             .collect();
         let area = (st.stored[r].contains(&true) || run.tail > 0).then(|| {
-            let slot = self.area(copies * p + run.tail);
-            st.slots[r] = Some(slot);
-            self.b.ins().stack_addr(self.ptr, slot, 0)
+            let at = st.area(copies * p + run.tail);
+            st.areas[r] = Some(at);
+            self.b.ins().iadd_imm_s(st.scratch, i64::from(at))
         });
         let body = self.b.create_block();
         let c = self.b.append_block_param(body, self.ptr);
@@ -1269,10 +1319,9 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 .iter()
                 .map(|&n| place(n).filter(|q| q.0 == r).map(|q| q.1))
                 .collect();
-            if let (Some((c0, d)), Some(slot)) = (even(&entries), st.slots[r as usize]) {
-                if let Ok(off) = i32::try_from(c0 * 8) {
-                    let base = self.b.ins().stack_addr(self.ptr, slot, 0);
-                    return (base, off, d * 8);
+            if let (Some((c0, d)), Some(area)) = (even(&entries), st.areas[r as usize]) {
+                if let Some(off) = i32::try_from(c0 * 8).ok().and_then(|o| o.checked_add(area)) {
+                    return (st.scratch, off, d * 8);
                 }
             }
         }
@@ -1298,21 +1347,14 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 return (st.consts, off, 8);
             }
         }
-        let slot = self.area(nodes.len());
+        let area = st.area(nodes.len());
         for (c, &n) in nodes.iter().enumerate() {
             let v = self.value_of(st, n);
-            self.b.ins().stack_store(self.ptr, v, slot, offset(c, 8));
+            self.b
+                .ins()
+                .store(data(), v, st.scratch, area + offset(c, 8));
         }
-        (self.b.ins().stack_addr(self.ptr, slot, 0), 0, 8)
-    }
-
-    /// A stack area of `len` values.
-    fn area(&mut self, len: usize) -> cranelift_codegen::ir::StackSlot {
-        self.b.create_sized_stack_slot(StackSlotData::new(
-            StackSlotKind::ExplicitSlot,
-            u32::try_from(8 * len).unwrap_or(u32::MAX),
-            3,
-        ))
+        (st.scratch, area, 8)
     }
 
     /// Emits segment `s` of `plan`: its nodes in order, reading earlier segments' values

@@ -46,6 +46,7 @@
 //! covered, which ran 1.3–2.2× slower re-rolled.
 
 use ddx_ir::{Graph, Node, NodeId, Op};
+use std::collections::HashSet;
 
 /// The fewest copies a run has.
 pub(crate) const MIN_COPIES: usize = 4;
@@ -62,6 +63,9 @@ pub(crate) struct Rule {
     pub(crate) min_lane_ops: usize,
     /// The least share of a lane's operations, in percent, that its runs must cover.
     pub(crate) min_covered_percent: usize,
+    /// The least share, in percent, that they must cover less the stream entries their
+    /// loops cannot read in place ([`Rolls::copied`]).
+    pub(crate) min_in_place_percent: usize,
 }
 
 impl Rule {
@@ -70,11 +74,13 @@ impl Rule {
     pub(crate) const KERNEL: Rule = Rule {
         min_lane_ops: 1024,
         min_covered_percent: 90,
+        min_in_place_percent: 80,
     };
     /// Every run found, whatever the lane.
     pub(crate) const EVERY_RUN: Rule = Rule {
         min_lane_ops: 0,
         min_covered_percent: 0,
+        min_in_place_percent: 0,
     };
     /// The rule point kernels are lowered by: [`Rule::KERNEL`], or [`Rule::EVERY_RUN`] in
     /// this crate's unit tests, so that their small random models exercise the lowering of
@@ -86,11 +92,13 @@ impl Rule {
     };
 }
 
-/// The most stack bytes the loops' areas may take in all, counted as if every value of
-/// every run were stored and every stream copied (8 bytes a copy each); runs past
-/// it stay straight-line, so that re-rolling never brings a kernel near
-/// `compile::MAX_FRAME_BYTES`.
-pub(crate) const MAX_AREA_BYTES: usize = 256 << 10;
+/// The most bytes the loops' areas may take in all, counted as if every value of every
+/// run were stored and every stream copied (8 bytes a copy each); runs past it stay
+/// straight-line. The areas are the kernel's heap scratch (not its stack frame), which
+/// the caller provides once per thread; the bound keeps every offset into them within
+/// an `i32` and a kernel's scratch within what its lane's interpreter would take anyway
+/// (about a value per node), for lanes of up to 2²⁷ operations.
+pub(crate) const MAX_AREA_BYTES: usize = 1 << 30;
 
 /// How an argument of a template operation is read in every copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,6 +151,83 @@ impl Rolls {
     pub(crate) fn node(&self, run: &Run, c: usize, j: usize) -> NodeId {
         self.ops[run.first + c * run.period + j]
     }
+
+    /// The operations the runs cover (their copies and tails).
+    fn covered(&self) -> usize {
+        self.runs.iter().map(|r| r.copies * r.period + r.tail).sum()
+    }
+
+    /// The operations outside every run: those a kernel computes in straight-line code.
+    pub(crate) fn straight(&self) -> usize {
+        self.ops.len() - self.covered()
+    }
+
+    /// The stream entries the loops of `g`'s runs cannot read in place, which a kernel
+    /// copies to memory in straight-line code before the loop, one store a copy: every
+    /// stream but constants (read from the kernel's table), inputs at evenly spaced
+    /// places (symbols, or seeds) and values of one earlier run (or its tail) at evenly
+    /// spaced places of its area — the cases the lowering reads in place
+    /// (`lower::Emit::stream`). A run whose streams are copied saves no code: each
+    /// copy's entry is a straight-line store instead of its straight-line operation.
+    pub(crate) fn copied(&self, g: &Graph) -> usize {
+        // Each operation's run and place in it (copies and tail), if any.
+        let mut place: Vec<(u32, u32)> = vec![(u32::MAX, 0); g.len()];
+        for (r, run) in self.runs.iter().enumerate() {
+            for k in 0..run.copies * run.period + run.tail {
+                place[self.ops[run.first + k].index()] = (r as u32, k as u32);
+            }
+        }
+        let even = |k: &[Option<i64>]| -> bool {
+            let (Some(first), Some(Some(second))) = (k[0], k.get(1).copied()) else {
+                return false;
+            };
+            let d = second - first;
+            k.iter()
+                .enumerate()
+                .all(|(c, x)| *x == Some(first + c as i64 * d))
+        };
+        let mut copied = 0;
+        let mut seen: HashSet<Vec<NodeId>> = HashSet::new();
+        for run in &self.runs {
+            for (j, args) in run.args.iter().enumerate() {
+                for (k, a) in args.iter().enumerate() {
+                    if *a != Arg::Stream {
+                        continue;
+                    }
+                    let nodes: Vec<NodeId> = (0..run.copies)
+                        .map(|c| g.node(self.node(run, c, j)).args()[k])
+                        .collect();
+                    if !seen.insert(nodes.clone()) {
+                        continue; // the lowering copies a stream once per loop that reads it
+                    }
+                    let of = |f: &dyn Fn(&Node) -> Option<i64>| -> Vec<Option<i64>> {
+                        nodes.iter().map(|&n| f(g.node(n))).collect()
+                    };
+                    let constants = nodes.iter().all(|&n| g.constant_of(n).is_some());
+                    let symbols = of(&|n| match *n {
+                        Node::Symbol(s) => Some(s.index() as i64),
+                        _ => None,
+                    });
+                    let seeds = of(&|n| match *n {
+                        Node::Seed(s) => Some(s.index() as i64),
+                        _ => None,
+                    });
+                    let r0 = place[nodes[0].index()].0;
+                    let area: Vec<Option<i64>> = nodes
+                        .iter()
+                        .map(|&n| {
+                            let (r, at) = place[n.index()];
+                            (r == r0 && r != u32::MAX).then_some(i64::from(at))
+                        })
+                        .collect();
+                    if !(constants || even(&symbols) || even(&seeds) || even(&area)) {
+                        copied += nodes.len();
+                    }
+                }
+            }
+        }
+        copied
+    }
 }
 
 /// Finds the runs of `g`: none when `g` has fewer than `rule.min_lane_ops` operations or
@@ -168,7 +253,16 @@ pub(crate) fn find(g: &Graph, rule: Rule) -> Rolls {
     }
     let mut s = 0;
     let mut area = 0;
+    // Operations left out of every run so far: once more than the rule allows, no run
+    // found later can bring the cover up, and the search stops (a lane that does not
+    // repeat costs a tenth of a scan under `Rule::KERNEL`).
+    let mut uncovered = 0;
+    let most_uncovered = (100 - rule.min_covered_percent.min(100)) * len / 100;
     while s + MIN_COVER <= len {
+        if uncovered > most_uncovered {
+            rolls.runs.clear();
+            return rolls;
+        }
         let mut best: Option<(usize, usize)> = None; // (cover, period)
         let mut found: Vec<usize> = Vec::new();
         for p in 1..=MAX_PERIOD.min((len - s) / 2) {
@@ -204,13 +298,14 @@ pub(crate) fn find(g: &Graph, rule: Rule) -> Rolls {
             }
         }
         s += 1;
+        uncovered += 1;
     }
-    let covered: usize = rolls
-        .runs
-        .iter()
-        .map(|r| r.copies * r.period + r.tail)
-        .sum();
-    if covered * 100 < rule.min_covered_percent * len {
+    let covered = rolls.covered();
+    // A stream entry copied before a loop is a straight-line store.
+    let in_place = covered.saturating_sub(rolls.copied(g));
+    if covered * 100 < rule.min_covered_percent * len
+        || in_place * 100 < rule.min_in_place_percent * len
+    {
         rolls.runs.clear();
     }
     rolls

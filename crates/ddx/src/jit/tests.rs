@@ -1103,6 +1103,186 @@ fn kernels_reroll_only_long_lanes_made_of_copies() {
     }
 }
 
+/// A re-rolled lane whose loops would read streams they cannot read in place (values of
+/// an earlier loop in a shuffled order, which the kernel copies one store each before
+/// the loop) stays straight-line, though its runs cover nearly all of it: its loops save
+/// no code.
+#[test]
+fn lanes_whose_loops_copy_their_streams_stay_straight_line() {
+    use super::reroll::{find, Rule};
+    let n = 400;
+    let mut g = Graph::new();
+    let x = g.symbol(SymbolId::from_index(0));
+    let v: Vec<NodeId> = (0..n)
+        .map(|k| {
+            let c = g.constant(1.0 + k as f64 * 1e-3);
+            let t = g.binary(Op::Mul, x, c);
+            g.unary(Op::Exp, t)
+        })
+        .collect();
+    let mut acc = g.constant(0.0);
+    for i in 0..n {
+        // Two shuffled readings of the first loop's values: not evenly spaced.
+        let (p, q) = (v[(i * 7 + 3) % n], v[(i * 13 + 5) % n]);
+        let t = g.binary(Op::Mul, p, q);
+        let s = g.unary(Op::Sin, t);
+        acc = g.binary(Op::Add, acc, s);
+    }
+    let rolls = find(&g, Rule::EVERY_RUN);
+    assert!(
+        rolls.straight() * 10 < rolls.ops.len(),
+        "{} straight",
+        rolls.straight()
+    );
+    assert!(
+        rolls.copied(&g) >= 2 * n - 16,
+        "{} copied",
+        rolls.copied(&g)
+    );
+    assert!(find(&g, Rule::KERNEL).runs.is_empty());
+}
+
+/// `y ← sin(y·b) + y·cₖ` for `links` links with distinct constants `cₖ`: a long reverse
+/// chain, as the `long_lanes` example's, whose lanes re-roll.
+fn long_chain(links: usize) -> Model {
+    let mut g = Graph::new();
+    let a = g.symbol(SymbolId::from_index(0));
+    let b = g.symbol(SymbolId::from_index(1));
+    let mut y = a;
+    for k in 0..links {
+        let c = g.constant(0.5 + k as f64 * 1e-6);
+        let yb = g.binary(Op::Mul, y, b);
+        let s = g.unary(Op::Sin, yb);
+        let yc = g.binary(Op::Mul, y, c);
+        y = g.binary(Op::Add, s, yc);
+    }
+    Model::seal(&g, &[y], vec!["a".into(), "b".into()])
+}
+
+/// A long lane that re-rolls is compiled as one function however short the segments
+/// (its loops keep their values in heap scratch, not in its frame), also when a column
+/// kernel is asked for (a long lane's kernel is a point kernel); it answers as the
+/// interpreter does, point by point and in batches, on this thread and on others.
+#[test]
+fn a_long_lane_that_re_rolls_is_one_function() {
+    let model = long_chain(300);
+    let oracle = Equation::<System>::from_model(model.clone());
+    for points in [1, 64] {
+        let mut eq = Equation::<System>::from_model(model.clone());
+        with_segments(64, || eq.set_options(compile_options(points)));
+        for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
+            assert!(eq.wait_for_kernel_of(kind), "{:?}", eq.jit_status());
+            let lane = oracle.lane(kind).unwrap();
+            assert!(lane.graph.len() > 64);
+            let state = eq.jit.state.as_ref().expect("compiling");
+            let kernel = state.slot(kind).current().expect("a kernel");
+            assert_eq!(kernel.functions(), 1, "{kind:?}");
+            assert!(super::lower::Plan::new(lane, 64).is_none(), "{kind:?}");
+            let rolls = super::reroll::find(&lane.graph, super::reroll::Rule::KERNEL);
+            assert!(!rolls.runs.is_empty(), "{kind:?}");
+            assert!(kernel.scratch() > 0, "{kind:?}");
+            let mut rng = Rng(17);
+            let width = lane.inputs();
+            let xs: Vec<Vec<f64>> = (0..width)
+                .map(|_| (0..5).map(|_| rng.value()).collect())
+                .collect();
+            let outputs = lane.outputs.len();
+            for k in 0..5 {
+                let x: Vec<f64> = xs.iter().map(|c| c[k]).collect();
+                let (mut want, mut got) = (vec![0.0; outputs], vec![0.0; outputs]);
+                oracle.eval_into(kind, &x, &mut want);
+                eq.eval_into(kind, &x, &mut got);
+                assert!(same(&want, &got), "{kind:?}: {want:?} vs {got:?}");
+                // On another thread, whose scratch starts empty.
+                let other = std::thread::scope(|s| {
+                    s.spawn(|| {
+                        let mut out = vec![0.0; outputs];
+                        eq.eval_into(kind, &x, &mut out);
+                        out
+                    })
+                    .join()
+                    .expect("no panic")
+                });
+                assert!(same(&want, &other), "{kind:?} on another thread");
+            }
+            let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+            let mut want = vec![vec![0.0; 5]; outputs];
+            let mut got = vec![vec![0.0; 5]; outputs];
+            let mut w: Vec<&mut [f64]> = want.iter_mut().map(Vec::as_mut_slice).collect();
+            let mut o: Vec<&mut [f64]> = got.iter_mut().map(Vec::as_mut_slice).collect();
+            oracle.lane_batch(kind, &cols, &mut w).expect("fits");
+            eq.lane_batch(kind, &cols, &mut o).expect("fits");
+            for (a, b) in want.iter().zip(&got) {
+                assert!(same(a, b), "{kind:?} batch: {a:?} vs {b:?}");
+            }
+        }
+        assert_eq!(eq.jit_status().error, None);
+    }
+}
+
+/// `y ← f(u(y·b), y·cₖ)` for `links` links: [`long_chain`] with a random unary `u` and
+/// binary `f` of `Op::ALL` (any, `pow` among them), and distinct constants `cₖ`.
+fn random_chain(seed: u64, links: usize) -> Model {
+    let mut rng = Rng(seed);
+    let pick = |rng: &mut Rng, arity: usize| {
+        let ops: Vec<Op> = Op::ALL
+            .iter()
+            .copied()
+            .filter(|o| o.arity() == arity && !matches!(o, Op::Call | Op::Pack))
+            .collect();
+        ops[rng.below(ops.len())]
+    };
+    let (u, f) = (pick(&mut rng, 1), pick(&mut rng, 2));
+    let mut g = Graph::new();
+    let a = g.symbol(SymbolId::from_index(0));
+    let b = g.symbol(SymbolId::from_index(1));
+    let mut y = a;
+    for k in 0..links {
+        let c = g.constant(0.5 + k as f64 * 1e-6);
+        let yb = g.binary(Op::Mul, y, b);
+        let s = g.unary(u, yb);
+        let yc = g.binary(Op::Mul, y, c);
+        y = g.binary(f, s, yc);
+    }
+    Model::seal(&g, &[y], vec!["a".into(), "b".into()])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
+
+    /// Long random chains under short segments: the lanes that re-roll are one function
+    /// with heap scratch, the others are split; every lane, shape and level, to the bit.
+    #[test]
+    fn long_rerolled_lanes_agree_with_the_interpreter_to_the_bit(
+        seed in any::<u64>(),
+        links in 110usize..160,
+        per in prop::sample::select(vec![64usize, 256]),
+    ) {
+        let mut rng = Rng(seed ^ 0x7E7E);
+        with_segments(per, || check_model(&random_chain(seed, links), &mut rng, &[1, 3]))?;
+    }
+}
+
+/// The models of the test above exercise both: over a few seeds, some long lanes stay
+/// one function and some are split.
+#[test]
+fn long_random_chains_have_whole_and_split_lanes() {
+    let (mut whole, mut split) = (0, 0);
+    for seed in 0..8u64 {
+        let eq = Equation::<System>::from_model(random_chain(seed, 110));
+        for kind in LaneKind::ALL {
+            let lane = eq.lane(kind).unwrap();
+            if lane.graph.len() > 128 {
+                match super::lower::Plan::new(lane, 128) {
+                    None => whole += 1,
+                    Some(_) => split += 1,
+                }
+            }
+        }
+    }
+    assert!(whole >= 8 && split >= 2, "{whole} whole, {split} split");
+}
+
 /// Per-copy constants are read in place from the kernel's constant table (issue 20): the
 /// point kernels of repeated models with constant streams carry tables, and answer as the
 /// interpreter does (every bit: the proptest above runs the same models).
@@ -1142,8 +1322,16 @@ fn a_damaged_constant_table_is_refused() {
         .expect("compiles");
     let new = |code: &[u8]| Kernel::new(code, lane, Shape::Point, OptLevel::Off, false, usize::MAX);
     assert!(new(&code).is_ok());
-    let end = code.len() - 8;
-    for (at, byte) in [(end, 1u8), (end + 4, 1), (end + 3, 0x80), (end + 7, 0x80)] {
+    // The table's offset, its length and the scratch's length (too large when its top
+    // byte is set).
+    let end = code.len() - 12;
+    for (at, byte) in [
+        (end, 1u8),
+        (end + 4, 1),
+        (end + 3, 0x80),
+        (end + 7, 0x80),
+        (end + 11, 0x80),
+    ] {
         let mut bad = code.clone();
         bad[at] ^= byte;
         assert!(
