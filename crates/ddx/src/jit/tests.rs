@@ -1220,6 +1220,58 @@ fn a_long_lane_that_re_rolls_is_one_function() {
     }
 }
 
+/// A re-rolled kernel whose user function evaluates another re-rolled kernel on the same
+/// thread: the inner call runs while the outer one holds the thread's scratch, so it gets
+/// a buffer of its own, and both answer as the interpreter does.
+#[test]
+fn a_kernel_re_entered_through_a_user_function_keeps_its_scratch() {
+    let mut inner = Equation::<System>::from_model(long_chain(300));
+    inner.set_options(compile_options(1));
+    assert!(inner.wait_for_kernel_of(LaneKind::Value));
+    assert!(inner.wait_for_kernel_of(LaneKind::Jacobian));
+    let inner = std::sync::Arc::new(inner);
+    let (vi, gi) = (inner.clone(), inner.clone());
+    let f = ddx_ir::UserFunction::new(
+        "inner",
+        2,
+        move |x| {
+            let mut out = [0.0];
+            vi.eval_into(LaneKind::Value, x, &mut out);
+            out[0]
+        },
+        move |x, g| gi.eval_into(LaneKind::Jacobian, x, g),
+    )
+    .unwrap();
+    let model = ddx_ir::build(|| {
+        let (a, b) = (ddx_ir::var("a"), ddx_ir::var("b"));
+        let mut y = a;
+        for k in 0..300 {
+            y = (y * b).sin() + y * (0.5 + k as f64 * 1e-6);
+        }
+        vec![y + f.call(&[y, b])]
+    })
+    .unwrap();
+    let oracle = Equation::<System>::from_model(model.clone());
+    let mut eq = Equation::<System>::from_model(model);
+    with_segments(64, || eq.set_options(compile_options(1)));
+    let mut rng = Rng(23);
+    for kind in [LaneKind::Value, LaneKind::Gradient] {
+        assert!(eq.wait_for_kernel_of(kind), "{:?}", eq.jit_status());
+        let state = eq.jit.state.as_ref().expect("compiling");
+        let kernel = state.slot(kind).current().expect("a kernel");
+        assert!(kernel.functions() == 1 && kernel.scratch() > 0, "{kind:?}");
+        let lane = oracle.lane(kind).unwrap();
+        for _ in 0..4 {
+            let x: Vec<f64> = (0..lane.inputs()).map(|_| rng.value()).collect();
+            let (mut want, mut got) =
+                (vec![0.0; lane.outputs.len()], vec![0.0; lane.outputs.len()]);
+            oracle.eval_into(kind, &x, &mut want);
+            eq.eval_into(kind, &x, &mut got);
+            assert!(same(&want, &got), "{kind:?}: {want:?} vs {got:?}");
+        }
+    }
+}
+
 /// `y ← f(u(y·b), y·cₖ)` for `links` links: [`long_chain`] with a random unary `u` and
 /// binary `f` of `Op::ALL` (any, `pow` among them), and distinct constants `cₖ`.
 fn random_chain(seed: u64, links: usize) -> Model {
