@@ -1142,9 +1142,9 @@ fn lanes_whose_loops_copy_their_streams_stay_straight_line() {
     assert!(find(&g, Rule::KERNEL).runs.is_empty());
 }
 
-/// `y ← sin(y·b) + y·cₖ` for `links` links with distinct constants `cₖ`: a long reverse
-/// chain, as the `long_lanes` example's, whose lanes re-roll.
-fn long_chain(links: usize) -> Model {
+/// `y ← f(u(y·b), y·cₖ)` for `links` links with distinct constants `cₖ`: a long reverse
+/// chain, as the `long_lanes` example's (`u = sin`, `f = +`), whose lanes re-roll.
+fn chain_model(u: Op, f: Op, links: usize) -> Model {
     let mut g = Graph::new();
     let a = g.symbol(SymbolId::from_index(0));
     let b = g.symbol(SymbolId::from_index(1));
@@ -1152,11 +1152,16 @@ fn long_chain(links: usize) -> Model {
     for k in 0..links {
         let c = g.constant(0.5 + k as f64 * 1e-6);
         let yb = g.binary(Op::Mul, y, b);
-        let s = g.unary(Op::Sin, yb);
+        let s = g.unary(u, yb);
         let yc = g.binary(Op::Mul, y, c);
-        y = g.binary(Op::Add, s, yc);
+        y = g.binary(f, s, yc);
     }
     Model::seal(&g, &[y], vec!["a".into(), "b".into()])
+}
+
+/// `y ← sin(y·b) + y·cₖ` for `links` links ([`chain_model`]).
+fn long_chain(links: usize) -> Model {
+    chain_model(Op::Sin, Op::Add, links)
 }
 
 /// A long lane that re-rolls is compiled as one function however short the segments
@@ -1272,8 +1277,8 @@ fn a_kernel_re_entered_through_a_user_function_keeps_its_scratch() {
     }
 }
 
-/// `y ← f(u(y·b), y·cₖ)` for `links` links: [`long_chain`] with a random unary `u` and
-/// binary `f` of `Op::ALL` (any, `pow` among them), and distinct constants `cₖ`.
+/// [`chain_model`] with a random unary `u` and binary `f` of `Op::ALL` (any, `pow` among
+/// them).
 fn random_chain(seed: u64, links: usize) -> Model {
     let mut rng = Rng(seed);
     let pick = |rng: &mut Rng, arity: usize| {
@@ -1285,18 +1290,7 @@ fn random_chain(seed: u64, links: usize) -> Model {
         ops[rng.below(ops.len())]
     };
     let (u, f) = (pick(&mut rng, 1), pick(&mut rng, 2));
-    let mut g = Graph::new();
-    let a = g.symbol(SymbolId::from_index(0));
-    let b = g.symbol(SymbolId::from_index(1));
-    let mut y = a;
-    for k in 0..links {
-        let c = g.constant(0.5 + k as f64 * 1e-6);
-        let yb = g.binary(Op::Mul, y, b);
-        let s = g.unary(u, yb);
-        let yc = g.binary(Op::Mul, y, c);
-        y = g.binary(f, s, yc);
-    }
-    Model::seal(&g, &[y], vec!["a".into(), "b".into()])
+    chain_model(u, f, links)
 }
 
 proptest! {
