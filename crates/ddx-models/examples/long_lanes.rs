@@ -31,6 +31,23 @@ fn chain(n: usize) -> Equation {
     .expect("the chain builds")
 }
 
+/// `Σᵢ (a·exp(−b·tᵢ) + c − yᵢ)²` over `terms` observations: a least-squares objective
+/// (the one `crates/ddx/tests/long_lanes.rs` compiles).
+fn least_squares(terms: usize) -> Equation {
+    rt::equation(|| {
+        let (a, b, c) = (rt::var("a"), rt::var("b"), rt::var("c"));
+        let mut sum = a * 0.0;
+        for i in 0..terms {
+            let t = i as f64 / terms as f64;
+            let y = 2.0 * (-0.7 * t).exp() + 0.1 + 1e-3 * (i % 7) as f64;
+            let r = a * (-(b * t)).exp() + c - y;
+            sum += r * r;
+        }
+        sum
+    })
+    .expect("the least-squares objective builds")
+}
+
 fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind, column: bool) {
     let nodes = make().lane(kind).unwrap().graph.len();
     let mut cells = Vec::new();
@@ -142,6 +159,11 @@ fn main() {
                 &|| ddx_models::trend::coupled_sum(n).expect("builds"),
                 LaneKind::Gradient,
             );
+        }
+        for n in [1000, 5000] {
+            for kind in [LaneKind::Gradient, LaneKind::Hessian] {
+                speed(&format!("least squares {n}"), &|| least_squares(n), kind);
+            }
         }
         let data = ThermoData::bundled().expect("bundled thermodynamic data");
         speed(
