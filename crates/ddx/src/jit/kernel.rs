@@ -62,8 +62,9 @@ pub(crate) struct Kernel {
 /// scratch in values (see the layout of
 /// [`Compiler::compile`](super::compile::Compiler::compile)), checked: the table a
 /// multiple of 8 bytes after the code's first byte, the table and its three words ending
-/// the code exactly, the scratch within [`MAX_AREA_BYTES`].
-fn point_trailer(code: &[u8]) -> Result<(usize, usize), Error> {
+/// the code exactly, the scratch within [`MAX_AREA_BYTES`] and within
+/// [`lower::MAX_SCRATCH_PER_NODE`] values a node of the lane's `nodes`.
+fn point_trailer(code: &[u8], nodes: usize) -> Result<(usize, usize), Error> {
     let bad = || object("a point kernel's constant table is damaged");
     let end = code.len().checked_sub(12).ok_or_else(bad)?;
     let word = |at: usize| u32::from_le_bytes([code[at], code[at + 1], code[at + 2], code[at + 3]]);
@@ -75,7 +76,8 @@ fn point_trailer(code: &[u8]) -> Result<(usize, usize), Error> {
     let fits = at > 0
         && at % 8 == 0
         && len.checked_mul(8).and_then(|b| b.checked_add(at)) == Some(end)
-        && scratch <= MAX_AREA_BYTES / 8;
+        && scratch <= MAX_AREA_BYTES / 8
+        && scratch <= nodes.saturating_mul(lower::MAX_SCRATCH_PER_NODE);
     fits.then_some((at, scratch)).ok_or_else(bad)
 }
 
@@ -171,7 +173,7 @@ impl Kernel {
         let (segments, constants, scratch) = match Plan::new(lane, segment) {
             Some(plan) => (Some(Segments::read(code, &plan)?), 0, plan.scratch),
             None if shape == Shape::Point => {
-                let (constants, scratch) = point_trailer(code)?;
+                let (constants, scratch) = point_trailer(code, lane.graph.len())?;
                 (None, constants, scratch)
             }
             None => (None, 0, 0),

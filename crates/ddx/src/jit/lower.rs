@@ -615,6 +615,11 @@ struct Rolled<'l> {
     tabled: HashMap<Vec<u64>, usize>,
 }
 
+/// The most `f64`s of scratch a re-rolled point kernel takes per node of its lane: the
+/// runs' areas hold at most one value per operation they cover, and the streams copied
+/// before a loop at most one per argument of those operations (three at most).
+pub(crate) const MAX_SCRATCH_PER_NODE: usize = 4;
+
 impl Rolled<'_> {
     const NONE: u32 = u32::MAX;
 
@@ -625,6 +630,7 @@ impl Rolled<'_> {
         let at = 8 * self.scratch_len;
         self.scratch_len += len;
         debug_assert!(8 * self.scratch_len <= reroll::MAX_AREA_BYTES);
+        debug_assert!(self.scratch_len <= MAX_SCRATCH_PER_NODE * self.lane.graph.len());
         offset(at, 1)
     }
 }

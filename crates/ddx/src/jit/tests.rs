@@ -1386,6 +1386,13 @@ fn a_damaged_constant_table_is_refused() {
         );
     }
     assert!(new(&code[..7]).is_err());
+    // A scratch longer than a lane of this length can need.
+    let mut long = code.clone();
+    let most = (super::lower::MAX_SCRATCH_PER_NODE * lane.graph.len()) as u32;
+    long[end + 8..end + 12].copy_from_slice(&(most + 1).to_le_bytes());
+    assert!(matches!(new(&long), Err(ddx_ir::Error::JitObject { .. })));
+    long[end + 8..end + 12].copy_from_slice(&most.to_le_bytes());
+    assert!(new(&long).is_ok());
 }
 
 /// A model of `copies` (2 or 3, too few to make a run) components computed alike, as a
