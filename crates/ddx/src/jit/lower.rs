@@ -793,12 +793,12 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     /// kernel's heap scratch, `io[3]`, that a value computed before the run is copied to,
     /// or that an earlier run stored it in), carries what the next copy reads in block
     /// parameters, and stores each value read outside the run at entry `c` of its run's
-    /// area in the scratch. Leaves are
-    /// made where first read outside a loop; a value of a run read after it is its last
-    /// copy's from the loop, an earlier copy's loaded from its area; outputs at evenly
-    /// spaced slots are stored by their loop ([`direct_outputs`]). A stream of constants
-    /// is read from the kernel's constant table (`io[2]`, the kernel's fourth argument)
-    /// instead: answers the table, which the kernel's code must carry (see
+    /// area in the scratch. Leaves are made where first read outside a loop; a value of a
+    /// run read after it is its last copy's from the loop, an earlier copy's loaded from
+    /// its area; outputs at evenly spaced slots are stored by their loop
+    /// ([`direct_outputs`]). A stream of constants is read from the kernel's constant
+    /// table (`io[2]`, the kernel's fourth argument) instead: answers the table, which the
+    /// kernel's code must carry (see
     /// [`Compiler::compile`](super::compile::Compiler::compile)), and the scratch's length
     /// in `f64`s, which the code records for its caller to provide. The areas are heap
     /// memory, not stack slots, so a kernel's frame does not grow with its runs: a lane of
