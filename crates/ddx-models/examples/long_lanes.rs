@@ -4,7 +4,8 @@
 //! `cargo run --release -p ddx-models --example long_lanes` (add `-- column` for the batch
 //! kernels, `f64x2` columns). For each lane it makes a fresh equation twice — once with
 //! the quick tier only, once with both tiers — and times `wait_for_kernel`; it prints the
-//! lane's length, the times, and whether a kernel landed (else the reason).
+//! lane's length, the times, and whether a kernel landed (else the reason), and when the
+//! kernel was refined in the background (from the same start), if it was.
 //!
 //! `… --example long_lanes -- speed`: for long lanes of the trend families and the
 //! thermodynamic Hessians, the time of one call of the lane (`lane_point_into`, best of
@@ -51,6 +52,7 @@ fn least_squares(terms: usize) -> Equation {
 fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind, column: bool) {
     let nodes = make().lane(kind).unwrap().graph.len();
     let mut cells = Vec::new();
+    let mut refined = None;
     for level in [OptLevel::Off, OptLevel::Speed] {
         let mut eq = make();
         eq.lane(kind).unwrap(); // the lane's construction is not compile time
@@ -64,6 +66,16 @@ fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind,
         let landed = eq.wait_for_kernel_of(kind);
         let secs = t.elapsed().as_secs_f64();
         let why = eq.jit_status().error.map(|e| e.to_string());
+        if level == OptLevel::Speed {
+            // The refined kernel, if the first one is refined (see `LaneStatus::refined`).
+            let status = || eq.jit_status().lane(kind).cloned();
+            while status().is_some_and(|l| l.refining) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            refined = status()
+                .is_some_and(|l| l.refined)
+                .then(|| format!("{:.3} s", t.elapsed().as_secs_f64()));
+        }
         cells.push(match (landed, why) {
             (true, _) => format!("{secs:.3} s"),
             (false, Some(why)) if why.contains("stack frame") => {
@@ -74,8 +86,10 @@ fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind,
         });
     }
     println!(
-        "| {name} | {kind:?} | {nodes} | {} | {} |",
-        cells[0], cells[1]
+        "| {name} | {kind:?} | {nodes} | {} | {} | {} |",
+        cells[0],
+        cells[1],
+        refined.as_deref().unwrap_or("—")
     );
 }
 
@@ -121,6 +135,13 @@ fn speed<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind) {
         .collect();
     eq.set_options(Options::with_backend(Backend::Compile));
     let landed = eq.wait_for_kernel_of(kind);
+    // A long lane's first kernel may be refined in the background: time the kernel the
+    // lane ends with.
+    let status = || eq.jit_status().lane(kind).cloned();
+    while status().is_some_and(|l| l.refining) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let refined = status().is_some_and(|l| l.refined);
     // Lanes over 32 768 nodes (`ddx::MAX_KERNEL_NODES`'s doc) are long: compiled in
     // segments, or as one function of loops when they re-roll.
     let long = nodes > 1 << 15;
@@ -129,10 +150,12 @@ fn speed<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind) {
     let interpreted = per_call(&eq, kind, &inputs);
     println!(
         "| {name} | {kind:?} | {nodes} | {} | {compiled:.1} | {interpreted:.1} | {:.2} |",
-        match (landed, long) {
-            (false, _) => "none (interpreted)",
-            (true, true) => "long: segments or loops",
-            (true, false) => "one function",
+        match (landed, long, refined) {
+            (false, ..) => "none (interpreted)",
+            (true, true, false) => "long: segments or loops",
+            (true, true, true) => "long, refined",
+            (true, false, false) => "one function",
+            (true, false, true) => "one function, refined",
         },
         compiled / interpreted
     );
@@ -194,8 +217,8 @@ fn main() {
         "{} kernels",
         if column { "column (f64x2)" } else { "point" }
     );
-    println!("| lane | kind | nodes | quick tier only | both tiers |");
-    println!("|---|---|---|---|---|");
+    println!("| lane | kind | nodes | quick tier only | both tiers | refined kernel |");
+    println!("|---|---|---|---|---|---|");
     for n in [1000, 1333, 1366, 3000, 5461, 8000] {
         measure(
             &format!("chain {n}"),

@@ -18,7 +18,9 @@ use std::path::PathBuf;
 /// most 32 768 nodes of straight-line code. Above 16 384 nodes the straight-line code is
 /// made with a register allocator whose time is linear in the lane (about 3 µs a node of
 /// a point kernel in a release build), so at this limit a compile takes a few seconds of
-/// one worker of the compile pool; small lanes do not wait for it (see
+/// one worker of the compile pool; that kernel is then compiled again in the background
+/// with the slower allocator that makes better code, and replaced when that lands
+/// ([`LaneStatus::refined`]); small lanes do not wait for either (see
 /// [`Equation::wait_for_kernel`](crate::Equation::wait_for_kernel)). A long lane's kernel
 /// is a point kernel: a batch runs it point by point. Measurements in the
 /// repository's [BENCHMARKS.md, "Long lanes"](https://github.com/ddx-ad/ddx/blob/main/BENCHMARKS.md#long-lanes).
@@ -39,7 +41,8 @@ pub enum Backend {
     /// [`Codegen::opt_level`]. A lane of more than 16 384 nodes skips the quick kernel and
     /// is optimised with the single-pass allocator too, because the backtracking one takes
     /// time superlinear in such lanes (a long lane that re-rolls into loops keeps it: its
-    /// function is short). A lane of more than 32 768 nodes is compiled in segments or,
+    /// function is short); that kernel is then refined in the background
+    /// ([`LaneStatus::refined`]). A lane of more than 32 768 nodes is compiled in segments or,
     /// when it re-rolls, as one function of loops (see [`MAX_KERNEL_NODES`]). A lane of more than [`MAX_KERNEL_NODES`] nodes,
     /// or one of whose functions would need a stack frame over 1 MiB, is not compiled: it
     /// is interpreted, with the reason in [`JitStatus::lanes`].
@@ -394,4 +397,13 @@ pub struct LaneStatus {
     /// The most recent failure to make a kernel of this lane (the kinds of
     /// [`JitStatus::error`]); the lane is interpreted while no kernel answers it.
     pub error: Option<ddx_ir::Error>,
+    /// Whether the kernel answering is a refined one: a lane over 16 384 nodes whose
+    /// optimised kernel was made with the single-pass register allocator (so that it came
+    /// quickly) is compiled again in the background with the backtracking allocator, up
+    /// to 1.9× faster, and that kernel replaces the first when it lands. Answers are the
+    /// same bits either way.
+    pub refined: bool,
+    /// Whether such a refined kernel is being made now (`wait_for_kernel` does not wait
+    /// for it).
+    pub refining: bool,
 }

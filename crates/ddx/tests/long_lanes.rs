@@ -98,3 +98,107 @@ fn a_lane_of_a_million_nodes_compiles_and_agrees() {
     }
     assert_eq!(eq.jit_status().error, None);
 }
+
+/// A long lane of operations that do not repeat (so it does not re-roll): each of `ops`
+/// steps combines two of the last 64 values by one of six formulas, chosen by a fixed
+/// generator, with its own constant; the answer sums the last eight.
+fn tangle(ops: usize) -> Equation {
+    rt::equation(|| {
+        let mut v = vec![rt::var("a"), rt::var("b"), rt::var("c")];
+        let mut s = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = |n: usize| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % n as u64) as usize
+        };
+        for i in 0..ops {
+            let back = v.len().min(64);
+            let p = v[v.len() - 1 - next(back)];
+            let q = v[v.len() - 1 - next(back)];
+            let c = 1.0 + i as f64 * 1e-6;
+            let t = match next(6) {
+                0 => (p * q).sin(),
+                1 => p + q * c,
+                2 => (p - q * c).cos(),
+                3 => p / (q * q + c),
+                4 => (p * 0.5).sin() * q,
+                _ => p - q * c,
+            };
+            v.push(t);
+        }
+        v.iter()
+            .rev()
+            .take(8)
+            .fold(rt::var("a") * 0.0, |acc, &t| acc + t)
+    })
+    .expect("builds")
+}
+
+/// Equal bits, any NaN matching any NaN.
+fn same(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+/// A long straight-line lane's first optimised kernel (the single-pass register
+/// allocator, so that it comes quickly) is compiled again in the background with the
+/// backtracking allocator and replaced; `wait_for_kernel` does not wait for that, the
+/// status says when it is done, the refined kernel answers the interpreter's bits, goes
+/// to the cache under its own key (a later equation takes it at once) and is saved and
+/// loaded as refined.
+#[test]
+fn a_long_lanes_kernel_is_refined_in_the_background() {
+    let kind = LaneKind::Value;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut eq = tangle(12_000);
+    let nodes = eq.lane(kind).unwrap().graph.len();
+    assert!(nodes > 16_384, "{nodes} nodes");
+    let oracle = eq.clone(); // shares the lanes; stays `Interpret`
+    let mut o = Options::with_backend(Backend::Compile);
+    o.cache_dir = Some(dir.path().join("kernels"));
+    eq.set_options(o.clone());
+    assert!(eq.wait_for_kernel_of(kind), "{:?}", eq.jit_status());
+    let lane = |eq: &Equation| eq.jit_status().lane(kind).cloned().expect("asked");
+    let start = std::time::Instant::now();
+    while lane(&eq).refining {
+        assert!(start.elapsed().as_secs() < 600, "still refining");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let status = lane(&eq);
+    assert!(status.refined, "{status:?}");
+    assert_eq!((status.compiled, status.loaded), (2, 0), "{status:?}");
+    assert_eq!(eq.jit_status().written, 2);
+    let outputs = eq.lane(kind).unwrap().outputs.len();
+    let answers = |eq: &Equation, x: &[f64]| {
+        let mut out = vec![0.0; outputs];
+        eq.lane_point_into(kind, x, &mut out).expect("fits");
+        out
+    };
+    let points = [[0.3, -1.25, 2.0], [1.5, 0.0, -0.5], [-3.0, 7.5, 1e-3]];
+    for x in &points {
+        assert!(same(&answers(&eq, x), &answers(&oracle, x)), "at {x:?}");
+    }
+    // A second equation over the same cache takes the refined kernel, compiling nothing.
+    let mut again = tangle(12_000);
+    again.set_options(o);
+    assert!(again.wait_for_kernel_of(kind));
+    let status = lane(&again);
+    assert!(status.refined && !status.refining, "{status:?}");
+    assert_eq!((status.compiled, status.loaded), (0, 1), "{status:?}");
+    // Saved with its code and loaded: adopted as refined, not refused.
+    let path = dir.path().join("tangle.ddx");
+    eq.save(&path).expect("saves");
+    let back = Equation::load(&path).expect("loads");
+    let status = lane(&back);
+    assert!(status.refined, "{status:?}");
+    assert_eq!(back.jit_status().refused, 0);
+    for x in &points {
+        assert!(
+            same(&answers(&back, x), &answers(&oracle, x)),
+            "loaded, at {x:?}"
+        );
+    }
+}

@@ -11,8 +11,16 @@
 //! before every tier and publishing checks again, so a change of options never installs
 //! stale code. Two jobs of one lane (the quick tier, then the optimised one bought later
 //! by batch traffic) may run at once on two workers: a slot never replaces a kernel by
-//! one of a lower optimisation level. A panic inside the code generator is caught and
-//! reported as [`Error::JitModule`]; the lane keeps interpreting.
+//! one of a lower rank (its optimisation level, then whether it is refined). A panic
+//! inside the code generator is caught and reported as [`Error::JitModule`]; the lane
+//! keeps interpreting.
+//!
+//! **Refinement.** The optimised kernel of a long lane gives its large functions the
+//! single-pass register allocator, so that it comes quickly; when it did, the job that
+//! published it asks for a refined kernel ([`refine`]): the same code again with the
+//! backtracking allocator in every function, a job of a worker of its own that no one
+//! waits for, published over the first when it lands (it ranks higher). A refinement
+//! that fails leaves the first kernel answering.
 
 use super::lower::{self, Shape};
 use super::{cache, Kernel, State, Tier};
@@ -172,7 +180,10 @@ impl Compiler {
         &self.fingerprint
     }
 
-    /// Compiles `lane` as a kernel of `shape` at `level`; answers its machine code. A
+    /// Compiles `lane` as a kernel of `shape` at `level`, every function of the optimised
+    /// tier with the backtracking allocator when `refined` (see [`refine`]); answers its
+    /// machine code, and whether some function was given the single-pass allocator at the
+    /// optimised tier (which a refined kernel improves). A
     /// lane of more than `segment` nodes gets a point kernel whatever `shape`
     /// ([`lower::kernel_shape`]), split ([`lower::Plan`]) unless it re-rolls: a split
     /// kernel's code is each segment's function in order, each starting at a multiple of
@@ -194,7 +205,9 @@ impl Compiler {
         shape: Shape,
         level: OptLevel,
         segment: usize,
-    ) -> Result<Vec<u8>, Error> {
+        refined: bool,
+    ) -> Result<(Vec<u8>, bool), Error> {
+        let mut coarse = false;
         // Lowering is the same for both optimised configurations (one host, one
         // pointer type and calling convention); each function is emitted by the one its
         // size asks for (`Self::emit`).
@@ -205,7 +218,7 @@ impl Compiler {
         let Some(mut plan) = lower::Plan::new(lane, segment) else {
             let shape = lower::kernel_shape(lane, shape, segment);
             let (func, table, scratch) = lower::function(lane, shape, isa);
-            let mut code = self.emit(lane, func, level)?;
+            let mut code = self.emit(lane, func, level, refined, &mut coarse)?;
             if shape == Shape::Point {
                 code.resize(code.len().next_multiple_of(8), 0xCC);
                 let at = u32::try_from(code.len()).map_err(|_| target("code over 4 GiB"))?;
@@ -219,7 +232,7 @@ impl Compiler {
                     code.extend_from_slice(&word.to_le_bytes());
                 }
             }
-            return Ok(code);
+            return Ok((code, coarse));
         };
         let mut code = Vec::new();
         let packs = lower::segment_packs(lane, &plan, isa);
@@ -230,31 +243,38 @@ impl Compiler {
             code.resize(code.len().next_multiple_of(16), 0xCC);
             starts.push(u32::try_from(code.len()).map_err(|_| target("code over 4 GiB"))?);
             let f = lower::segment_function(lane, &plan, &packs, s, isa);
-            code.extend_from_slice(&self.emit(lane, f, level)?);
+            code.extend_from_slice(&self.emit(lane, f, level, refined, &mut coarse)?);
         }
         for at in &starts {
             code.extend_from_slice(&at.to_le_bytes());
         }
         let count = u32::try_from(starts.len()).map_err(|_| target("too many segments"))?;
         code.extend_from_slice(&count.to_le_bytes());
-        Ok(code)
+        Ok((code, coarse))
     }
 
     /// Compiles one function of `lane`'s kernel at `level`; answers its machine code,
-    /// checked to need no relocation and to fit its frame. The optimised tier uses the
-    /// single-pass allocator for a function of more than [`BACKTRACKING_INSTS`]
-    /// instructions of a lane over [`BACKTRACKING_NODES`] nodes.
+    /// checked to need no relocation and to fit its frame. Unless `refined`, the optimised
+    /// tier uses the single-pass allocator for a function of more than
+    /// [`BACKTRACKING_INSTS`] instructions of a lane over [`BACKTRACKING_NODES`] nodes,
+    /// and sets `coarse` when it does.
     fn emit(
         &self,
         lane: &Lane,
         func: cranelift_codegen::ir::Function,
         level: OptLevel,
+        refined: bool,
+        coarse: &mut bool,
     ) -> Result<Vec<u8>, Error> {
-        let large =
-            lane.graph.len() > BACKTRACKING_NODES && func.dfg.num_insts() > BACKTRACKING_INSTS;
+        let large = !refined
+            && lane.graph.len() > BACKTRACKING_NODES
+            && func.dfg.num_insts() > BACKTRACKING_INSTS;
         let isa: &dyn TargetIsa = match level {
             OptLevel::Off => &*self.quick,
-            OptLevel::Speed if large => &*self.speed_linear,
+            OptLevel::Speed if large => {
+                *coarse = true;
+                &*self.speed_linear
+            }
             OptLevel::Speed => &*self.speed,
         };
         let name = lane.kind.name();
@@ -295,6 +315,8 @@ pub(crate) struct Job {
     pub(crate) nodes: usize,
     pub(crate) from: Tier,
     pub(crate) upto: Tier,
+    /// A refinement ([`refine`]): not counted as pending, so no one waits for it.
+    pub(crate) refine: bool,
 }
 
 /// Lanes of at most this many nodes are small: one worker of the pool is kept for them,
@@ -424,40 +446,51 @@ impl Pool {
     }
 }
 
-/// Queues `job` for the compile pool, starting the pool's workers on first use.
+/// Queues `job` for the compile pool, or a refinement ([`refine`]) for the refine worker,
+/// starting their threads on first use. The refine worker is one thread of its own, so a
+/// refinement (seconds on a long lane) never holds a worker of the pool: the first kernel
+/// of another lane does not wait for it.
 ///
 /// # Errors
 /// [`Error::JitTarget`] when no worker thread can be started.
 pub(crate) fn submit(job: Job) -> Result<(), Error> {
     static POOL: OnceLock<Result<&'static Pool, Error>> = OnceLock::new();
-    let pool = POOL.get_or_init(|| {
-        let size = pool_size();
-        let pool: &'static Pool = Box::leak(Box::new(Pool {
-            queue: Mutex::new(Queue::new(size)),
-            ready: Condvar::new(),
-        }));
-        let mut started = 0;
-        let mut failure = None;
-        for k in 0..size {
-            match std::thread::Builder::new()
-                .name(format!("ddx-jit-{k}"))
-                .spawn(move || pool.work())
-            {
-                Ok(_) => started += 1,
-                Err(e) => failure = Some(e),
-            }
-        }
-        if started == 0 {
-            let e = failure.map_or_else(String::new, |e| e.to_string());
-            return Err(target(format!("cannot start a compile thread: {e}")));
-        }
-        pool.lock().workers = started;
-        Ok(pool)
-    });
+    static REFINE: OnceLock<Result<&'static Pool, Error>> = OnceLock::new();
+    let pool = if job.refine {
+        REFINE.get_or_init(|| start(1, "ddx-jit-refine"))
+    } else {
+        POOL.get_or_init(|| start(pool_size(), "ddx-jit"))
+    };
     let pool = *pool.as_ref().map_err(Clone::clone)?;
     pool.lock().push(job.nodes, job);
     pool.ready.notify_all();
     Ok(())
+}
+
+/// Starts a pool of `size` workers named `name`-k. A pool of one runs one job at a time,
+/// large or small ([`Queue::take`] keeps a worker for small lanes only when it has two).
+fn start(size: usize, name: &str) -> Result<&'static Pool, Error> {
+    let pool: &'static Pool = Box::leak(Box::new(Pool {
+        queue: Mutex::new(Queue::new(size)),
+        ready: Condvar::new(),
+    }));
+    let mut started = 0;
+    let mut failure = None;
+    for k in 0..size {
+        match std::thread::Builder::new()
+            .name(format!("{name}-{k}"))
+            .spawn(move || pool.work())
+        {
+            Ok(_) => started += 1,
+            Err(e) => failure = Some(e),
+        }
+    }
+    if started == 0 {
+        let e = failure.map_or_else(String::new, |e| e.to_string());
+        return Err(target(format!("cannot start a compile thread: {e}")));
+    }
+    pool.lock().workers = started;
+    Ok(pool)
 }
 
 /// Tests hold this lock to keep the pool from starting a job, so that "a compile is in
@@ -473,10 +506,22 @@ fn run(job: Job) {
         state,
         lanes,
         kind,
+        nodes,
         from,
         upto,
-        ..
+        refine: refining,
     } = job;
+    if refining {
+        if !state.abandoned() {
+            // A refinement that fails (or panics) leaves the top kernel answering.
+            let _ = catch_unwind(AssertUnwindSafe(|| {
+                let lane = &lanes.prepared(kind, state.config.contract).lane;
+                refine(&state, lane)
+            }));
+        }
+        state.slot(kind).refining.store(false, Ordering::Release);
+        return;
+    }
     if !state.abandoned() {
         #[cfg(test)]
         state.hold.enter();
@@ -485,7 +530,23 @@ fn run(job: Job) {
             climb(&state, lane, from, upto)
         }));
         match climbed {
-            Ok(Ok(())) => {}
+            Ok(Ok(false)) => {}
+            Ok(Ok(true)) => {
+                let job = Job {
+                    state: Arc::clone(&state),
+                    lanes: Arc::clone(&lanes),
+                    kind,
+                    nodes,
+                    from: Tier::Top,
+                    upto: Tier::Top,
+                    refine: true,
+                };
+                state.slot(kind).refining.store(true, Ordering::Release);
+                if submit(job).is_err() {
+                    // No compile thread: the top kernel answers.
+                    state.slot(kind).refining.store(false, Ordering::Release);
+                }
+            }
             Ok(Err(e)) => state.stats.fail(kind, e),
             Err(_) => state.stats.fail(
                 kind,
@@ -499,13 +560,17 @@ fn run(job: Job) {
     state.slot(kind).finish();
 }
 
-/// Compiles (or loads) and publishes each tier from `from` to `upto`.
+/// Compiles (or loads) and publishes each tier from `from` to `upto`; answers whether a
+/// refined kernel should follow ([`refine`]): when the optimised kernel gave some function
+/// the single-pass allocator (or came from the cache for a lane over
+/// [`BACKTRACKING_NODES`] with no refined kernel there).
 ///
 /// A lane over [`MAX_KERNEL_NODES`] is refused before anything is done. A lane over
 /// [`BACKTRACKING_NODES`] asked for both tiers at once skips the quick one: its optimised
 /// kernel is made with the same (single-pass) allocator at a little more cost, and the
-/// quick one would only delay it.
-fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error> {
+/// quick one would only delay it. A refined kernel in the cache is taken for the
+/// optimised tier directly.
+fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<bool, Error> {
     let nodes = lane.graph.len();
     if nodes > MAX_KERNEL_NODES {
         return Err(target(format!(
@@ -522,78 +587,150 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<(), Error
     } else {
         from
     };
+    // Whether the optimised tier of this lane may be refined.
+    let refinable = |level: OptLevel| level == OptLevel::Speed && nodes > BACKTRACKING_NODES;
+    let top = c.level(Tier::Top);
     // With a cache, the top kernel may be on disk already: then the quick one is moot.
     let peeked = from == Tier::Quick && upto == Tier::Top && c.cache_dir.is_some();
     if peeked {
-        if let Some(k) = cached(state, compiler, lane, c.level(Tier::Top)) {
+        if refinable(top) {
+            if let Some(k) = cached(state, compiler, lane, top, true) {
+                state.install(lane.kind, k);
+                return Ok(false);
+            }
+        }
+        if let Some(k) = cached(state, compiler, lane, top, false) {
             state.install(lane.kind, k);
-            return Ok(());
+            return Ok(refinable(top));
         }
     }
+    let mut refine = false;
     for tier in [Tier::Quick, Tier::Top] {
         if tier < from || tier > upto {
             continue;
         }
         if state.abandoned() {
-            return Ok(());
+            return Ok(false);
         }
         let level = c.level(tier);
+        let best = tier == Tier::Top && refinable(level);
+        if best && !peeked {
+            if let Some(k) = cached(state, compiler, lane, level, true) {
+                state.install(lane.kind, k);
+                return Ok(false);
+            }
+        }
         let hit = if peeked && tier == Tier::Top {
             None // looked at above
         } else {
-            cached(state, compiler, lane, level)
+            cached(state, compiler, lane, level, false)
         };
         let kernel = match hit {
-            Some(k) => k,
+            Some(k) => {
+                refine = best;
+                k
+            }
             None => {
-                let code = compiler.compile(lane, c.shape, level, c.segment)?;
-                state
-                    .stats
-                    .lane(lane.kind)
-                    .compiled
-                    .fetch_add(1, Ordering::Relaxed);
-                let shareable = ddx_ir::user::first_call(&lane.graph).is_none();
-                if let Some(dir) = c.cache_dir.as_ref().filter(|_| shareable) {
-                    let key = key(c, compiler, lane, level);
-                    match cache::write(dir, &key, &code) {
-                        Ok(()) => {
-                            state.stats.written.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => state.stats.cache_fail(e),
-                    }
-                }
+                let (code, coarse) = compiler.compile(lane, c.shape, level, c.segment, false)?;
+                refine = best && coarse;
+                write(state, compiler, lane, level, false, &code);
                 Kernel::new(&code, lane, c.shape, level, c.retain, c.segment)?
             }
         };
         state.install(lane.kind, kernel);
     }
+    Ok(refine)
+}
+
+/// Counts a compile of `lane` and writes its `code` (at `level`, `refined` or not) to
+/// the cache directory, if there is one and the lane calls no user function.
+fn write(
+    state: &State,
+    compiler: &Compiler,
+    lane: &Lane,
+    level: OptLevel,
+    refined: bool,
+    code: &[u8],
+) {
+    let c = &state.config;
+    state
+        .stats
+        .lane(lane.kind)
+        .compiled
+        .fetch_add(1, Ordering::Relaxed);
+    let shareable = ddx_ir::user::first_call(&lane.graph).is_none();
+    if let Some(dir) = c.cache_dir.as_ref().filter(|_| shareable) {
+        match cache::write(dir, &key(c, compiler, lane, level, refined), code) {
+            Ok(()) => {
+                state.stats.written.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => state.stats.cache_fail(e),
+        }
+    }
+}
+
+/// Compiles `lane`'s optimised kernel again with the backtracking allocator in every
+/// function and installs it over the top kernel (its rank is higher: see
+/// [`Kernel::refined`]). For a lane over [`BACKTRACKING_NODES`] whose optimised kernel
+/// gave functions of more than [`BACKTRACKING_INSTS`] instructions the single-pass
+/// allocator, so that its first kernel came quickly: the refined one takes seconds on
+/// long lanes and runs up to 1.9× faster (UNIQUAC-32's 205 k-node Hessian: 126 → 66 µs,
+/// compiled in 0.35 s, refined in 6.3 s; BENCHMARKS.md, "Refined kernels"). Runs on the
+/// refine worker ([`submit`]), after the top kernel is published and its job counted as
+/// finished, so `wait_for_kernel` does not wait for it; written to the cache under its
+/// own key ([`key`]).
+fn refine(state: &State, lane: &Lane) -> Result<(), Error> {
+    let compiler = compiler()?;
+    let c = &state.config;
+    let level = c.level(Tier::Top);
+    let (code, _) = compiler.compile(lane, c.shape, level, c.segment, true)?;
+    if state.abandoned() {
+        return Ok(());
+    }
+    write(state, compiler, lane, level, true, &code);
+    let kernel = Kernel::new(&code, lane, c.shape, level, c.retain, c.segment)?.refined();
+    state.install(lane.kind, kernel);
     Ok(())
 }
 
-/// The cache key of `lane`'s kernel at `level` under `c`: the host's fingerprint names
-/// the segment length too, which decides how the code is laid out.
+/// The cache key of `lane`'s kernel at `level` under `c`, `refined` or not ([`refine`]):
+/// the host's fingerprint names the segment length too, which decides how the code is
+/// laid out, and a refined kernel's allocator.
 pub(crate) fn key(
     c: &super::Config,
     compiler: &Compiler,
     lane: &Lane,
     level: OptLevel,
+    refined: bool,
 ) -> cache::Key {
-    let host = format!("{} segment={}", compiler.fingerprint(), c.segment);
+    let host = format!(
+        "{} segment={}{}",
+        compiler.fingerprint(),
+        c.segment,
+        if refined { " refined" } else { "" }
+    );
     cache::Key::new(lane, c.shape, level, &host)
 }
 
 /// The kernel for `level` from the cache directory, if one is there and valid; counts a
 /// refused entry and reports a directory that cannot be read.
-fn cached(state: &State, compiler: &Compiler, lane: &Lane, level: OptLevel) -> Option<Kernel> {
+fn cached(
+    state: &State,
+    compiler: &Compiler,
+    lane: &Lane,
+    level: OptLevel,
+    refined: bool,
+) -> Option<Kernel> {
     let c = &state.config;
     let dir = c.cache_dir.as_ref()?;
     if ddx_ir::user::first_call(&lane.graph).is_some() {
         // A call's tag names this process's function: its code is never shared.
         return None;
     }
-    match cache::read(dir, &key(c, compiler, lane, level)) {
+    match cache::read(dir, &key(c, compiler, lane, level, refined)) {
         cache::Entry::Valid(code) => {
-            match Kernel::new(&code, lane, c.shape, level, c.retain, c.segment) {
+            let made = Kernel::new(&code, lane, c.shape, level, c.retain, c.segment);
+            match made.map(|k| if refined { k.refined() } else { k }) {
                 Ok(k) => {
                     state
                         .stats

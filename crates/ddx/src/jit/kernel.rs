@@ -56,6 +56,9 @@ pub(crate) struct Kernel {
     /// The `f64`s of heap scratch a call needs: a segmented kernel's slots, or the areas
     /// of a point kernel's loops (0 for a column kernel).
     scratch: usize,
+    /// Whether every function was compiled with the backtracking allocator after a
+    /// first kernel that was not (`compile::refine`).
+    refined: bool,
 }
 
 /// The byte offset of the constant table of a point kernel's `code` and the length of its
@@ -193,7 +196,20 @@ impl Kernel {
             segments,
             constants,
             scratch,
+            refined: false,
         })
+    }
+
+    /// The same kernel, marked refined (see `compile::refine`): it ranks above an
+    /// unrefined kernel of its level.
+    pub(crate) fn refined(mut self) -> Kernel {
+        self.refined = true;
+        self
+    }
+
+    /// Whether it is a refined kernel.
+    pub(crate) fn is_refined(&self) -> bool {
+        self.refined
     }
 
     /// The number of functions it runs (1 unless its lane was segmented).

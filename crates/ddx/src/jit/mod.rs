@@ -121,12 +121,14 @@ impl Config {
     }
 }
 
-/// The order of optimisation levels: a kernel is replaced only by one of a higher rank.
-fn rank(level: OptLevel) -> u8 {
-    match level {
+/// The order of kernels: a kernel is replaced only by one of a higher rank. The
+/// optimisation level first, then a refined kernel above one that is not.
+fn rank(kernel: &Kernel) -> u8 {
+    let level = match kernel.level() {
         OptLevel::Off => 0,
         OptLevel::Speed => 1,
-    }
+    };
+    2 * level + u8::from(kernel.is_refined())
 }
 
 /// One lane's compiled code and its compile bookkeeping.
@@ -140,6 +142,8 @@ pub(crate) struct Slot {
     asked: AtomicU8,
     /// Under `Adapt`, batch points seen.
     seen: AtomicU64,
+    /// A refined kernel (`compile::refine`) is queued or being made.
+    pub(crate) refining: AtomicBool,
     inner: Mutex<Inner>,
     done: Condvar,
 }
@@ -170,15 +174,12 @@ impl Slot {
         unsafe { k.as_ref() }
     }
 
-    /// Makes `kernel` the one answering unless a kernel of a higher optimisation level
-    /// answers already (two jobs of one lane may run on two workers at once, and the
+    /// Makes `kernel` the one answering unless a kernel of a rank as high answers
+    /// already ([`rank`]: two jobs of one lane may run on two workers at once, and the
     /// quick one may finish last); the slot keeps it alive.
     fn publish(&self, kernel: Kernel) {
         let mut inner = self.lock();
-        if self
-            .current()
-            .is_some_and(|k| rank(k.level()) >= rank(kernel.level()))
-        {
+        if self.current().is_some_and(|k| rank(k) >= rank(&kernel)) {
             return;
         }
         let mut boxed = Box::new(kernel);
@@ -292,12 +293,17 @@ impl State {
                 continue;
             };
             let lane = &lanes.prepared(s.kind, c.contract).lane;
-            let key = compile::key(c, compiler, lane, s.level);
-            if key.bytes() != s.key {
+            // A refined kernel (`compile::refine`) is saved under its own key.
+            let refined = if compile::key(c, compiler, lane, s.level, false).bytes() == s.key {
+                false
+            } else if compile::key(c, compiler, lane, s.level, true).bytes() == s.key {
+                true
+            } else {
                 refuse();
                 continue;
-            }
-            match Kernel::new(&s.code, lane, c.shape, s.level, c.retain, c.segment) {
+            };
+            let made = Kernel::new(&s.code, lane, c.shape, s.level, c.retain, c.segment);
+            match made.map(|k| if refined { k.refined() } else { k }) {
                 Ok(k) => {
                     let slot = self.slot(s.kind);
                     slot.publish(k);
@@ -363,6 +369,7 @@ impl State {
             nodes,
             from,
             upto,
+            refine: false,
         };
         if let Err(e) = compile::submit(job) {
             self.stats.fail(kind, e);
@@ -490,7 +497,7 @@ impl Jit {
                 continue;
             };
             let lane = &lanes.prepared(kind, c.contract).lane;
-            let key = compile::key(c, compiler, lane, k.level());
+            let key = compile::key(c, compiler, lane, k.level(), k.is_refined());
             out.push(StoredKernel {
                 kind,
                 level: k.level(),
@@ -635,6 +642,8 @@ impl Jit {
                     compiled: n(&l.compiled),
                     loaded: n(&l.loaded),
                     error: last(&l.error),
+                    refined: s.slot(kind).current().is_some_and(Kernel::is_refined),
+                    refining: s.slot(kind).refining.load(Ordering::Acquire),
                 }
             })
             .collect();
