@@ -68,11 +68,10 @@ fn measure<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind,
         let why = eq.jit_status().error.map(|e| e.to_string());
         if level == OptLevel::Speed {
             // The refined kernel, if the first one is refined (see `LaneStatus::refined`).
-            let status = || eq.jit_status().lane(kind).cloned();
-            while status().is_some_and(|l| l.refining) {
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            refined = status()
+            eq.wait_for_refined_kernel_of(kind);
+            refined = eq
+                .jit_status()
+                .lane(kind)
                 .is_some_and(|l| l.refined)
                 .then(|| format!("{:.3} s", t.elapsed().as_secs_f64()));
         }
@@ -134,14 +133,10 @@ fn speed<S: Shape>(name: &str, make: &dyn Fn() -> Equation<S>, kind: LaneKind) {
         })
         .collect();
     eq.set_options(Options::with_backend(Backend::Compile));
-    let landed = eq.wait_for_kernel_of(kind);
     // A long lane's first kernel may be refined in the background: time the kernel the
     // lane ends with.
-    let status = || eq.jit_status().lane(kind).cloned();
-    while status().is_some_and(|l| l.refining) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let refined = status().is_some_and(|l| l.refined);
+    let landed = eq.wait_for_refined_kernel_of(kind);
+    let refined = eq.jit_status().lane(kind).is_some_and(|l| l.refined);
     // Lanes over 32 768 nodes (`ddx::MAX_KERNEL_NODES`'s doc) are long: compiled in
     // segments, or as one function of loops when they re-roll.
     let long = nodes > 1 << 15;

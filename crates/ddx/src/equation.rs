@@ -899,6 +899,23 @@ impl<S: Shape> Equation<S> {
     /// [`Backend::Device`]: crate::Backend::Device
     /// [`Backend::Interpret`]: crate::Backend::Interpret
     pub fn wait_for_kernel_of(&self, want: LaneKind) -> bool {
+        self.wait_for_kernel_in(want)
+    }
+
+    /// [`Equation::wait_for_kernel_of`], then, if the lane's kernel is being refined in
+    /// the background ([`LaneStatus::refined`](crate::LaneStatus::refined): a lane over
+    /// 16 384 nodes compiled again with the slower register allocator that makes faster
+    /// code), until that refined kernel answers too. For benchmarks and for callers about
+    /// to make many calls of a long lane; answers whether a kernel answers it.
+    pub fn wait_for_refined_kernel_of(&self, want: LaneKind) -> bool {
+        let landed = self.wait_for_kernel_in(want);
+        if landed && !self.device.active() {
+            self.jit.wait_refined(want);
+        }
+        landed
+    }
+
+    fn wait_for_kernel_in(&self, want: LaneKind) -> bool {
         if fixed(want, "wait_for_kernel_of").is_err() {
             return false;
         }

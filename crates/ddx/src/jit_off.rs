@@ -77,6 +77,7 @@ impl Jit {
     pub(crate) fn wait(&self, _core: &Arc<PreparedLanes>, _kind: LaneKind) -> bool {
         false
     }
+    pub(crate) fn wait_refined(&self, _kind: LaneKind) {}
     pub(crate) fn warming(&self, _kind: LaneKind) -> Option<Warming> {
         None
     }

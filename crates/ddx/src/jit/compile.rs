@@ -519,7 +519,7 @@ fn run(job: Job) {
                 refine(&state, lane)
             }));
         }
-        state.slot(kind).refining.store(false, Ordering::Release);
+        state.slot(kind).end_refining();
         return;
     }
     if !state.abandoned() {
@@ -544,7 +544,7 @@ fn run(job: Job) {
                 state.slot(kind).refining.store(true, Ordering::Release);
                 if submit(job).is_err() {
                     // No compile thread: the top kernel answers.
-                    state.slot(kind).refining.store(false, Ordering::Release);
+                    state.slot(kind).end_refining();
                 }
             }
             Ok(Err(e)) => state.stats.fail(kind, e),

@@ -188,6 +188,15 @@ impl Slot {
         self.kernel.store(ptr, Ordering::Release);
     }
 
+    /// Marks the refinement finished (under the lock, so a waiter that saw it running is
+    /// waiting already) and wakes the waiters.
+    pub(crate) fn end_refining(&self) {
+        let inner = self.lock();
+        self.refining.store(false, Ordering::Release);
+        drop(inner);
+        self.done.notify_all();
+    }
+
     /// Marks one job finished and wakes the waiters.
     fn finish(&self) {
         let mut inner = self.lock();
@@ -591,6 +600,20 @@ impl Jit {
         }
         drop(inner);
         slot.current().is_some()
+    }
+
+    /// Blocks while a refined kernel of `kind` is queued or being made
+    /// (`compile::refine`): the refine job clears [`Slot::refining`] under the slot's lock
+    /// and then wakes the waiters, so none misses it.
+    pub(crate) fn wait_refined(&self, kind: LaneKind) {
+        let Some(state) = &self.state else {
+            return;
+        };
+        let slot = state.slot(kind);
+        let mut inner = slot.lock();
+        while slot.refining.load(Ordering::Acquire) {
+            inner = slot.done.wait(inner).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// Under `Adapt`, the progress towards `kind`'s next tier.
