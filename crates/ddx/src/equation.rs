@@ -881,7 +881,9 @@ impl<S: Shape> Equation<S> {
     /// [`Backend::Adapt`] it waits only for what batch traffic has already bought; under
     /// [`Backend::Device`] it asks for the lane's device kernel and waits for the device's
     /// compiler (`false`: none will come, the reason is in [`Equation::device_status`]).
-    /// Under [`Backend::Interpret`] it answers `false` at once. With
+    /// Under [`Backend::Interpret`] it answers `false` at once. It does not wait for a long
+    /// lane's refined kernel, made after the first in the background
+    /// ([`Equation::wait_for_refined_kernel_of`] does). With
     /// [`Equation::device_status`] and [`Equation::device_columns`], the only calls that
     /// block.
     ///
@@ -906,7 +908,8 @@ impl<S: Shape> Equation<S> {
     /// the background ([`LaneStatus::refined`](crate::LaneStatus::refined): a lane over
     /// 16 384 nodes compiled again with the slower register allocator that makes faster
     /// code), until that refined kernel answers too. For benchmarks and for callers about
-    /// to make many calls of a long lane; answers whether a kernel answers it.
+    /// to make many calls of a long lane; answers whether a kernel answers it. Blocks
+    /// too, like the calls above.
     pub fn wait_for_refined_kernel_of(&self, want: LaneKind) -> bool {
         let landed = self.wait_for_kernel_in(want);
         if landed && !self.device.active() {

@@ -390,7 +390,8 @@ pub struct LaneStatus {
     /// The optimisation level of the kernel answering it now; `None` while the
     /// interpreter answers.
     pub level: Option<OptLevel>,
-    /// Its kernels compiled by the code generator (one per tier).
+    /// Its kernels compiled by the code generator (one per tier, and one more for a
+    /// refined kernel: see [`LaneStatus::refined`]).
     pub compiled: usize,
     /// Its kernels loaded from [`Options::cache_dir`].
     pub loaded: usize,
