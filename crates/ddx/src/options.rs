@@ -15,7 +15,8 @@ use std::path::PathBuf;
 /// compile memory grows with its lane. A long lane made nearly all of copies of one
 /// subgraph (a model looping over links, terms or observations) is not split: it is one
 /// function whose loops compute the copies, keeping their values in heap scratch, with at
-/// most 32 768 nodes of straight-line code. Above 16 384 nodes the straight-line code is
+/// most 32 768 of its operations outside the loops (besides copies of values the loops
+/// read). Above 16 384 nodes the straight-line code is
 /// made with a register allocator whose time is linear in the lane (about 3 µs a node of
 /// a point kernel in a release build), so at this limit a compile takes a few seconds of
 /// one worker of the compile pool; that kernel is then compiled again in the background
@@ -401,8 +402,9 @@ pub struct LaneStatus {
     /// Whether the kernel answering is a refined one: a lane over 16 384 nodes whose
     /// optimised kernel was made with the single-pass register allocator (so that it came
     /// quickly) is compiled again in the background with the backtracking allocator, up
-    /// to 1.9× faster, and that kernel replaces the first when it lands. Answers are the
-    /// same bits either way.
+    /// to 1.9× faster, and that kernel replaces the first when it lands (also for a kernel
+    /// taken from [`Options::cache_dir`] or a saved equation, when the refined one is not
+    /// there). Answers are the same bits either way.
     pub refined: bool,
     /// Whether such a refined kernel is being made now (`wait_for_kernel` does not wait
     /// for it).

@@ -203,3 +203,41 @@ fn a_long_lanes_kernel_is_refined_in_the_background() {
         );
     }
 }
+
+/// A long lane whose kernel already has the backtracking allocator everywhere (a chain
+/// that re-rolls into a short function) is not refined: neither when compiled nor when
+/// its kernel comes from the cache (whose allocators are not recorded).
+#[test]
+fn a_kernel_that_needs_no_refining_is_left_as_it_is() {
+    let kind = LaneKind::Value;
+    let chain = || {
+        rt::equation(|| {
+            let (a, b) = (rt::var("a"), rt::var("b"));
+            let mut y = b;
+            for k in 0..5_000 {
+                y = y * (a * (1.0 + k as f64 * 1e-6)).sin() + b;
+            }
+            y
+        })
+        .expect("builds")
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut o = Options::with_backend(Backend::Compile);
+    o.cache_dir = Some(dir.path().to_path_buf());
+    for (round, compiled, loaded) in [(0, 1, 0), (1, 0, 1)] {
+        let mut eq = chain();
+        assert!(eq.lane(kind).unwrap().graph.len() > 16_384);
+        eq.set_options(o.clone());
+        assert!(eq.wait_for_refined_kernel_of(kind));
+        let status = eq.jit_status().lane(kind).cloned().expect("asked");
+        assert!(
+            !status.refined && !status.refining,
+            "round {round}: {status:?}"
+        );
+        assert_eq!(
+            (status.compiled, status.loaded),
+            (compiled, loaded),
+            "round {round}: {status:?}"
+        );
+    }
+}

@@ -182,10 +182,14 @@ impl Compiler {
 
     /// Compiles `lane` as a kernel of `shape` at `level`, every function of the optimised
     /// tier with the backtracking allocator when `refined` (see [`refine`]); answers its
-    /// machine code, and whether some function was given the single-pass allocator at the
-    /// optimised tier (which a refined kernel improves). A
-    /// lane of more than `segment` nodes gets a point kernel whatever `shape`
-    /// ([`lower::kernel_shape`]), split ([`lower::Plan`]) unless it re-rolls: a split
+    /// machine code, and whether some function is large enough to be given the
+    /// single-pass allocator at the optimised tier when not refined (so that a refined
+    /// kernel differs). Answers `None` without finishing when `stop()` answers true before
+    /// a function is emitted, and when `refined` and the lane is one function that is not
+    /// large (the refined kernel would be the same code). A
+    /// lane of more than `segment` nodes, or one that re-rolls, gets a point kernel
+    /// whatever `shape` ([`lower::kernel_shape`]); a long one is split ([`lower::Plan`])
+    /// unless it re-rolls: a split
     /// kernel's code is each segment's function in order, each starting at a multiple of
     /// 16 bytes, followed by the byte offset of each function (`u32`, little-endian) and
     /// their count (`u32`). Otherwise a [`Shape::Point`] kernel's code is its function,
@@ -206,7 +210,8 @@ impl Compiler {
         level: OptLevel,
         segment: usize,
         refined: bool,
-    ) -> Result<(Vec<u8>, bool), Error> {
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Compiled>, Error> {
         let mut coarse = false;
         // Lowering is the same for both optimised configurations (one host, one
         // pointer type and calling convention); each function is emitted by the one its
@@ -218,6 +223,9 @@ impl Compiler {
         let Some(mut plan) = lower::Plan::new(lane, segment) else {
             let shape = lower::kernel_shape(lane, shape, segment);
             let (func, table, scratch) = lower::function(lane, shape, isa);
+            if stop() || (refined && !large(lane, &func)) {
+                return Ok(None);
+            }
             let mut code = self.emit(lane, func, level, refined, &mut coarse)?;
             if shape == Shape::Point {
                 code.resize(code.len().next_multiple_of(8), 0xCC);
@@ -232,7 +240,7 @@ impl Compiler {
                     code.extend_from_slice(&word.to_le_bytes());
                 }
             }
-            return Ok((code, coarse));
+            return Ok(Some(Compiled { code, coarse }));
         };
         let mut code = Vec::new();
         let packs = lower::segment_packs(lane, &plan, isa);
@@ -243,6 +251,9 @@ impl Compiler {
             code.resize(code.len().next_multiple_of(16), 0xCC);
             starts.push(u32::try_from(code.len()).map_err(|_| target("code over 4 GiB"))?);
             let f = lower::segment_function(lane, &plan, &packs, s, isa);
+            if stop() {
+                return Ok(None);
+            }
             code.extend_from_slice(&self.emit(lane, f, level, refined, &mut coarse)?);
         }
         for at in &starts {
@@ -250,14 +261,13 @@ impl Compiler {
         }
         let count = u32::try_from(starts.len()).map_err(|_| target("too many segments"))?;
         code.extend_from_slice(&count.to_le_bytes());
-        Ok((code, coarse))
+        Ok(Some(Compiled { code, coarse }))
     }
 
     /// Compiles one function of `lane`'s kernel at `level`; answers its machine code,
     /// checked to need no relocation and to fit its frame. Unless `refined`, the optimised
-    /// tier uses the single-pass allocator for a function of more than
-    /// [`BACKTRACKING_INSTS`] instructions of a lane over [`BACKTRACKING_NODES`] nodes,
-    /// and sets `coarse` when it does.
+    /// tier uses the single-pass allocator for a function that is [`large`]; `coarse` is
+    /// set when the function is large at that tier, refined or not.
     fn emit(
         &self,
         lane: &Lane,
@@ -266,15 +276,11 @@ impl Compiler {
         refined: bool,
         coarse: &mut bool,
     ) -> Result<Vec<u8>, Error> {
-        let large = !refined
-            && lane.graph.len() > BACKTRACKING_NODES
-            && func.dfg.num_insts() > BACKTRACKING_INSTS;
+        let large = large(lane, &func);
+        *coarse |= large && level == OptLevel::Speed;
         let isa: &dyn TargetIsa = match level {
             OptLevel::Off => &*self.quick,
-            OptLevel::Speed if large => {
-                *coarse = true;
-                &*self.speed_linear
-            }
+            OptLevel::Speed if large && !refined => &*self.speed_linear,
             OptLevel::Speed => &*self.speed,
         };
         let name = lane.kind.name();
@@ -303,6 +309,22 @@ impl Compiler {
         )?;
         Ok(code.code_buffer().to_vec())
     }
+}
+
+/// A kernel's machine code, as [`Compiler::compile`] makes it.
+#[derive(Debug)]
+pub(crate) struct Compiled {
+    pub(crate) code: Vec<u8>,
+    /// Whether some function is [`large`] at the optimised tier (a refined kernel
+    /// differs).
+    pub(crate) coarse: bool,
+}
+
+/// Whether `func`, a function of `lane`'s kernel, is large: more than
+/// [`BACKTRACKING_INSTS`] instructions in a lane over [`BACKTRACKING_NODES`] nodes, which
+/// the optimised tier compiles with the single-pass allocator unless refined.
+fn large(lane: &Lane, func: &cranelift_codegen::ir::Function) -> bool {
+    lane.graph.len() > BACKTRACKING_NODES && func.dfg.num_insts() > BACKTRACKING_INSTS
 }
 
 /// A request to the compile pool: climb lane `kind` from tier `from` to `upto`.
@@ -531,22 +553,7 @@ fn run(job: Job) {
         }));
         match climbed {
             Ok(Ok(false)) => {}
-            Ok(Ok(true)) => {
-                let job = Job {
-                    state: Arc::clone(&state),
-                    lanes: Arc::clone(&lanes),
-                    kind,
-                    nodes,
-                    from: Tier::Top,
-                    upto: Tier::Top,
-                    refine: true,
-                };
-                state.slot(kind).refining.store(true, Ordering::Release);
-                if submit(job).is_err() {
-                    // No compile thread: the top kernel answers.
-                    state.slot(kind).end_refining();
-                }
-            }
+            Ok(Ok(true)) => ask_refine(&state, &lanes, kind, nodes),
             Ok(Err(e)) => state.stats.fail(kind, e),
             Err(_) => state.stats.fail(
                 kind,
@@ -631,15 +638,43 @@ fn climb(state: &State, lane: &Lane, from: Tier, upto: Tier) -> Result<bool, Err
                 k
             }
             None => {
-                let (code, coarse) = compiler.compile(lane, c.shape, level, c.segment, false)?;
-                refine = best && coarse;
-                write(state, compiler, lane, level, false, &code);
-                Kernel::new(&code, lane, c.shape, level, c.retain, c.segment)?
+                let stop = || state.abandoned();
+                let made = compiler.compile(lane, c.shape, level, c.segment, false, &stop)?;
+                let Some(made) = made else {
+                    return Ok(false); // abandoned
+                };
+                refine = best && made.coarse;
+                write(state, compiler, lane, level, false, &made.code);
+                Kernel::new(&made.code, lane, c.shape, level, c.retain, c.segment)?
             }
         };
         state.install(lane.kind, kernel);
     }
     Ok(refine)
+}
+
+/// Queues the refinement of lane `kind` ([`refine`]) of `nodes` nodes for the refine
+/// worker, marking it under way ([`Slot::refining`](super::Slot)) first; with no worker,
+/// marks it ended (the top kernel answers).
+pub(crate) fn ask_refine(
+    state: &Arc<State>,
+    lanes: &Arc<crate::prepared::PreparedLanes>,
+    kind: LaneKind,
+    nodes: usize,
+) {
+    let job = Job {
+        state: Arc::clone(state),
+        lanes: Arc::clone(lanes),
+        kind,
+        nodes,
+        from: Tier::Top,
+        upto: Tier::Top,
+        refine: true,
+    };
+    state.slot(kind).refining.store(true, Ordering::Release);
+    if submit(job).is_err() {
+        state.slot(kind).end_refining();
+    }
 }
 
 /// Counts a compile of `lane` and writes its `code` (at `level`, `refined` or not) to
@@ -679,16 +714,26 @@ fn write(
 /// refine worker ([`submit`]), after the top kernel is published and its job counted as
 /// finished, so `wait_for_kernel` does not wait for it; written to the cache under its
 /// own key ([`key`]).
+///
+/// A refined kernel already in the cache (another equation of the lane made it) is taken
+/// instead; a lane whose kernel has no large function is left as it is (a kernel taken
+/// from the cache, whose allocators are not known, may be such); an abandoned state stops
+/// the compile between functions.
 fn refine(state: &State, lane: &Lane) -> Result<(), Error> {
     let compiler = compiler()?;
     let c = &state.config;
     let level = c.level(Tier::Top);
-    let (code, _) = compiler.compile(lane, c.shape, level, c.segment, true)?;
-    if state.abandoned() {
+    if let Some(k) = cached(state, compiler, lane, level, true) {
+        state.install(lane.kind, k);
         return Ok(());
     }
-    write(state, compiler, lane, level, true, &code);
-    let kernel = Kernel::new(&code, lane, c.shape, level, c.retain, c.segment)?.refined();
+    let stop = || state.abandoned();
+    let made = compiler.compile(lane, c.shape, level, c.segment, true, &stop)?;
+    let Some(made) = made.filter(|m| m.coarse && !state.abandoned()) else {
+        return Ok(());
+    };
+    write(state, compiler, lane, level, true, &made.code);
+    let kernel = Kernel::new(&made.code, lane, c.shape, level, c.retain, c.segment)?.refined();
     state.install(lane.kind, kernel);
     Ok(())
 }

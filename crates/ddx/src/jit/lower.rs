@@ -99,11 +99,19 @@ pub(crate) fn native_fma(isa: &dyn TargetIsa) -> bool {
 }
 
 /// The shape of the kernel made for `lane` when `shape` is asked and lanes of more than
-/// `per` nodes are long: a long lane's kernel is a point kernel whatever was asked (its
-/// segments ([`Plan`]), or one function whose loops re-roll it), which a batch runs point
-/// by point.
+/// `per` nodes are long: a point kernel, which a batch runs point by point, whatever was
+/// asked for a long lane (its segments ([`Plan`]), or one function whose loops re-roll
+/// it) and for a lane that re-rolls ([`reroll::Rule::KERNEL`]): its loops run a point
+/// faster than a column kernel's straight-line code runs one (per point of a batch,
+/// µs: chain-256 3.2 against 4.6, Gauss1 5.4 against 10.2, chain-1000 14.1 against
+/// 23.9; BENCHMARKS.md, "Long lanes that re-roll").
 pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
-    if lane.graph.len() > per.max(2) {
+    let rolls = || {
+        !reroll::find(&lane.graph, reroll::Rule::KERNEL)
+            .runs
+            .is_empty()
+    };
+    if shape == Shape::Point || lane.graph.len() > per.max(2) || rolls() {
         Shape::Point
     } else {
         shape

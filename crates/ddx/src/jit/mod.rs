@@ -277,7 +277,11 @@ impl State {
 
     /// Places each saved kernel whose key matches its lane here (see [`Jit::with_saved`]).
     /// Runs before any job is asked, so the tier it sets is what [`State::ask`] builds on.
-    fn adopt(&self, lanes: &PreparedLanes, saved: &[StoredKernel]) {
+    /// Answers the lanes (with their node counts) whose adopted kernel is an optimised one
+    /// that is not refined, of a lane over `compile::BACKTRACKING_NODES` nodes: saved
+    /// before its refinement landed, it is refined again here.
+    fn adopt(&self, lanes: &PreparedLanes, saved: &[StoredKernel]) -> Vec<(LaneKind, usize)> {
+        let mut unrefined = Vec::new();
         let refuse = || {
             self.stats.refused.fetch_add(1, Ordering::Relaxed);
         };
@@ -288,7 +292,7 @@ impl State {
                 for s in saved {
                     self.stats.fail(s.kind, e.clone());
                 }
-                return;
+                return unrefined;
             }
         };
         let c = &self.config;
@@ -314,6 +318,11 @@ impl State {
             let made = Kernel::new(&s.code, lane, c.shape, s.level, c.retain, c.segment);
             match made.map(|k| if refined { k.refined() } else { k }) {
                 Ok(k) => {
+                    let nodes = lane.graph.len();
+                    if !refined && s.level == OptLevel::Speed && nodes > compile::BACKTRACKING_NODES
+                    {
+                        unrefined.push((s.kind, nodes));
+                    }
                     let slot = self.slot(s.kind);
                     slot.publish(k);
                     slot.asked.store(tier as u8, Ordering::Release);
@@ -328,6 +337,7 @@ impl State {
                 }
             }
         }
+        unrefined
     }
 
     pub(crate) fn abandoned(&self) -> bool {
@@ -474,7 +484,9 @@ impl Jit {
             hold: tests::Hold::default(),
         });
         if !saved.is_empty() {
-            state.adopt(lanes, saved);
+            for (kind, nodes) in state.adopt(lanes, saved) {
+                compile::ask_refine(&state, lanes, kind, nodes);
+            }
         }
         if state.config.backend == Backend::Compile {
             for &kind in prepared {

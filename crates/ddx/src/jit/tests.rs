@@ -440,8 +440,9 @@ fn pairs_crossing_a_cut_sit_side_by_side_in_scratch() {
         for kind in LaneKind::ALL {
             let lane = eq.lane(kind).unwrap();
             compiler
-                .compile(lane, Shape::Point, OptLevel::Speed, 9, false)
-                .expect("compiles");
+                .compile(lane, Shape::Point, OptLevel::Speed, 9, false, &|| false)
+                .expect("compiles")
+                .expect("not stopped");
         }
     }
     let [stores, loads] = super::lower::SCRATCH_PAIRS.with(std::cell::Cell::get);
@@ -1364,9 +1365,17 @@ fn a_damaged_constant_table_is_refused() {
     let lane = eq.lane(LaneKind::Gradient).unwrap();
     let c = super::compile::compiler().expect("host");
     let code = c
-        .compile(lane, Shape::Point, OptLevel::Off, usize::MAX, false)
+        .compile(
+            lane,
+            Shape::Point,
+            OptLevel::Off,
+            usize::MAX,
+            false,
+            &|| false,
+        )
         .expect("compiles")
-        .0;
+        .expect("not stopped")
+        .code;
     let new = |code: &[u8]| Kernel::new(code, lane, Shape::Point, OptLevel::Off, false, usize::MAX);
     assert!(new(&code).is_ok());
     // The table's offset, its length and the scratch's length (too large when its top
