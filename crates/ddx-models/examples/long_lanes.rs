@@ -171,6 +171,7 @@ fn main() {
         for n in [100, 1000, 3000, 8000] {
             speed(&format!("chain {n}"), &|| chain(n), LaneKind::Gradient);
         }
+        speed("chain 3000", &|| chain(3000), LaneKind::Hessian);
         for n in [64, 256, 1024, 2048, 4096] {
             speed(
                 &format!("coupled sum {n}"),
