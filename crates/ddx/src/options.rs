@@ -407,6 +407,7 @@ pub struct LaneStatus {
     /// there). Answers are the same bits either way.
     pub refined: bool,
     /// Whether such a refined kernel is being made now (`wait_for_kernel` does not wait
-    /// for it).
+    /// for it), or looked for: a kernel taken from the cache or a saved equation may need
+    /// none, which the refine job finds out (in milliseconds for a re-rolled one).
     pub refining: bool,
 }

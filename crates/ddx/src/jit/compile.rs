@@ -187,7 +187,8 @@ impl Compiler {
     /// kernel differs). Answers `None` without finishing when `stop()` answers true before
     /// a function is emitted, and when `refined` and the lane is one function that is not
     /// large (the refined kernel would be the same code). A
-    /// lane of more than `segment` nodes, or one that re-rolls, gets a point kernel
+    /// lane of more than `segment` nodes, or a re-rolling one of more than
+    /// [`lower::ROLLED_BATCH_NODES`], gets a point kernel
     /// whatever `shape` ([`lower::kernel_shape`]); a long one is split ([`lower::Plan`])
     /// unless it re-rolls: a split
     /// kernel's code is each segment's function in order, each starting at a multiple of

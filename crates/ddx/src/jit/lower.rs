@@ -101,22 +101,31 @@ pub(crate) fn native_fma(isa: &dyn TargetIsa) -> bool {
 /// The shape of the kernel made for `lane` when `shape` is asked and lanes of more than
 /// `per` nodes are long: a point kernel, which a batch runs point by point, whatever was
 /// asked for a long lane (its segments ([`Plan`]), or one function whose loops re-roll
-/// it) and for a lane that re-rolls ([`reroll::Rule::KERNEL`]): its loops run a point
-/// faster than a column kernel's straight-line code runs one (per point of a batch,
-/// µs: chain-256 3.2 against 4.6, Gauss1 5.4 against 10.2, chain-1000 14.1 against
-/// 23.9; BENCHMARKS.md, "Long lanes that re-roll").
+/// it) and for a lane of more than [`ROLLED_BATCH_NODES`] nodes that re-rolls
+/// ([`reroll::Rule::KERNEL`]).
 pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
+    let len = lane.graph.len();
     let rolls = || {
         !reroll::find(&lane.graph, reroll::Rule::KERNEL)
             .runs
             .is_empty()
     };
-    if shape == Shape::Point || lane.graph.len() > per.max(2) || rolls() {
+    if shape == Shape::Point || len > per.max(2) || (len > ROLLED_BATCH_NODES && rolls()) {
         Shape::Point
     } else {
         shape
     }
 }
+
+/// A batch of a lane of more nodes than this that re-rolls runs its re-rolled point kernel
+/// point by point rather than an `f64x2` column kernel: above it the column kernel's
+/// straight-line code (single-pass allocator, spills) ran slower per point (chain-1000,
+/// 18 k nodes: 23.9 µs a point against 14.6); below it the column kernel's two points at
+/// a time can win where the lane makes no math calls (Kirby2's gradient: 0.30 µs a point
+/// against 0.83–1.09 as a point kernel; Hahn1's value 0.17 against 0.36), though not
+/// everywhere (Gauss1, 750 `exp` calls: 10.2 against 5.2). BENCHMARKS.md, "Long lanes
+/// that re-roll". The same as `compile::BACKTRACKING_NODES`.
+pub(crate) const ROLLED_BATCH_NODES: usize = 1 << 14;
 
 /// Builds the function computing `lane` as a kernel of `shape` for `isa`; answers it, the
 /// constant table a [`Shape::Point`] kernel reads through its fourth argument (empty for a
