@@ -41,7 +41,6 @@ unary_fns! {
     sin => f64::sin,
     cos => f64::cos,
     tan => f64::tan,
-    exp => f64::exp,
     log => f64::ln,
     log10 => f64::log10,
     cbrt => f64::cbrt,
@@ -58,6 +57,388 @@ unary_fns! {
     log1p => f64::ln_1p,
     expm1 => f64::exp_m1,
     log2 => f64::log2,
+}
+
+/// `exp(x)` as every ddx engine computes it: ddx's own, a fixed sequence of IEEE 754
+/// operations (no fused multiply-add) that code generators can emit inline, in vector
+/// lanes too, and get the same bits.
+///
+/// The method is Tang's table-driven one (P. T. P. Tang, "Table-driven implementation of the
+/// exponential function in IEEE floating-point arithmetic", ACM TOMS 15(2), 1989), with a
+/// table of 128 entries as in the exp of Arm's optimized-routines:
+/// - `k = round(x · 128/ln 2)`, `r = x − k · ln2/128` (Cody–Waite: `ln2/128` split in a
+///   34-bit head, exact against `k`, and a tail);
+/// - `exp(x) = 2^(k div 128) · 2^((k mod 128)/128) · exp(r)`, the middle factor from
+///   [`EXP_TABLE`] (its rounded value and that rounding's relative error);
+/// - `exp(r) − 1` by its Taylor polynomial of degree 6 (`|r| ≤ ln2/256`: truncation below
+///   2⁻⁷²).
+///
+/// Accuracy, measured against mpmath (the Python suite's `test_exp_is_faithful`): at most
+/// 0.51 ULP over the whole range; results in the subnormal range are rounded once (the
+/// rounding is moved to the subnormal's last place before scaling). `exp(±0) = 1`,
+/// `exp(−∞) = +0`, `exp(+∞) = +∞`, `exp(NaN)` is NaN, `x > 709.78…` overflows to `+∞`, and
+/// `x < −745.13…` underflows to `+0`.
+#[inline]
+pub extern "C" fn exp(x: f64) -> f64 {
+    if exp_is_plain(x) {
+        let (ki, r) = exp_reduce(x);
+        let (scale, tmp) = exp_parts(ki, r);
+        return scale + scale * tmp;
+    }
+    exp_special(x)
+}
+
+/// Whether `exp` takes its plain path at `x`: `2⁻⁵⁴ ≤ |x| < 512` (so `2^(k div 128)` and
+/// the result are normal numbers). Code generators test exactly this, as two comparisons.
+#[inline(always)]
+pub fn exp_is_plain(x: f64) -> bool {
+    let a = x.abs();
+    (EXP_PLAIN_MIN..EXP_PLAIN_MAX).contains(&a)
+}
+
+/// The plain path's lower bound on `|x|`, `2⁻⁵⁴`: below it `exp(x)` rounds to `1 + x`.
+pub const EXP_PLAIN_MIN: f64 = f64::from_bits(0x3c90_0000_0000_0000);
+/// The plain path's upper bound on `|x|` (exclusive), `512`.
+pub const EXP_PLAIN_MAX: f64 = 512.0;
+/// `128 / ln 2`, rounded.
+pub const EXP_INV_LN2_N: f64 = f64::from_bits(0x4067_1547_652b_82fe);
+/// `1.5 · 2⁵²`: adding it rounds a number of magnitude below `2⁵¹` to an integer, which
+/// then sits in the low bits of the sum's representation.
+pub const EXP_SHIFT: f64 = f64::from_bits(0x4338_0000_0000_0000);
+/// `−ln2/128`'s head, 34 significant bits: `k` times it is exact for `|k| < 2¹⁹`.
+pub const EXP_NEG_LN2_HI_N: f64 = f64::from_bits(0xbf76_2e42_fef8_0000);
+/// `−ln2/128`'s tail: `−(ln2/128 − head)`, rounded.
+pub const EXP_NEG_LN2_LO_N: f64 = f64::from_bits(0xbd41_cf79_abc9_e3b4);
+/// The Taylor coefficients `1/2!, …, 1/6!` of `exp(r) − 1 − r`, rounded.
+pub const EXP_POLY: [f64; 5] = [0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0];
+
+/// For `i` in `0..128`, the pair `(tail, scale)` at `[2i]`, `[2i + 1]`: `scale` is the
+/// representation of `2^(i/128)` rounded to nearest, less `i << 45`; `tail` the
+/// representation of that rounding's relative error, rounded. Computed at 300 bits by
+/// `scripts/exp_table.py` (mpmath).
+pub static EXP_TABLE: [u64; 256] = [
+    0x0000000000000000,
+    0x3ff0000000000000,
+    0x3c9b3b4f1a88bf6e,
+    0x3feff63da9fb3335,
+    0xbc7160139cd8dc5d,
+    0x3fefec9a3e778061,
+    0xbc905e7a108766d1,
+    0x3fefe315e86e7f85,
+    0x3c8cd2523567f613,
+    0x3fefd9b0d3158574,
+    0xbc8bce8023f98efa,
+    0x3fefd06b29ddf6de,
+    0x3c60f74e61e6c861,
+    0x3fefc74518759bc8,
+    0x3c90a3e45b33d399,
+    0x3fefbe3ecac6f383,
+    0x3c979aa65d837b6d,
+    0x3fefb5586cf9890f,
+    0x3c8eb51a92fdeffc,
+    0x3fefac922b7247f7,
+    0x3c3ebe3d702f9cd1,
+    0x3fefa3ec32d3d1a2,
+    0xbc6a033489906e0b,
+    0x3fef9b66affed31b,
+    0xbc9556522a2fbd0e,
+    0x3fef9301d0125b51,
+    0xbc5080ef8c4eea55,
+    0x3fef8abdc06c31cc,
+    0xbc91c923b9d5f416,
+    0x3fef829aaea92de0,
+    0x3c80d3e3e95c55af,
+    0x3fef7a98c8a58e51,
+    0xbc801b15eaa59348,
+    0x3fef72b83c7d517b,
+    0xbc8f1ff055de323d,
+    0x3fef6af9388c8dea,
+    0x3c8b898c3f1353bf,
+    0x3fef635beb6fcb75,
+    0xbc96d99c7611eb26,
+    0x3fef5be084045cd4,
+    0x3c9aecf73e3a2f60,
+    0x3fef54873168b9aa,
+    0xbc8fe782cb86389d,
+    0x3fef4d5022fcd91d,
+    0x3c8a6f4144a6c38d,
+    0x3fef463b88628cd6,
+    0x3c807a05b0e4047d,
+    0x3fef3f49917ddc96,
+    0x3c968efde3a8a894,
+    0x3fef387a6e756238,
+    0x3c875e18f274487d,
+    0x3fef31ce4fb2a63f,
+    0x3c80472b981fe7f2,
+    0x3fef2b4565e27cdd,
+    0xbc96b87b3f71085e,
+    0x3fef24dfe1f56381,
+    0x3c82f7e16d09ab31,
+    0x3fef1e9df51fdee1,
+    0xbc3d219b1a6fbffa,
+    0x3fef187fd0dad990,
+    0x3c8b3782720c0ab4,
+    0x3fef1285a6e4030b,
+    0x3c6e149289cecb8f,
+    0x3fef0cafa93e2f56,
+    0x3c834d754db0abb6,
+    0x3fef06fe0a31b715,
+    0x3c864201e2ac744c,
+    0x3fef0170fc4cd831,
+    0x3c8fdd395dd3f84a,
+    0x3feefc08b26416ff,
+    0xbc86a3803b8e5b04,
+    0x3feef6c55f929ff1,
+    0xbc924aedcc4b5068,
+    0x3feef1a7373aa9cb,
+    0xbc9907f81b512d8e,
+    0x3feeecae6d05d866,
+    0xbc71d1e83e9436d2,
+    0x3feee7db34e59ff7,
+    0xbc991919b3ce1b15,
+    0x3feee32dc313a8e5,
+    0x3c859f48a72a4c6d,
+    0x3feedea64c123422,
+    0xbc9312607a28698a,
+    0x3feeda4504ac801c,
+    0xbc58a78f4817895b,
+    0x3feed60a21f72e2a,
+    0xbc7c2c9b67499a1b,
+    0x3feed1f5d950a897,
+    0x3c4363ed60c2ac11,
+    0x3feece086061892d,
+    0x3c9666093b0664ef,
+    0x3feeca41ed1d0057,
+    0x3c6ecce1daa10379,
+    0x3feec6a2b5c13cd0,
+    0x3c93ff8e3f0f1230,
+    0x3feec32af0d7d3de,
+    0x3c7690cebb7aafb0,
+    0x3feebfdad5362a27,
+    0x3c931dbdeb54e077,
+    0x3feebcb299fddd0d,
+    0xbc8f94340071a38e,
+    0x3feeb9b2769d2ca7,
+    0xbc87deccdc93a349,
+    0x3feeb6daa2cf6642,
+    0xbc78dec6bd0f385f,
+    0x3feeb42b569d4f82,
+    0xbc861246ec7b5cf6,
+    0x3feeb1a4ca5d920f,
+    0x3c93350518fdd78e,
+    0x3feeaf4736b527da,
+    0x3c7b98b72f8a9b05,
+    0x3feead12d497c7fd,
+    0x3c9063e1e21c5409,
+    0x3feeab07dd485429,
+    0x3c34c7855019c6ea,
+    0x3feea9268a5946b7,
+    0x3c9432e62b64c035,
+    0x3feea76f15ad2148,
+    0xbc8ce44a6199769f,
+    0x3feea5e1b976dc09,
+    0xbc8c33c53bef4da8,
+    0x3feea47eb03a5585,
+    0xbc845378892be9ae,
+    0x3feea34634ccc320,
+    0xbc93cedd78565858,
+    0x3feea23882552225,
+    0x3c5710aa807e1964,
+    0x3feea155d44ca973,
+    0xbc93b3efbf5e2228,
+    0x3feea09e667f3bcd,
+    0xbc6a12ad8734b982,
+    0x3feea012750bdabf,
+    0xbc6367efb86da9ee,
+    0x3fee9fb23c651a2f,
+    0xbc80dc3d54e08851,
+    0x3fee9f7df9519484,
+    0xbc781f647e5a3ecf,
+    0x3fee9f75e8ec5f74,
+    0xbc86ee4ac08b7db0,
+    0x3fee9f9a48a58174,
+    0xbc8619321e55e68a,
+    0x3fee9feb564267c9,
+    0x3c909ccb5e09d4d3,
+    0x3feea0694fde5d3f,
+    0xbc7b32dcb94da51d,
+    0x3feea11473eb0187,
+    0x3c94ecfd5467c06b,
+    0x3feea1ed0130c132,
+    0x3c65ebe1abd66c55,
+    0x3feea2f336cf4e62,
+    0xbc88a1c52fb3cf42,
+    0x3feea427543e1a12,
+    0xbc9369b6f13b3734,
+    0x3feea589994cce13,
+    0xbc805e843a19ff1e,
+    0x3feea71a4623c7ad,
+    0xbc94d450d872576e,
+    0x3feea8d99b4492ed,
+    0x3c90ad675b0e8a00,
+    0x3feeaac7d98a6699,
+    0x3c8db72fc1f0eab4,
+    0x3feeace5422aa0db,
+    0xbc65b6609cc5e7ff,
+    0x3feeaf3216b5448c,
+    0x3c7bf68359f35f44,
+    0x3feeb1ae99157736,
+    0xbc93091fa71e3d83,
+    0x3feeb45b0b91ffc6,
+    0xbc5da9b88b6c1e29,
+    0x3feeb737b0cdc5e5,
+    0xbc6c23f97c90b959,
+    0x3feeba44cbc8520f,
+    0xbc92434322f4f9aa,
+    0x3feebd829fde4e50,
+    0xbc85ca6cd7668e4b,
+    0x3feec0f170ca07ba,
+    0x3c71affc2b91ce27,
+    0x3feec49182a3f090,
+    0x3c6dd235e10a73bb,
+    0x3feec86319e32323,
+    0xbc87c50422622263,
+    0x3feecc667b5de565,
+    0x3c8b1c86e3e231d5,
+    0x3feed09bec4a2d33,
+    0xbc91bbd1d3bcbb15,
+    0x3feed503b23e255d,
+    0x3c90cc319cee31d2,
+    0x3feed99e1330b358,
+    0x3c8469846e735ab3,
+    0x3feede6b5579fdbf,
+    0xbc82dfcd978e9db4,
+    0x3feee36bbfd3f37a,
+    0x3c8c1a7792cb3387,
+    0x3feee89f995ad3ad,
+    0xbc907b8f4ad1d9fa,
+    0x3feeee07298db666,
+    0xbc55c3d956dcaeba,
+    0x3feef3a2b84f15fb,
+    0xbc90a40e3da6f640,
+    0x3feef9728de5593a,
+    0xbc68d6f438ad9334,
+    0x3feeff76f2fb5e47,
+    0xbc91eee26b588a35,
+    0x3fef05b030a1064a,
+    0x3c74ffd70a5fddcd,
+    0x3fef0c1e904bc1d2,
+    0xbc91bdfbfa9298ac,
+    0x3fef12c25bd71e09,
+    0x3c736eae30af0cb3,
+    0x3fef199bdd85529c,
+    0x3c8ee3325c9ffd94,
+    0x3fef20ab5fffd07a,
+    0x3c84e08fd10959ac,
+    0x3fef27f12e57d14b,
+    0x3c63cdaf384e1a67,
+    0x3fef2f6d9406e7b5,
+    0x3c676b2c6c921968,
+    0x3fef3720dcef9069,
+    0xbc808a1883ccb5d2,
+    0x3fef3f0b555dc3fa,
+    0xbc8fad5d3ffffa6f,
+    0x3fef472d4a07897c,
+    0xbc900dae3875a949,
+    0x3fef4f87080d89f2,
+    0x3c74a385a63d07a7,
+    0x3fef5818dcfba487,
+    0xbc82919e2040220f,
+    0x3fef60e316c98398,
+    0x3c8e5a50d5c192ac,
+    0x3fef69e603db3285,
+    0x3c843a59ac016b4b,
+    0x3fef7321f301b460,
+    0xbc82d52107b43e1f,
+    0x3fef7c97337b9b5f,
+    0xbc892ab93b470dc9,
+    0x3fef864614f5a129,
+    0x3c74b604603a88d3,
+    0x3fef902ee78b3ff6,
+    0x3c83c5ec519d7271,
+    0x3fef9a51fbc74c83,
+    0xbc8ff7128fd391f0,
+    0x3fefa4afa2a490da,
+    0xbc8dae98e223747d,
+    0x3fefaf482d8e67f1,
+    0x3c8ec3bc41aa2008,
+    0x3fefba1bee615a27,
+    0x3c842b94c3a9eb32,
+    0x3fefc52b376bba97,
+    0x3c8a64a931d185ee,
+    0x3fefd0765b6e4540,
+    0xbc8e37bae43be3ed,
+    0x3fefdbfdad9cbe14,
+    0x3c77893b4d91cd9d,
+    0x3fefe7c1819e90d8,
+    0x3c5305c14160cc89,
+    0x3feff3c22b8f71f1,
+];
+
+/// `x`'s reduction: the representation of `k + 1.5 · 2⁵²` (its low bits are `k`), and `r`.
+#[inline(always)]
+pub fn exp_reduce(x: f64) -> (u64, f64) {
+    let z = x * EXP_INV_LN2_N;
+    let kd = z + EXP_SHIFT;
+    let ki = kd.to_bits();
+    let kd = kd - EXP_SHIFT;
+    let r = x + kd * EXP_NEG_LN2_HI_N + kd * EXP_NEG_LN2_LO_N;
+    (ki, r)
+}
+
+/// From the reduction, `(2^(k/128) rounded, tmp)` with `exp(x) ≈ scale + scale · tmp`.
+/// `scale`'s exponent wraps for `|k div 128| > 1022`: [`exp_special`] corrects it.
+#[inline(always)]
+fn exp_parts(ki: u64, r: f64) -> (f64, f64) {
+    let (scale_bits, tmp) = exp_parts_bits(ki, r);
+    (f64::from_bits(scale_bits), tmp)
+}
+
+#[inline(always)]
+fn exp_parts_bits(ki: u64, r: f64) -> (u64, f64) {
+    let i = (ki & 127) as usize;
+    let tail = f64::from_bits(EXP_TABLE[2 * i]);
+    let scale = EXP_TABLE[2 * i + 1].wrapping_add(ki << 45);
+    let r2 = r * r;
+    let [c2, c3, c4, c5, c6] = EXP_POLY;
+    let tmp = tail + r + r2 * (c2 + r * c3) + r2 * r2 * (c4 + r * c5 + r2 * c6);
+    (scale, tmp)
+}
+
+/// `exp` where [`exp_is_plain`] does not hold: tiny, large, infinite and NaN arguments.
+#[cold]
+fn exp_special(x: f64) -> f64 {
+    let a = x.abs();
+    if a < EXP_PLAIN_MIN {
+        return 1.0 + x;
+    }
+    if a.is_nan() {
+        return x + x;
+    }
+    if a >= 1024.0 {
+        return if x > 0.0 { f64::INFINITY } else { 0.0 };
+    }
+    let (ki, r) = exp_reduce(x);
+    let (bits, tmp) = exp_parts_bits(ki, r);
+    if x > 0.0 {
+        // 2^(k div 128) may pass the largest exponent: scale down by 2¹⁰⁰⁹, and back after
+        // the sum (exact, or an overflow to +∞).
+        let scale = f64::from_bits(bits.wrapping_sub(1009 << 52));
+        return (scale + scale * tmp) * f64::from_bits(0x7f00_0000_0000_0000);
+    }
+    // 2^(k div 128) may pass the smallest normal exponent: scale up by 2¹⁰²², and back.
+    let scale = f64::from_bits(bits.wrapping_add(1022 << 52));
+    let mut y = scale + scale * tmp;
+    if y < 1.0 {
+        // The result is subnormal: its last place is 2⁻⁵² in y's units. Recover y's rounding
+        // error, then round once at that place (adding 1 puts it there), so that the final
+        // scaling is exact and the result is not rounded twice.
+        let err = (scale - y) + scale * tmp;
+        let hi = 1.0 + y;
+        let lo = ((1.0 - hi) + y) + err;
+        y = (hi + lo) - 1.0;
+    }
+    y * f64::from_bits(0x0010_0000_0000_0000)
 }
 
 /// `atanh(x)` from `|x|`, its sign restored: `½·ln_1p(2|x| / (1 − |x|))`. Rust's
@@ -318,6 +699,9 @@ pub struct MathTable {
     /// The call of a user function of three or more arguments from a pointer to them
     /// ([`crate::user::call_n`]), at [`MathTable::CALL_N`].
     pub call_n: [CallNFn; 1],
+    /// [`EXP_TABLE`], for code generators that compute [`exp`] inline, at
+    /// [`MathTable::EXP_TABLE`].
+    pub exp_table: [&'static [u64; 256]; 1],
 }
 
 /// [`crate::user::call_n`]'s type: `(tag, args, k)`, `args` pointing to `k` values.
@@ -347,6 +731,10 @@ impl MathTable {
     /// The entry index (in pointer-sized words from the table's start) of
     /// [`MathTable::call_n`]: after every operation's.
     pub const CALL_N: usize = 26;
+
+    /// The entry index (in pointer-sized words from the table's start) of
+    /// [`MathTable::exp_table`]: after [`MathTable::CALL_N`].
+    pub const EXP_TABLE: usize = 27;
 
     /// The entry index (in pointer-sized words from the table's start) of `op`'s function,
     /// or `None` when the table has none (engines always inline those).
@@ -382,6 +770,7 @@ pub static MATH_TABLE: MathTable = MathTable {
     more_binary: [powi],
     more_ternary: [crate::user::call],
     call_n: [crate::user::call_n],
+    exp_table: [&EXP_TABLE],
 };
 
 #[cfg(test)]
@@ -423,9 +812,14 @@ mod tests {
             std::mem::offset_of!(MathTable, call_n),
             MathTable::CALL_N * std::mem::size_of::<usize>()
         );
+        // The exp table's address, appended after that.
+        assert_eq!(
+            std::mem::offset_of!(MathTable, exp_table),
+            MathTable::EXP_TABLE * std::mem::size_of::<usize>()
+        );
         assert_eq!(
             std::mem::size_of::<MathTable>(),
-            27 * std::mem::size_of::<usize>()
+            28 * std::mem::size_of::<usize>()
         );
         assert_eq!(MathTable::slot(Op::Add), None);
         assert_eq!(MathTable::slot(Op::Recip), None);
@@ -492,5 +886,94 @@ mod tests {
         ] {
             assert_eq!(pow(a, b), a.powf(b), "pow({a}, {b})");
         }
+    }
+
+    /// The distance in units in the last place between two finite `f64`s of one sign.
+    fn ulps(a: f64, b: f64) -> u64 {
+        let key = |v: f64| {
+            let b = v.to_bits() as i64;
+            if b < 0 {
+                i64::MIN - b
+            } else {
+                b
+            }
+        };
+        key(a).abs_diff(key(b))
+    }
+
+    /// `exp` against the C library's (glibc's, within 0.52 ULP of the truth): within one
+    /// ULP everywhere, the same bits at nearly every argument. (The Python suite measures
+    /// both against mpmath.)
+    #[test]
+    fn exp_is_within_one_ulp_of_the_c_library() {
+        let mut s: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut unit = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (mut differ, mut n) = (0, 0);
+        for i in 0..400_000 {
+            let u = unit();
+            let x = match i % 5 {
+                0 => (u - 0.5) * 1500.0,
+                1 => (u - 0.5) * 2.0,
+                2 => (u - 0.5) * 1e-6,
+                3 => -708.0 - u * 38.0, // subnormal results
+                _ => 700.0 + u * 10.0,  // near overflow
+            };
+            let (got, want) = (exp(x), x.exp());
+            if want.is_infinite() || want == 0.0 {
+                assert_eq!(got.to_bits(), want.to_bits(), "exp({x:e})");
+                continue;
+            }
+            let d = ulps(got, want);
+            assert!(d <= 1, "exp({x:e}) = {got:e}, the C library's {want:e}");
+            differ += usize::from(d > 0);
+            n += 1;
+        }
+        assert!(differ * 200 < n, "{differ} of {n} differ");
+    }
+
+    #[test]
+    fn exp_answers_the_special_values() {
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
+        assert!(same(exp(0.0), 1.0) && same(exp(-0.0), 1.0));
+        assert!(same(exp(f64::INFINITY), f64::INFINITY));
+        assert!(same(exp(f64::NEG_INFINITY), 0.0));
+        assert!(exp(f64::NAN).is_nan() && exp(-f64::NAN).is_nan());
+        assert!(same(exp(1.0), std::f64::consts::E));
+        assert!(same(exp(5e-324), 1.0) && same(exp(-1e-300), 1.0));
+        // Below 2⁻⁵⁴ the answer is 1 + x rounded; at 2⁻⁵³ it is the next number below 1.
+        assert!(same(exp(-f64::EPSILON / 2.0), 1.0f64.next_down()));
+        // The last finite result and the first overflow.
+        assert!(same(exp(709.782_712_893_384), 1.797_693_134_862_273_2e308));
+        assert!(same(exp(709.782_712_893_384f64.next_up()), f64::INFINITY));
+        assert!(same(exp(1e300), f64::INFINITY) && same(exp(-1e300), 0.0));
+        // Subnormal results, rounded once, and the underflow to zero.
+        for x in [-708.4, -720.0, -740.0, -744.44, -745.0, -745.1332191019411] {
+            assert!(same(exp(x), x.exp()), "exp({x})");
+        }
+        assert!(same(exp(-745.133_219_101_941_1), 5e-324));
+        assert!(same(exp(-745.2), 0.0) && same(exp(-1023.9), 0.0));
+        for x in [512.0, -512.0, 600.0, -600.0, 1023.9] {
+            assert!(ulps(exp(x), x.exp()) <= 1 || exp(x) == x.exp(), "exp({x})");
+        }
+    }
+
+    /// The table against the C library's `pow` (within one ULP of `2^(i/128)`, and the
+    /// stored tail is the small relative error of a rounded value).
+    #[test]
+    fn exp_table_holds_two_to_the_i_over_128() {
+        for i in 0..128u64 {
+            let scale = f64::from_bits(EXP_TABLE[2 * i as usize + 1] + (i << 45));
+            let tail = f64::from_bits(EXP_TABLE[2 * i as usize]);
+            assert!(ulps(scale, 2f64.powf(i as f64 / 128.0)) <= 1, "entry {i}");
+            assert!(tail.abs() <= f64::EPSILON / 2.0, "entry {i}: tail {tail:e}");
+            assert!((1.0..2.0).contains(&scale));
+        }
+        assert_eq!(EXP_TABLE[0], 0);
+        assert_eq!(EXP_TABLE[1], 1f64.to_bits());
     }
 }

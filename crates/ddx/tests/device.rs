@@ -209,6 +209,79 @@ fn arithmetic_models_agree_bit_for_bit_at_odd_batch_lengths() {
     }
 }
 
+/// `exp` is ddx's own on the device too (`ddx_ir::emit::exp_c`): a model of exponentials
+/// (NIST's Gauss family, with the Huber loss above) answers the CPU's bits in every lane,
+/// at ordinary points and across the edges of `exp`'s range (tiny, overflowing,
+/// subnormal and underflowing results, infinities, NaN).
+#[test]
+fn exp_models_agree_bit_for_bit_on_the_device() {
+    let eq = rt::equation(|| {
+        let a = rt::var("a");
+        let b = rt::var("b");
+        let t = rt::var("t");
+        a * (-b * t).exp() + (-(t - a).powi(2) / (b * b)).exp() + (a * t).exp()
+    })
+    .expect("builds");
+    let edges = [
+        0.0,
+        -0.0,
+        1e-300,
+        5e-324,
+        0.3,
+        -2.5,
+        511.9,
+        512.0,
+        -512.0,
+        709.78,
+        709.79,
+        -708.4,
+        -745.0,
+        -745.2,
+        1100.0,
+        -1100.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    for kind in [LaneKind::Gradient, LaneKind::Hessian] {
+        let Some(d) = on_device(&eq, kind) else {
+            return;
+        };
+        let mut xs = points(3, 301, -1.1);
+        // Column 0 (a) and 2 (t) take every edge with b = 1 and b = the point's own.
+        for (k, &e) in edges.iter().enumerate() {
+            xs[0][k] = e;
+            xs[2][k] = 1.0;
+            xs[1][k + 40] = 1.0;
+            xs[2][k + 40] = e;
+            xs[0][k + 80] = 1.0;
+            xs[2][k + 80] = e;
+        }
+        if kind == LaneKind::Hessian {
+            let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+            let run = |e: &Equation| {
+                let len = cols[0].len();
+                let mut v = vec![vec![0.0; len]; 1];
+                let mut p = vec![vec![0.0; len]; e.jacobian_columns()];
+                let mut h = vec![vec![0.0; len]; e.hessian_columns()];
+                let mut vv: Vec<&mut [f64]> = v.iter_mut().map(Vec::as_mut_slice).collect();
+                let mut pp: Vec<&mut [f64]> = p.iter_mut().map(Vec::as_mut_slice).collect();
+                let mut hh: Vec<&mut [f64]> = h.iter_mut().map(Vec::as_mut_slice).collect();
+                e.hessian_batch(&cols, &mut vv, &mut pp, &mut hh)
+                    .expect("fits");
+                (bits(&v), bits(&p), bits(&h))
+            };
+            assert_eq!(run(&d), run(&eq), "{kind:?}");
+        } else {
+            assert_eq!(
+                bits(&gradient_batch(&d, &xs)),
+                bits(&gradient_batch(&eq, &xs)),
+                "{kind:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn select_and_nan_follow_the_rules_on_the_device() {
     // NaN conditions take the first arm, NaN comparisons answer 0 (`!=` too), max and min

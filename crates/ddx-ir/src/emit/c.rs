@@ -1,7 +1,7 @@
 //! The C emitter: one translation-unit fragment per lane (see the parent module for the
 //! signature, the compiler flags and the functions whose bits depend on the platform).
 
-use super::{check_name, describe};
+use super::{check_name, describe, uses};
 use crate::{Error, Lane, Node, NodeId, Op};
 use std::fmt::Write;
 
@@ -52,6 +52,23 @@ static inline double ddx_atanh(double x) {
 #endif
 "#;
 
+/// ddx's `exp` in C, guarded ([`super::exp_c`]).
+fn exp_helper() -> String {
+    format!(
+        "#ifndef DDX_EMIT_EXP_1\n#define DDX_EMIT_EXP_1\n#include <stdint.h>\n#include <string.h>\n{}#endif\n",
+        super::exp_c(false)
+    )
+}
+
+/// [`HELPERS`], and [`exp_helper`] when `lanes` use `exp`.
+fn helpers(lanes: &[&Lane]) -> String {
+    let mut out = String::from(HELPERS);
+    if lanes.iter().any(|l| uses(l, Op::Exp)) {
+        out.push_str(&exp_helper());
+    }
+    out
+}
+
 /// A C function `name` computing `lane`'s outputs, preceded by `#include <math.h>` and
 /// the (guarded) helpers it calls (module doc of [`crate::emit`]). `symbols` are the
 /// lane's symbol names in canonical order; they appear only in a comment.
@@ -63,7 +80,7 @@ pub fn c(lane: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
     }
-    let mut out = String::from(HELPERS);
+    let mut out = helpers(&[lane]);
     out.push_str("/*\n");
     for line in describe(lane, symbols) {
         let _ = writeln!(out, " * {line}");
@@ -99,7 +116,7 @@ pub fn c_mended(
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
     }
-    let mut out = String::from(HELPERS);
+    let mut out = helpers(&[lane, twin]);
     for (inner, l) in [("plain", lane), ("twin", twin)] {
         let _ = writeln!(
             out,
@@ -163,7 +180,7 @@ fn operand(lane: &Lane, id: NodeId) -> String {
 /// `v` as a C `double` expression with exactly its bits (NaN: some NaN). The shortest
 /// decimal that reads back as `v` (C requires correctly rounded conversion of decimal
 /// literals only approximately, but GCC, Clang and MSVC round them correctly).
-fn literal(v: f64) -> String {
+pub(super) fn literal(v: f64) -> String {
     if v.is_nan() {
         "NAN".into()
     } else if v == f64::INFINITY {
@@ -220,7 +237,7 @@ fn expression(op: Op, a: &dyn Fn(usize) -> String, exponent: Option<f64>) -> Str
         Sin => call("sin"),
         Cos => call("cos"),
         Tan => call("tan"),
-        Exp => call("exp"),
+        Exp => call("ddx_exp"),
         Log => call("log"),
         Log10 => call("log10"),
         Cbrt => call("cbrt"),

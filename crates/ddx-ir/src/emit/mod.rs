@@ -35,9 +35,12 @@
 //!   `cbrt` is not, and answers differently in the last bit for about half of all
 //!   arguments in our tests (within 4 ULP). The emitted Rust calls `f64::cbrt`
 //!   (exact); the emitted C calls the C library's (not exact).
-//! - Every other function (`sin` … `tanh`, `exp`, `log`, `log10`, `pow`, `atan2`,
-//!   `hypot`, `fma`) is the C library's in all three (Rust's `f64` methods call it), so
-//!   it is exact when the emitted code runs against the same C library as ddx.
+//! - `exp` is ddx's own ([`crate::math::exp`]): both languages write its operations and
+//!   table out (`ddx_exp`, emitted once per file or function when a lane uses it), so it
+//!   is exact on any platform with IEEE doubles.
+//! - Every other function (`sin` … `tanh`, `log`, `log10`, `pow`, `atan2`, `hypot`,
+//!   `fma`) is the C library's in all three (Rust's `f64` methods call it), so it is
+//!   exact when the emitted code runs against the same C library as ddx.
 //!
 //! **Compiling the C.** Any C99 compiler; `-ffp-contract=off` (GCC contracts `a*b + c`
 //! into a fused multiply-add in its GNU modes when the target has one, which would change
@@ -46,6 +49,98 @@
 
 mod c;
 mod rust;
+
+/// Whether `lane` applies `op` anywhere.
+fn uses(lane: &Lane, op: Op) -> bool {
+    lane.graph.nodes().iter().any(|n| n.op() == Some(op))
+}
+
+/// ddx's `exp` ([`crate::math::exp`]) as a C function `double ddx_exp(double)` with its
+/// table `ddx_exp_table`: C99 (`static`, `uint64_t` through `memcpy`; needs `<stdint.h>`,
+/// `<string.h>` and `<math.h>`) or OpenCL C (`__constant`, `ulong`, `as_double`). The same
+/// IEEE operations in the same order as ddx's, its table and constants written from ddx's
+/// own, so the same bits wherever a multiply and an add are not contracted
+/// (`-ffp-contract=off`, `#pragma OPENCL FP_CONTRACT OFF`).
+#[doc(hidden)]
+pub fn exp_c(opencl: bool) -> String {
+    use crate::math::{
+        EXP_INV_LN2_N, EXP_NEG_LN2_HI_N, EXP_NEG_LN2_LO_N, EXP_PLAIN_MAX, EXP_PLAIN_MIN, EXP_POLY,
+        EXP_SHIFT,
+    };
+    let literal = c::literal;
+    let [c2, c3, c4, c5, c6] = EXP_POLY.map(literal);
+    let (word, table, suffix, store, bits_of, double_of) = if opencl {
+        (
+            "ulong",
+            "__constant ulong ddx_exp_table[256]",
+            "UL",
+            "",
+            "as_ulong(kd)",
+            "as_double",
+        )
+    } else {
+        (
+            "uint64_t",
+            "static const uint64_t ddx_exp_table[256]",
+            "ULL",
+            "static ",
+            "ddx_bits(kd)",
+            "ddx_double",
+        )
+    };
+    let conversions = if opencl {
+        ""
+    } else {
+        "static inline double ddx_double(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n\
+         static inline uint64_t ddx_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }\n"
+    };
+    format!(
+        "/* ddx's exp (ddx_ir::math::exp): Tang's table-driven method, 128 entries. */\n\
+         {table} = {{\n{rows}}};\n{conversions}\
+         {store}double ddx_exp(double x) {{\n  \
+         double a = fabs(x);\n  \
+         if (a < {min}) return 1.0 + x;\n  \
+         if (a != a) return x + x;\n  \
+         if (a >= 1024.0) return x > 0.0 ? INFINITY : 0.0;\n  \
+         double kd = x * {inv} + {shift};\n  \
+         {word} ki = {bits_of};\n  \
+         kd = kd - {shift};\n  \
+         double r = x + kd * {hi} + kd * {lo};\n  \
+         unsigned i = (unsigned)(ki & 127);\n  \
+         double tail = {double_of}(ddx_exp_table[2 * i]);\n  \
+         {word} bits = ddx_exp_table[2 * i + 1] + (ki << 45);\n  \
+         double r2 = r * r;\n  \
+         double tmp = tail + r + r2 * ({c2} + r * {c3}) + r2 * r2 * ({c4} + r * {c5} + r2 * {c6});\n  \
+         if (a < {max}) {{\n    double s = {double_of}(bits);\n    return s + s * tmp;\n  }}\n  \
+         if (x > 0.0) {{\n    double s = {double_of}(bits - (({word})1009 << 52));\n    \
+         return (s + s * tmp) * 0x1p1009;\n  }}\n  \
+         double s = {double_of}(bits + (({word})1022 << 52));\n  \
+         double y = s + s * tmp;\n  \
+         if (y < 1.0) {{\n    double err = (s - y) + s * tmp;\n    double hi = 1.0 + y;\n    \
+         double lo = ((1.0 - hi) + y) + err;\n    y = (hi + lo) - 1.0;\n  }}\n  \
+         return y * 0x1p-1022;\n}}\n",
+        rows = exp_table_lines("  ", suffix),
+        min = literal(EXP_PLAIN_MIN),
+        max = literal(EXP_PLAIN_MAX),
+        inv = literal(EXP_INV_LN2_N),
+        shift = literal(EXP_SHIFT),
+        hi = literal(EXP_NEG_LN2_HI_N),
+        lo = literal(EXP_NEG_LN2_LO_N),
+    )
+}
+
+/// [`crate::math::EXP_TABLE`] as the lines of an array initialiser, four entries a line,
+/// each hexadecimal word followed by `suffix`.
+fn exp_table_lines(indent: &str, suffix: &str) -> String {
+    let mut out = String::new();
+    for row in crate::math::EXP_TABLE.chunks(4) {
+        let words: Vec<String> = row.iter().map(|w| format!("0x{w:016x}{suffix}")).collect();
+        out.push_str(indent);
+        out.push_str(&words.join(", "));
+        out.push_str(",\n");
+    }
+    out
+}
 
 pub use c::{c, c_mended};
 pub use rust::{rust, rust_mended, RustStyle};

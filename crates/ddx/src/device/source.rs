@@ -20,7 +20,9 @@
 //! double precision. Constants are written as hexadecimal floating literals (exact), and
 //! non-finite ones by their bits.
 //!
-//! The transcendental functions are the device's own (`exp`, `sin`, `pow` away from the
+//! `exp` is ddx's own ([`ddx_ir::math::exp`], written out by [`ddx_ir::emit::exp_c`]): the
+//! same IEEE operations with the same table, so the same bits as every CPU engine. The
+//! other transcendental functions are the device's own (`sin`, `log`, `pow` away from the
 //! exponents `2`, `−1`, `½`, …), within the error bounds OpenCL states for double precision;
 //! `powi` is ddx's own binary powering, written out, so it is exact too. The CPU engines
 //! lower no other constant exponent of `pow` ([`ddx_ir::math::pow`] calls the C library's
@@ -100,7 +102,7 @@ fn expression(op: Op, a: &str, b: &str, c: &str) -> String {
         Sin => call("sin"),
         Cos => call("cos"),
         Tan => call("tan"),
-        Exp => call("exp"),
+        Exp => call("ddx_exp"),
         Log => call("log"),
         Log10 => call("log10"),
         Sqrt => call("sqrt"),
@@ -239,6 +241,10 @@ pub fn source_with(lane: &Lane, remat: Remat) -> String {
     let nodes = lane.graph.nodes();
     let mut s = String::with_capacity(PRELUDE.len() + 64 * nodes.len() + 256);
     s.push_str(PRELUDE);
+    if nodes.iter().any(|n| n.op() == Some(Op::Exp)) {
+        s.push_str(&ddx_ir::emit::exp_c(true));
+        s.push('\n');
+    }
     let body = remat_body(lane, remat);
     // `write!` into a String cannot fail.
     let _ = writeln!(

@@ -1533,8 +1533,123 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let p1 = self.constant(1.0);
                 self.pick(pos, p1, r)
             }
+            Op::Exp => self.exp(a),
             _ => self.call(op, &[a]),
         }
+    }
+
+    /// [`ddx_ir::math::exp`] inline, in every lane: the same IEEE operations in the same
+    /// order, so the same bits. Arguments off its plain path (`2⁻⁵⁴ ≤ |x| < 512`, tested as
+    /// [`ddx_ir::math::exp_is_plain`] does) branch to a cold block that calls the table's
+    /// `exp` lane by lane.
+    fn exp(&mut self, x: Value) -> Value {
+        use ddx_ir::math::{
+            EXP_INV_LN2_N, EXP_NEG_LN2_HI_N, EXP_NEG_LN2_LO_N, EXP_PLAIN_MAX, EXP_PLAIN_MIN,
+            EXP_POLY, EXP_SHIFT,
+        };
+        let little = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+        let int = if self.width == 1 {
+            types::I64
+        } else {
+            types::I64.by(u32::from(self.width)).unwrap_or(types::I64X2)
+        };
+        // The reduction: k = round(x · 128/ln 2) in ki's low bits, r = x − k · ln2/128.
+        let inv = self.constant(EXP_INV_LN2_N);
+        let z = self.b.ins().fmul(x, inv);
+        let shift = self.constant(EXP_SHIFT);
+        let kd = self.b.ins().fadd(z, shift);
+        let ki = self.b.ins().bitcast(int, little, kd);
+        let kd = self.b.ins().fsub(kd, shift);
+        let hi = self.constant(EXP_NEG_LN2_HI_N);
+        let t = self.b.ins().fmul(kd, hi);
+        let s = self.b.ins().fadd(x, t);
+        let lo = self.constant(EXP_NEG_LN2_LO_N);
+        let t = self.b.ins().fmul(kd, lo);
+        let r = self.b.ins().fadd(s, t);
+        // The table's pair for k mod 128, lane by lane.
+        let base = self.b.ins().load(
+            self.ptr,
+            pointer_table(),
+            self.table,
+            offset(MathTable::EXP_TABLE, self.ptr.bytes() as usize),
+        );
+        let entry = |e: &mut Self, k: Value| {
+            let i = e.b.ins().band_imm_u(k, 127);
+            let i = e.b.ins().ishl_imm_u(i, 4);
+            let i = if e.ptr == types::I64 {
+                i
+            } else {
+                e.b.ins().ireduce(e.ptr, i)
+            };
+            let at = e.b.ins().iadd(base, i);
+            let tail = e.b.ins().load(types::F64, pointer_table(), at, 0);
+            let scale = e.b.ins().load(types::I64, pointer_table(), at, 8);
+            (tail, scale)
+        };
+        let (tail, scale) = if self.width == 1 {
+            entry(self, ki)
+        } else {
+            let (mut tails, mut scales) = (None, None);
+            for lane in 0..self.width {
+                let k = self.b.ins().extractlane(ki, lane);
+                let (t, s) = entry(self, k);
+                tails = Some(match tails {
+                    None => self.b.ins().splat(self.ty, t),
+                    Some(v) => self.b.ins().insertlane(v, t, lane),
+                });
+                scales = Some(match scales {
+                    None => self.b.ins().splat(int, s),
+                    Some(v) => self.b.ins().insertlane(v, s, lane),
+                });
+            }
+            let none = || unreachable!("a vector has at least one lane");
+            (tails.unwrap_or_else(none), scales.unwrap_or_else(none))
+        };
+        let by = self.b.ins().iconst(types::I64, 45);
+        let top = self.b.ins().ishl(ki, by);
+        let scale = self.b.ins().iadd(scale, top);
+        let scale = self.b.ins().bitcast(self.ty, little, scale);
+        // tmp = tail + r + r²(c2 + r c3) + r⁴(c4 + r c5 + r² c6), left to right.
+        let [c2, c3, c4, c5, c6] = EXP_POLY.map(|c| self.constant(c));
+        let r2 = self.b.ins().fmul(r, r);
+        let t = self.b.ins().fmul(r, c3);
+        let p = self.b.ins().fadd(c2, t);
+        let p = self.b.ins().fmul(r2, p);
+        let t = self.b.ins().fmul(r, c5);
+        let q = self.b.ins().fadd(c4, t);
+        let t = self.b.ins().fmul(r2, c6);
+        let q = self.b.ins().fadd(q, t);
+        let r4 = self.b.ins().fmul(r2, r2);
+        let q = self.b.ins().fmul(r4, q);
+        let tmp = self.b.ins().fadd(tail, r);
+        let tmp = self.b.ins().fadd(tmp, p);
+        let tmp = self.b.ins().fadd(tmp, q);
+        let y = self.b.ins().fmul(scale, tmp);
+        let y = self.b.ins().fadd(scale, y);
+        // Off the plain path in any lane: the table's exp, lane by lane.
+        let a = self.b.ins().fabs(x);
+        let min = self.constant(EXP_PLAIN_MIN);
+        let max = self.constant(EXP_PLAIN_MAX);
+        let ge = self.cmp(FloatCC::GreaterThanOrEqual, a, min);
+        let lt = self.cmp(FloatCC::LessThan, a, max);
+        let plain = self.b.ins().band(ge, lt);
+        let plain = if self.width == 1 {
+            plain
+        } else {
+            self.b.ins().vall_true(plain)
+        };
+        let special = self.b.create_block();
+        let join = self.b.create_block();
+        let out = self.b.append_block_param(join, self.ty);
+        self.b.set_cold_block(special);
+        self.b
+            .ins()
+            .brif(plain, join, &[BlockArg::Value(y)], special, &[]);
+        self.b.switch_to_block(special);
+        let called = self.call(Op::Exp, &[x]);
+        self.b.ins().jump(join, &[BlockArg::Value(called)]);
+        self.b.switch_to_block(join);
+        out
     }
 
     fn binary(&mut self, op: Op, a: Value, c: Value, exponent: Option<f64>) -> Value {

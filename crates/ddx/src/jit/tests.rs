@@ -1549,3 +1549,64 @@ fn component_models_are_packed() {
     }
     assert!(packed * 2 > lanes, "{packed} of {lanes} lanes packed");
 }
+
+/// `exp` is computed inline (`Emit::exp`), in vector lanes too, with a branch to the table's
+/// function off its plain path (`2⁻⁵⁴ ≤ |x| < 512`). At and beside every edge of that path
+/// and of the result's range, in every pair of neighbouring points a column kernel takes
+/// at once, every kernel answers `ddx_ir::math::exp`'s bits.
+#[test]
+fn inline_exp_agrees_at_the_edges_of_its_plain_path() {
+    let mut edges = vec![
+        0.0,
+        f64::INFINITY,
+        f64::NAN,
+        5e-324,
+        1e-310,
+        1e-300,
+        0.3,
+        3.7,
+    ];
+    for b in [
+        ddx_ir::math::EXP_PLAIN_MIN,
+        ddx_ir::math::EXP_PLAIN_MAX,
+        1024.0,
+        709.782_712_893_384,   // the last finite result
+        745.133_219_101_941_1, // the last nonzero result, at −x
+        708.396_418_532_264_1, // the smallest normal result, at −x
+    ] {
+        edges.extend([b, b.next_up(), b.next_down()]);
+    }
+    let edges: Vec<f64> = edges.iter().flat_map(|&e| [e, -e]).collect();
+    let mut g = Graph::new();
+    let x = g.symbol(SymbolId::from_index(0));
+    let y = g.symbol(SymbolId::from_index(1));
+    let ex = g.apply(Op::Exp, &[x]);
+    let xy = g.apply(Op::Mul, &[x, y]);
+    let exy = g.apply(Op::Exp, &[xy]);
+    let model = Model::seal(&g, &[ex, exy], vec!["x".into(), "y".into()]);
+    // Every ordered pair of edges, side by side in a column (and y = 1: exy = exp(x) too).
+    let xs: Vec<f64> = edges
+        .iter()
+        .flat_map(|&a| edges.iter().flat_map(move |&b| [a, b]))
+        .collect();
+    let ones = vec![1.0; xs.len()];
+    let want: Vec<f64> = xs.iter().map(|&v| ddx_ir::math::exp(v)).collect();
+    for options in configs() {
+        let mut eq = Equation::<System>::from_model(model.clone());
+        eq.set_options(options.clone());
+        assert!(eq.wait_for_kernel_of(LaneKind::Value), "{options:?}");
+        for &v in &edges {
+            let mut out = [0.0; 2];
+            eq.eval_into(LaneKind::Value, &[v, 1.0], &mut out);
+            let e = ddx_ir::math::exp(v);
+            assert!(same(&out, &[e, e]), "exp({v:e}) under {options:?}: {out:?}");
+        }
+        let mut got = vec![vec![0.0; xs.len()]; 2];
+        let mut o: Vec<&mut [f64]> = got.iter_mut().map(Vec::as_mut_slice).collect();
+        eq.lane_batch(LaneKind::Value, &[&xs, &ones], &mut o)
+            .expect("a batch");
+        for out in &got {
+            assert!(same(out, &want), "batch under {options:?}");
+        }
+    }
+}
