@@ -3,8 +3,8 @@
 //!
 //! `kernel_profile <model> <arm> <calls> [cache_dir]`: `model` is `electrolyte-16`/`-32`,
 //! `chain-<n>` (`ddx_models::trend::Chain`), `quadratic-<n>` (`trend::Quadratic`),
-//! `uniquac-16`/`-32`, `regular-16`/`-32`, `peng-robinson-17`/`-33`, `coverage-16` or `gauss1` (NIST Gauss1's residual sum of
-//! squares); `arm` is `native` (one `f64` evaluation), `jit` (`gradient_into` through the
+//! `uniquac-16`/`-32`, `regular-16`/`-32`, `peng-robinson-17`/`-33`, `coverage-16`, `gauss1` (NIST Gauss1's residual sum of
+//! squares) or `nist-<dataset>` (any NIST StRD dataset's, `nist-ENSO`); `arm` is `native` (one `f64` evaluation), `jit` (`gradient_into` through the
 //! kernel, after `wait_for_kernel`), `interp` (`gradient_into`, interpreted), `batch`
 //! (`gradient_batch` over 1024 points a call, the block interpreter, on one thread),
 //! `batch-jit` (the same through the JIT's column kernel, `points = 1024`) or `stats`
@@ -297,9 +297,10 @@ fn dot_terms(p: &Program) {
     }
 }
 
-/// NIST Gauss1's residual sum of squares, as `--bench gradient` times it.
-fn gauss1(arm: &str, calls: usize, cache: Option<String>) {
-    let ds = nist::load(&nist::data_dir().join("Gauss1.dat")).expect("Gauss1 loads");
+/// A NIST dataset's residual sum of squares (`name`, as its file is named: `Gauss1`, as
+/// `--bench gradient` times it, or `ENSO` ...).
+fn nist_rss(name: &str, arm: &str, calls: usize, cache: Option<String>) {
+    let ds = nist::load(&nist::data_dir().join(format!("{name}.dat"))).expect("the dataset loads");
     let fam = ds.family().expect("known model");
     let base = ds.certified();
     let n = base.len();
@@ -316,7 +317,7 @@ fn gauss1(arm: &str, calls: usize, cache: Option<String>) {
             s + r * r
         })
     };
-    let eq = || ds.rss_equation().expect("Gauss1 builds");
+    let eq = || ds.rss_equation().expect("the model builds");
     run_with(native, eq, n, &points, arm, calls, cache);
 }
 
@@ -344,13 +345,15 @@ fn main() {
             cache,
         ),
         "coverage-16" => run(&Coverage::new(16).expect("n"), arm, calls, cache),
-        "gauss1" => gauss1(arm, calls, cache),
+        "gauss1" => nist_rss("Gauss1", arm, calls, cache),
         "uniquac-32" => run(&Uniquac::new(&data(), 32).expect("n"), arm, calls, cache),
         "regular-32" => run(&RegularSolution::new(32), arm, calls, cache),
         other => {
             let size = |prefix: &str| other.strip_prefix(prefix)?.parse::<usize>().ok();
             if let Some(n) = size("chain-") {
                 run(&Chain::new(n).expect("n"), arm, calls, cache)
+            } else if let Some(name) = other.strip_prefix("nist-") {
+                nist_rss(name, arm, calls, cache)
             } else if let Some(n) = size("quadratic-") {
                 run(&Quadratic::new(n).expect("n"), arm, calls, cache)
             } else {

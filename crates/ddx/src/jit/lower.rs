@@ -101,8 +101,9 @@ pub(crate) fn native_fma(isa: &dyn TargetIsa) -> bool {
 /// The shape of the kernel made for `lane` when `shape` is asked and lanes of more than
 /// `per` nodes are long: a point kernel, which a batch runs point by point, whatever was
 /// asked for a long lane (its segments ([`Plan`]), or one function whose loops re-roll
-/// it) and for a lane of more than [`ROLLED_BATCH_NODES`] nodes that re-rolls
-/// ([`reroll::Rule::KERNEL`]).
+/// it), for a lane of more than [`ROLLED_BATCH_NODES`] nodes that re-rolls
+/// ([`reroll::Rule::KERNEL`]), and for a lane that makes at least [`BATCH_POINT_CALLS`]
+/// calls out of line.
 pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
     let len = lane.graph.len();
     let rolls = || {
@@ -110,7 +111,14 @@ pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
             .runs
             .is_empty()
     };
-    if shape == Shape::Point || len > per.max(2) || (len > ROLLED_BATCH_NODES && rolls()) {
+    let calls = || {
+        (0..len)
+            .filter(|&id| slp::calls_out(lane, id))
+            .nth(BATCH_POINT_CALLS - 1)
+            .is_some()
+    };
+    if shape == Shape::Point || len > per.max(2) || (len > ROLLED_BATCH_NODES && rolls()) || calls()
+    {
         Shape::Point
     } else {
         shape
@@ -126,6 +134,17 @@ pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
 /// everywhere (Gauss1, 750 `exp` calls: 10.2 against 5.2). BENCHMARKS.md, "Long lanes
 /// that re-roll". The same as `compile::BACKTRACKING_NODES`.
 pub(crate) const ROLLED_BATCH_NODES: usize = 1 << 14;
+
+/// A batch of a lane that makes at least this many calls out of line (the math table's
+/// functions other than those computed inline, user functions) runs its point kernel point
+/// by point: around every call an `f64x2` column kernel spills its live vectors and splits
+/// each call in two, and its straight-line code keeps more values live than a point
+/// kernel (NIST ENSO's gradient, 672 `sin`/`cos` in 8 960 nodes: 10.8 µs a point as a
+/// column kernel, 6.5 as a point kernel; chain-256, 255 calls: 5.0 against 3.4). Below it
+/// the column kernel is ahead or level (coverage-16's 56 calls: 0.47 against 0.51;
+/// UNIQUAC-32's 96: 1.16 against 1.13; Roszman1's 25: 0.21 against 0.25).
+/// BENCHMARKS.md, "Batches of lanes that call out".
+pub(crate) const BATCH_POINT_CALLS: usize = 128;
 
 /// Builds the function computing `lane` as a kernel of `shape` for `isa`; answers it, the
 /// constant table a [`Shape::Point`] kernel reads through its fourth argument (empty for a

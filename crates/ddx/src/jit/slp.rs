@@ -100,6 +100,18 @@ fn instructions(op: Op, exponent: Option<f64>) -> f64 {
     }
 }
 
+/// Whether node `id` of `lane` is an operation the lowering hands to a function (the math
+/// table's, or a user function's) rather than computing inline, where the target has a
+/// fused multiply-add.
+pub(crate) fn calls_out(lane: &Lane, id: usize) -> bool {
+    match lane.graph.nodes()[id] {
+        Node::Apply(op, _) => {
+            ddx_ir::math::MathTable::slot(op).is_some() && shape(lane, id, true).is_none()
+        }
+        _ => false,
+    }
+}
+
 /// The shape of operation `id`, if the lowering computes it inline (a single
 /// instruction or a few, identical in both lanes): calls of the math table, user calls
 /// and packs are never paired; neither is `fma` without the instruction (`fma` says

@@ -1610,3 +1610,74 @@ fn inline_exp_agrees_at_the_edges_of_its_plain_path() {
         }
     }
 }
+
+/// `Σ_k x0·sin(x1·t_k) + cos(x0 + t_k)` over `terms` data values `t_k` (NIST ENSO's shape).
+fn trig_sum(terms: usize) -> Model {
+    let mut g = Graph::new();
+    let x0 = g.symbol(SymbolId::from_index(0));
+    let x1 = g.symbol(SymbolId::from_index(1));
+    let mut sum = g.constant(0.0);
+    for k in 0..terms {
+        let t = g.constant(0.25 + k as f64 / 7.0);
+        let a = g.apply(Op::Mul, &[x1, t]);
+        let s = g.apply(Op::Sin, &[a]);
+        let s = g.apply(Op::Mul, &[x0, s]);
+        let b = g.apply(Op::Add, &[x0, t]);
+        let c = g.apply(Op::Cos, &[b]);
+        let term = g.apply(Op::Add, &[s, c]);
+        sum = g.apply(Op::Add, &[sum, term]);
+    }
+    Model::seal(&g, &[sum], vec!["x0".into(), "x1".into()])
+}
+
+/// A lane that makes `lower::BATCH_POINT_CALLS` calls out of line or more gets a point
+/// kernel when a column kernel is asked for (batches run it point by point); one with
+/// fewer keeps its column kernel, and `exp`, computed inline, is no call. Both answer the
+/// interpreter's bits.
+#[test]
+fn lanes_that_call_out_often_batch_through_their_point_kernel() {
+    use super::lower::{kernel_shape, BATCH_POINT_CALLS};
+    let calls = |model: &Model, kind: LaneKind| {
+        let eq = Equation::<System>::from_model(model.clone());
+        let lane = eq.lane(kind).unwrap().clone();
+        let n = (0..lane.graph.len())
+            .filter(|&id| super::slp::calls_out(&lane, id))
+            .count();
+        (lane, n)
+    };
+    let many = trig_sum(BATCH_POINT_CALLS / 2 + 1);
+    let few = trig_sum(BATCH_POINT_CALLS / 4);
+    for kind in [LaneKind::Value, LaneKind::Gradient] {
+        let (lane, n) = calls(&many, kind);
+        assert!(n >= BATCH_POINT_CALLS, "{kind:?}: {n}");
+        assert_eq!(
+            kernel_shape(&lane, Shape::Column { width: 2 }, usize::MAX),
+            Shape::Point
+        );
+        let (lane, n) = calls(&few, kind);
+        assert!(n < BATCH_POINT_CALLS, "{kind:?}: {n}");
+        assert_eq!(
+            kernel_shape(&lane, Shape::Column { width: 2 }, usize::MAX),
+            Shape::Column { width: 2 }
+        );
+    }
+    // exp is inline: as many exps as sines above are no calls.
+    let mut g = Graph::new();
+    let x = g.symbol(SymbolId::from_index(0));
+    let mut sum = g.constant(0.0);
+    for k in 0..BATCH_POINT_CALLS {
+        let t = g.constant(k as f64 / 100.0);
+        let a = g.apply(Op::Mul, &[x, t]);
+        let e = g.apply(Op::Exp, &[a]);
+        sum = g.apply(Op::Add, &[sum, e]);
+    }
+    let exps = Model::seal(&g, &[sum], vec!["x".into()]);
+    let (lane, n) = calls(&exps, LaneKind::Value);
+    assert_eq!(n, 0);
+    assert_eq!(
+        kernel_shape(&lane, Shape::Column { width: 2 }, usize::MAX),
+        Shape::Column { width: 2 }
+    );
+    let mut rng = Rng(29);
+    check_model(&many, &mut rng, &[1, 2, 7]).expect("bits");
+}
