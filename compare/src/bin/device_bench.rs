@@ -263,8 +263,17 @@ fn main() {
         ulps("hypot", |a, b| a.hypot(b), [-1e3, 1e3, -1e3, 1e3], len);
     }
     let data = ThermoData::bundled().expect("thermo data");
+    // NIST Gauss1's residual sum of squares: 750 `exp` calls a gradient. The data from
+    // `DDX_NIST_DIR` where set (a machine the binary was carried to), else this repository's.
+    let nist = std::env::var_os("DDX_NIST_DIR")
+        .map_or_else(ddx_models::nist::data_dir, std::path::PathBuf::from);
+    let gauss1 = ddx_models::nist::load(&nist.join("Gauss1.dat"))
+        .expect("Gauss1 loads")
+        .rss_equation()
+        .expect("builds");
     let models: Vec<(&str, Equation)> = vec![
         ("huber", huber()),
+        ("gauss1", gauss1),
         (
             "regsol16",
             ddx_models::equation(&RegularSolution::new(16)).expect("builds"),

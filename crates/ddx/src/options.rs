@@ -62,9 +62,10 @@ pub enum Backend {
     /// backend and answers every call from the CPU (`device_status`: `no_device`).
     ///
     /// The device gives the CPU's bits on arithmetic (`+ − × ÷`, `sqrt`, comparisons,
-    /// `select`, the powers written out inline: ARCHITECTURE.md, "Semantics", lists them);
-    /// transcendental functions (`exp`, `pow`, `hypot`, …) are the device's own, within
-    /// OpenCL's stated error bounds (measured per function in BENCHMARKS.md).
+    /// `select`, the powers written out inline: ARCHITECTURE.md, "Semantics", lists them)
+    /// and on `exp` (ddx's own, written out); the other transcendental functions (`log`,
+    /// `pow`, `hypot`, …) are the device's own, within OpenCL's stated error bounds
+    /// (measured per function in BENCHMARKS.md).
     Device,
 }
 

@@ -14,8 +14,10 @@
 //!   selects so that NaN operands follow ddx's rules, not the CPU's `minsd`/`maxsd`;
 //! - `pow` with the constant exponent `2`, `-1` or `0.5` is the correctly rounded operation
 //!   `math::pow` defines for it (`powi` with `2` or `-1` likewise, and `recip` is a
-//!   division); every other transcendental (and `fma` on a CPU without the
-//!   instruction) is an indirect call through the `MathTable` pointer the kernel receives.
+//!   division); `exp` is `math::exp`'s operations inline ([`Emit::exp`], its table read
+//!   through the `MathTable`), in `f64x2` lanes too; every other transcendental (and `fma`
+//!   on a CPU without the instruction) is an indirect call through the `MathTable`
+//!   pointer the kernel receives.
 //!
 //! The function references no symbol and no data outside itself (constants are immediates
 //! or sit in its own constant pool), so its machine code needs no relocation; the compiler
