@@ -37,15 +37,17 @@
 //!   (exact); the emitted C calls the C library's (not exact).
 //! - `exp` is ddx's own ([`crate::math::exp`]): both languages write its operations and
 //!   table out (`ddx_exp`, emitted once per file or function when a lane uses it), so it
-//!   is exact on any platform with IEEE doubles.
+//!   is exact wherever C and Rust evaluate `double` in double precision
+//!   (`FLT_EVAL_METHOD == 0`, as on x86-64 and AArch64; not x87, below).
 //! - Every other function (`sin` … `tanh`, `log`, `log10`, `pow`, `atan2`, `hypot`,
 //!   `fma`) is the C library's in all three (Rust's `f64` methods call it), so it is
 //!   exact when the emitted code runs against the same C library as ddx.
 //!
 //! **Compiling the C.** Any C99 compiler; `-ffp-contract=off` (GCC contracts `a*b + c`
 //! into a fused multiply-add in its GNU modes when the target has one, which would change
-//! bits), no `-ffast-math`; link with `-lm`. x87 arithmetic (32-bit x86 without SSE2)
-//! rounds differently and is not supported.
+//! bits), no `-ffast-math`; link with `-lm`. x87 arithmetic (32-bit x86 without SSE2, or
+//! `-mfpmath=387`) rounds differently and is not supported: its `ddx_exp` was off by up to
+//! 154 ULP in a tester's run.
 
 mod c;
 mod rust;
