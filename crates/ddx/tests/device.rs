@@ -74,6 +74,24 @@ fn gradient_batch<S: ddx::Shape>(eq: &Equation<S>, xs: &[Vec<f64>]) -> Vec<Vec<f
     out
 }
 
+/// The bits of a Hessian batch's value, gradient and Hessian columns.
+type HessianBits = (Vec<Vec<u64>>, Vec<Vec<u64>>, Vec<Vec<u64>>);
+
+/// A Hessian batch of `eq` over `xs`, as bits.
+fn hessian_batch_bits(eq: &Equation, xs: &[Vec<f64>]) -> HessianBits {
+    let len = xs[0].len();
+    let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+    let mut v = vec![vec![0.0; len]; 1];
+    let mut p = vec![vec![0.0; len]; eq.jacobian_columns()];
+    let mut h = vec![vec![0.0; len]; eq.hessian_columns()];
+    let mut vv: Vec<&mut [f64]> = v.iter_mut().map(Vec::as_mut_slice).collect();
+    let mut pp: Vec<&mut [f64]> = p.iter_mut().map(Vec::as_mut_slice).collect();
+    let mut hh: Vec<&mut [f64]> = h.iter_mut().map(Vec::as_mut_slice).collect();
+    eq.hessian_batch(&cols, &mut vv, &mut pp, &mut hh)
+        .expect("fits");
+    (bits(&v), bits(&p), bits(&h))
+}
+
 fn bits(cols: &[Vec<f64>]) -> Vec<Vec<u64>> {
     cols.iter()
         .map(|c| {
@@ -191,20 +209,11 @@ fn arithmetic_models_agree_bit_for_bit_at_odd_batch_lengths() {
                 bits(&gradient_batch(&d, &xs)),
                 bits(&gradient_batch(&eq, &xs))
             );
-            let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
-            let m = eq.hessian_columns();
-            let run = |e: &Equation| {
-                let mut v = vec![vec![0.0; len]; 1];
-                let mut p = vec![vec![0.0; len]; e.jacobian_columns()];
-                let mut h = vec![vec![0.0; len]; m];
-                let mut vv: Vec<&mut [f64]> = v.iter_mut().map(Vec::as_mut_slice).collect();
-                let mut pp: Vec<&mut [f64]> = p.iter_mut().map(Vec::as_mut_slice).collect();
-                let mut hh: Vec<&mut [f64]> = h.iter_mut().map(Vec::as_mut_slice).collect();
-                e.hessian_batch(&cols, &mut vv, &mut pp, &mut hh)
-                    .expect("fits");
-                (bits(&v), bits(&p), bits(&h))
-            };
-            assert_eq!(run(&d), run(&eq), "{kind:?}, {len} points");
+            assert_eq!(
+                hessian_batch_bits(&d, &xs),
+                hessian_batch_bits(&eq, &xs),
+                "{kind:?}, {len} points"
+            );
         }
     }
 }
@@ -258,20 +267,11 @@ fn exp_models_agree_bit_for_bit_on_the_device() {
             xs[2][k + 80] = e;
         }
         if kind == LaneKind::Hessian {
-            let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
-            let run = |e: &Equation| {
-                let len = cols[0].len();
-                let mut v = vec![vec![0.0; len]; 1];
-                let mut p = vec![vec![0.0; len]; e.jacobian_columns()];
-                let mut h = vec![vec![0.0; len]; e.hessian_columns()];
-                let mut vv: Vec<&mut [f64]> = v.iter_mut().map(Vec::as_mut_slice).collect();
-                let mut pp: Vec<&mut [f64]> = p.iter_mut().map(Vec::as_mut_slice).collect();
-                let mut hh: Vec<&mut [f64]> = h.iter_mut().map(Vec::as_mut_slice).collect();
-                e.hessian_batch(&cols, &mut vv, &mut pp, &mut hh)
-                    .expect("fits");
-                (bits(&v), bits(&p), bits(&h))
-            };
-            assert_eq!(run(&d), run(&eq), "{kind:?}");
+            assert_eq!(
+                hessian_batch_bits(&d, &xs),
+                hessian_batch_bits(&eq, &xs),
+                "{kind:?}"
+            );
         } else {
             assert_eq!(
                 bits(&gradient_batch(&d, &xs)),
