@@ -65,12 +65,6 @@ fn uses(lane: &Lane, op: Op) -> bool {
 /// (`-ffp-contract=off`, `#pragma OPENCL FP_CONTRACT OFF`).
 #[doc(hidden)]
 pub fn exp_c(opencl: bool) -> String {
-    use crate::math::{
-        EXP_INV_LN2_N, EXP_NEG_LN2_HI_N, EXP_NEG_LN2_LO_N, EXP_PLAIN_MAX, EXP_PLAIN_MIN, EXP_POLY,
-        EXP_SHIFT,
-    };
-    let literal = c::literal;
-    let [c2, c3, c4, c5, c6] = EXP_POLY.map(literal);
     let (word, table, suffix, store, bits_of, double_of) = if opencl {
         (
             "ulong",
@@ -96,10 +90,9 @@ pub fn exp_c(opencl: bool) -> String {
         "static inline double ddx_double(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n\
          static inline uint64_t ddx_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }\n"
     };
-    format!(
-        "/* ddx's exp (ddx_ir::math::exp): Tang's table-driven method, 128 entries. */\n\
-         {table} = {{\n{rows}}};\n{conversions}\
-         {store}double ddx_exp(double x) {{\n  \
+    let template = "/* ddx's exp (ddx_ir::math::exp): Tang's table-driven method, 128 entries. */\n\
+         {decl} = {\n{rows}};\n{conversions}\
+         {store}double ddx_exp(double x) {\n  \
          double a = fabs(x);\n  \
          if (a < {min}) return 1.0 + x;\n  \
          if (a != a) return x + x;\n  \
@@ -113,22 +106,51 @@ pub fn exp_c(opencl: bool) -> String {
          {word} bits = ddx_exp_table[2 * i + 1] + (ki << 45);\n  \
          double r2 = r * r;\n  \
          double tmp = tail + r + r2 * ({c2} + r * {c3}) + r2 * r2 * ({c4} + r * {c5} + r2 * {c6});\n  \
-         if (a < {max}) {{\n    double s = {double_of}(bits);\n    return s + s * tmp;\n  }}\n  \
-         if (x > 0.0) {{\n    double s = {double_of}(bits - (({word})1009 << 52));\n    \
-         return (s + s * tmp) * 0x1p1009;\n  }}\n  \
+         if (a < {max}) {\n    double s = {double_of}(bits);\n    return s + s * tmp;\n  }\n  \
+         if (x > 0.0) {\n    double s = {double_of}(bits - (({word})1009 << 52));\n    \
+         return (s + s * tmp) * 0x1p1009;\n  }\n  \
          double s = {double_of}(bits + (({word})1022 << 52));\n  \
          double y = s + s * tmp;\n  \
-         if (y < 1.0) {{\n    double err = (s - y) + s * tmp;\n    double hi = 1.0 + y;\n    \
-         double lo = ((1.0 - hi) + y) + err;\n    y = (hi + lo) - 1.0;\n  }}\n  \
-         return y * 0x1p-1022;\n}}\n",
-        rows = exp_table_lines("  ", suffix),
-        min = literal(EXP_PLAIN_MIN),
-        max = literal(EXP_PLAIN_MAX),
-        inv = literal(EXP_INV_LN2_N),
-        shift = literal(EXP_SHIFT),
-        hi = literal(EXP_NEG_LN2_HI_N),
-        lo = literal(EXP_NEG_LN2_LO_N),
-    )
+         if (y < 1.0) {\n    double err = (s - y) + s * tmp;\n    double hi = 1.0 + y;\n    \
+         double lo = ((1.0 - hi) + y) + err;\n    y = (hi + lo) - 1.0;\n  }\n  \
+         return y * 0x1p-1022;\n}\n";
+    let template = template
+        .replace("{decl}", table)
+        .replace("{conversions}", conversions)
+        .replace("{store}", store)
+        .replace("{word}", word)
+        .replace("{bits_of}", bits_of)
+        .replace("{double_of}", double_of);
+    fill_exp(&template, c::literal, &exp_table_lines("  ", suffix))
+}
+
+/// `template`, a spelling of ddx's `exp` in an emitted language, with its constants
+/// written in: `{min}`, `{max}`, `{inv}`, `{shift}`, `{hi}`, `{lo}` and `{c2}` … `{c6}`
+/// ([`crate::math`]'s `EXP_*`) as `literal` spells them, `{rows}` as `rows`.
+fn fill_exp(template: &str, literal: fn(f64) -> String, rows: &str) -> String {
+    use crate::math::{
+        EXP_INV_LN2_N, EXP_NEG_LN2_HI_N, EXP_NEG_LN2_LO_N, EXP_PLAIN_MAX, EXP_PLAIN_MIN, EXP_POLY,
+        EXP_SHIFT,
+    };
+    let [c2, c3, c4, c5, c6] = EXP_POLY;
+    let constants = [
+        ("{min}", EXP_PLAIN_MIN),
+        ("{max}", EXP_PLAIN_MAX),
+        ("{inv}", EXP_INV_LN2_N),
+        ("{shift}", EXP_SHIFT),
+        ("{hi}", EXP_NEG_LN2_HI_N),
+        ("{lo}", EXP_NEG_LN2_LO_N),
+        ("{c2}", c2),
+        ("{c3}", c3),
+        ("{c4}", c4),
+        ("{c5}", c5),
+        ("{c6}", c6),
+    ];
+    constants
+        .iter()
+        .fold(template.replace("{rows}", rows), |text, &(name, v)| {
+            text.replace(name, &literal(v))
+        })
 }
 
 /// [`crate::math::EXP_TABLE`] as the lines of an array initialiser, four entries a line,

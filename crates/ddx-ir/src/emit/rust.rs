@@ -134,19 +134,13 @@ fn signature(lane: &Lane) -> String {
 /// `indent`: the same IEEE operations in the same order, its table and constants written
 /// from ddx's own, so the same bits.
 fn exp_helper(indent: &str) -> String {
-    use crate::math::{
-        EXP_INV_LN2_N, EXP_NEG_LN2_HI_N, EXP_NEG_LN2_LO_N, EXP_PLAIN_MAX, EXP_PLAIN_MIN, EXP_POLY,
-        EXP_SHIFT,
-    };
-    let [c2, c3, c4, c5, c6] = EXP_POLY.map(literal);
-    let text = format!(
-        "/// ddx's exp (`ddx_ir::math::exp`): Tang's table-driven method, 128 entries.\n\
-         fn ddx_exp(x: f64) -> f64 {{\n    \
-         const TABLE: [u64; 256] = [\n{table}    ];\n    \
+    let template = "/// ddx's exp (`ddx_ir::math::exp`): Tang's table-driven method, 128 entries.\n\
+         fn ddx_exp(x: f64) -> f64 {\n    \
+         const TABLE: [u64; 256] = [\n{rows}    ];\n    \
          let a = x.abs();\n    \
-         if a < {min} {{\n        return 1.0 + x;\n    }}\n    \
-         if a.is_nan() {{\n        return x + x;\n    }}\n    \
-         if a >= 1024.0 {{\n        return if x > 0.0 {{ f64::INFINITY }} else {{ 0.0 }};\n    }}\n    \
+         if a < {min} {\n        return 1.0 + x;\n    }\n    \
+         if a.is_nan() {\n        return x + x;\n    }\n    \
+         if a >= 1024.0 {\n        return if x > 0.0 { f64::INFINITY } else { 0.0 };\n    }\n    \
          let kd = x * {inv} + {shift};\n    \
          let ki = kd.to_bits();\n    \
          let kd = kd - {shift};\n    \
@@ -156,22 +150,15 @@ fn exp_helper(indent: &str) -> String {
          let bits = TABLE[2 * i + 1].wrapping_add(ki << 45);\n    \
          let r2 = r * r;\n    \
          let tmp = tail + r + r2 * ({c2} + r * {c3}) + r2 * r2 * ({c4} + r * {c5} + r2 * {c6});\n    \
-         if a < {max} {{\n        let s = f64::from_bits(bits);\n        return s + s * tmp;\n    }}\n    \
-         if x > 0.0 {{\n        let s = f64::from_bits(bits.wrapping_sub(1009 << 52));\n        \
-         return (s + s * tmp) * f64::from_bits(0x7f00_0000_0000_0000);\n    }}\n    \
+         if a < {max} {\n        let s = f64::from_bits(bits);\n        return s + s * tmp;\n    }\n    \
+         if x > 0.0 {\n        let s = f64::from_bits(bits.wrapping_sub(1009 << 52));\n        \
+         return (s + s * tmp) * f64::from_bits(0x7f00_0000_0000_0000);\n    }\n    \
          let s = f64::from_bits(bits.wrapping_add(1022 << 52));\n    \
          let mut y = s + s * tmp;\n    \
-         if y < 1.0 {{\n        let err = (s - y) + s * tmp;\n        let hi = 1.0 + y;\n        \
-         let lo = ((1.0 - hi) + y) + err;\n        y = (hi + lo) - 1.0;\n    }}\n    \
-         y * f64::from_bits(0x0010_0000_0000_0000)\n}}\n",
-        table = exp_table_lines("        ", ""),
-        min = literal(EXP_PLAIN_MIN),
-        max = literal(EXP_PLAIN_MAX),
-        inv = literal(EXP_INV_LN2_N),
-        shift = literal(EXP_SHIFT),
-        hi = literal(EXP_NEG_LN2_HI_N),
-        lo = literal(EXP_NEG_LN2_LO_N),
-    );
+         if y < 1.0 {\n        let err = (s - y) + s * tmp;\n        let hi = 1.0 + y;\n        \
+         let lo = ((1.0 - hi) + y) + err;\n        y = (hi + lo) - 1.0;\n    }\n    \
+         y * f64::from_bits(0x0010_0000_0000_0000)\n}\n";
+    let text = super::fill_exp(template, literal, &exp_table_lines("        ", ""));
     let mut out = String::new();
     for line in text.lines() {
         out.push_str(indent);

@@ -1518,13 +1518,28 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         if self.width == 1 {
             self.b.ins().select(cond, t, f)
         } else {
-            let mask = self.b.ins().bitcast(
-                self.ty,
-                MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little),
-                cond,
-            );
+            let mask = self.reinterpret(self.ty, cond);
             self.b.ins().bitselect(mask, t, f)
         }
+    }
+
+    /// `v`'s bits as a value of type `ty` (the same width), lane for lane.
+    fn reinterpret(&mut self, ty: Type, v: Value) -> Value {
+        let little = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
+        self.b.ins().bitcast(ty, little, v)
+    }
+
+    /// The vector of type `ty` whose lane `k` is `lanes[k]` (one value per point of this
+    /// emitter's width, so at least two).
+    fn vector_from_lanes(&mut self, ty: Type, lanes: &[Value]) -> Value {
+        let Some((&first, rest)) = lanes.split_first() else {
+            unreachable!("a vector has at least one lane")
+        };
+        let mut v = self.b.ins().splat(ty, first);
+        for (k, &x) in rest.iter().enumerate() {
+            v = self.b.ins().insertlane(v, x, k as u8 + 1);
+        }
+        v
     }
 
     /// `truth(holds)`: `1.0` or `0.0`.
@@ -1568,7 +1583,6 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             EXP_INV_LN2_N, EXP_NEG_LN2_HI_N, EXP_NEG_LN2_LO_N, EXP_PLAIN_MAX, EXP_PLAIN_MIN,
             EXP_POLY, EXP_SHIFT,
         };
-        let little = MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little);
         let int = if self.width == 1 {
             types::I64
         } else {
@@ -1579,7 +1593,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let z = self.b.ins().fmul(x, inv);
         let shift = self.constant(EXP_SHIFT);
         let kd = self.b.ins().fadd(z, shift);
-        let ki = self.b.ins().bitcast(int, little, kd);
+        let ki = self.reinterpret(int, kd);
         let kd = self.b.ins().fsub(kd, shift);
         let hi = self.constant(EXP_NEG_LN2_HI_N);
         let t = self.b.ins().fmul(kd, hi);
@@ -1610,26 +1624,21 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let (tail, scale) = if self.width == 1 {
             entry(self, ki)
         } else {
-            let (mut tails, mut scales) = (None, None);
-            for lane in 0..self.width {
-                let k = self.b.ins().extractlane(ki, lane);
-                let (t, s) = entry(self, k);
-                tails = Some(match tails {
-                    None => self.b.ins().splat(self.ty, t),
-                    Some(v) => self.b.ins().insertlane(v, t, lane),
-                });
-                scales = Some(match scales {
-                    None => self.b.ins().splat(int, s),
-                    Some(v) => self.b.ins().insertlane(v, s, lane),
-                });
-            }
-            let none = || unreachable!("a vector has at least one lane");
-            (tails.unwrap_or_else(none), scales.unwrap_or_else(none))
+            let (tails, scales): (Vec<Value>, Vec<Value>) = (0..self.width)
+                .map(|lane| {
+                    let k = self.b.ins().extractlane(ki, lane);
+                    entry(self, k)
+                })
+                .unzip();
+            (
+                self.vector_from_lanes(self.ty, &tails),
+                self.vector_from_lanes(int, &scales),
+            )
         };
         let by = self.b.ins().iconst(types::I64, 45);
         let top = self.b.ins().ishl(ki, by);
         let scale = self.b.ins().iadd(scale, top);
-        let scale = self.b.ins().bitcast(self.ty, little, scale);
+        let scale = self.reinterpret(self.ty, scale);
         // tmp = tail + r + r²(c2 + r c3) + r⁴(c4 + r c5 + r² c6), left to right.
         let [c2, c3, c4, c5, c6] = EXP_POLY.map(|c| self.constant(c));
         let r2 = self.b.ins().fmul(r, r);
@@ -1775,15 +1784,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         if self.width == 1 {
             return one(self, None);
         }
-        let mut out: Option<Value> = None;
-        for lane in 0..self.width {
-            let r = one(self, Some(lane));
-            out = Some(match out {
-                None => self.b.ins().splat(self.ty, r),
-                Some(v) => self.b.ins().insertlane(v, r, lane),
-            });
-        }
-        out.unwrap_or_else(|| unreachable!("a vector has at least one lane"))
+        let results: Vec<Value> = (0..self.width).map(|l| one(self, Some(l))).collect();
+        self.vector_from_lanes(self.ty, &results)
     }
 
     /// Calls `op`'s function from the math table, once per lane.
@@ -1806,19 +1808,16 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             let inst = self.b.ins().call_indirect(sig, callee, args);
             return self.b.inst_results(inst)[0];
         }
-        let mut out: Option<Value> = None;
-        for lane in 0..self.width {
-            let scalars: Vec<Value> = args
-                .iter()
-                .map(|&v| self.b.ins().extractlane(v, lane))
-                .collect();
-            let inst = self.b.ins().call_indirect(sig, callee, &scalars);
-            let r = self.b.inst_results(inst)[0];
-            out = Some(match out {
-                None => self.b.ins().splat(self.ty, r),
-                Some(v) => self.b.ins().insertlane(v, r, lane),
-            });
-        }
-        out.unwrap_or_else(|| unreachable!("a vector has at least one lane"))
+        let results: Vec<Value> = (0..self.width)
+            .map(|lane| {
+                let scalars: Vec<Value> = args
+                    .iter()
+                    .map(|&v| self.b.ins().extractlane(v, lane))
+                    .collect();
+                let inst = self.b.ins().call_indirect(sig, callee, &scalars);
+                self.b.inst_results(inst)[0]
+            })
+            .collect();
+        self.vector_from_lanes(self.ty, &results)
     }
 }
