@@ -302,7 +302,15 @@ fn main() {
         .collect();
     println!("\nBatch gradient, ns/point (median); resident = columns kept on the device; TB/s = inputs + outputs moved by the resident kernel; JIT and interpreter on every CPU core; agree = largest |device − JIT| / column max");
     println!("| model | points | device resident | TB/s | device with transfers | JIT (CPU) | interpreter (CPU) | agree |\n|---|---|---|---|---|---|---|---|");
+    // `--models huber,gauss1`: only those (every model where absent).
+    let only: Option<Vec<&str>> = args
+        .iter()
+        .position(|a| a == "--models")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').collect());
     for (name, eq) in &models {
-        bench(name, eq, &sizes);
+        if only.as_ref().is_none_or(|o| o.contains(name)) {
+            bench(name, eq, &sizes);
+        }
     }
 }

@@ -65,7 +65,7 @@ fn uses(lane: &Lane, op: Op) -> bool {
 /// (`-ffp-contract=off`, `#pragma OPENCL FP_CONTRACT OFF`).
 #[doc(hidden)]
 pub fn exp_c(opencl: bool) -> String {
-    let (word, table, suffix, store, bits_of, double_of) = if opencl {
+    let (word, table, suffix, store, bits_of, double_of, param, read) = if opencl {
         (
             "ulong",
             "__constant ulong ddx_exp_table[256]",
@@ -73,6 +73,8 @@ pub fn exp_c(opencl: bool) -> String {
             "",
             "as_ulong(kd)",
             "as_double",
+            ", __local const ulong2 *restrict ddx_t",
+            "ulong2 e = ddx_t[i];\n  double tail = as_double(e.x);\n  ulong bits = e.y + (ki << 45);",
         )
     } else {
         (
@@ -82,6 +84,9 @@ pub fn exp_c(opencl: bool) -> String {
             "static ",
             "ddx_bits(kd)",
             "ddx_double",
+            "",
+            "double tail = ddx_double(ddx_exp_table[2 * i]);\n  \
+             uint64_t bits = ddx_exp_table[2 * i + 1] + (ki << 45);",
         )
     };
     let conversions = if opencl {
@@ -92,7 +97,7 @@ pub fn exp_c(opencl: bool) -> String {
     };
     let template = "/* ddx's exp (ddx_ir::math::exp): Tang's table-driven method, 128 entries. */\n\
          {decl} = {\n{rows}};\n{conversions}\
-         {store}double ddx_exp(double x) {\n  \
+         {store}double ddx_exp(double x{param}) {\n  \
          double a = fabs(x);\n  \
          if (a < {min}) return 1.0 + x;\n  \
          if (a != a) return x + x;\n  \
@@ -102,8 +107,7 @@ pub fn exp_c(opencl: bool) -> String {
          kd = kd - {shift};\n  \
          double r = x + kd * {hi} + kd * {lo};\n  \
          unsigned i = (unsigned)(ki & 127);\n  \
-         double tail = {double_of}(ddx_exp_table[2 * i]);\n  \
-         {word} bits = ddx_exp_table[2 * i + 1] + (ki << 45);\n  \
+         {read}\n  \
          double r2 = r * r;\n  \
          double tmp = tail + r + r2 * ({c2} + r * {c3}) + r2 * r2 * ({c4} + r * {c5} + r2 * {c6});\n  \
          if (a < {max}) {\n    double s = {double_of}(bits);\n    return s + s * tmp;\n  }\n  \
@@ -118,6 +122,8 @@ pub fn exp_c(opencl: bool) -> String {
         .replace("{decl}", table)
         .replace("{conversions}", conversions)
         .replace("{store}", store)
+        .replace("{param}", param)
+        .replace("{read}", read)
         .replace("{word}", word)
         .replace("{bits_of}", bits_of)
         .replace("{double_of}", double_of);

@@ -21,7 +21,11 @@
 //! non-finite ones by their bits.
 //!
 //! `exp` is ddx's own ([`ddx_ir::math::exp`], written out by [`ddx_ir::emit::exp_c`]): the
-//! same IEEE operations with the same table, so the same bits as every CPU engine. The
+//! same IEEE operations with the same table, so the same bits as every CPU engine. A kernel
+//! that uses it first copies the table (2 KiB) from constant to local memory, one
+//! `(tail, scale)` pair per work-item, and waits at a barrier before any work-item leaves:
+//! work-items read the table at different indices, which constant memory serves one
+//! address at a time on NVIDIA hardware (BENCHMARKS.md, "ddx's exp on the device"). The
 //! other transcendental functions are the device's own (`sin`, `log`, `pow` away from the
 //! exponents `2`, `−1`, `½`, …), within the error bounds OpenCL states for double precision;
 //! `powi` is ddx's own binary powering, written out, so it is exact too. The CPU engines
@@ -102,7 +106,7 @@ fn expression(op: Op, a: &str, b: &str, c: &str) -> String {
         Sin => call("sin"),
         Cos => call("cos"),
         Tan => call("tan"),
-        Exp => call("ddx_exp"),
+        Exp => format!("ddx_exp({a}, ddx_exp_local)"),
         Log => call("log"),
         Log10 => call("log10"),
         Sqrt => call("sqrt"),
@@ -241,7 +245,8 @@ pub fn source_with(lane: &Lane, remat: Remat) -> String {
     let nodes = lane.graph.nodes();
     let mut s = String::with_capacity(PRELUDE.len() + 64 * nodes.len() + 256);
     s.push_str(PRELUDE);
-    if nodes.iter().any(|n| n.op() == Some(Op::Exp)) {
+    let uses_exp = nodes.iter().any(|n| n.op() == Some(Op::Exp));
+    if uses_exp {
         s.push_str(&ddx_ir::emit::exp_c(true));
         s.push('\n');
     }
@@ -273,6 +278,14 @@ pub fn source_with(lane: &Lane, remat: Remat) -> String {
          const ulong zero) {{",
         kernel_name(lane)
     );
+    if uses_exp {
+        s.push_str(
+            "    __local ulong2 ddx_exp_local[128];\n    \
+             for (uint j = get_local_id(0); j < 128; j += get_local_size(0)) \
+             ddx_exp_local[j] = vload2(j, ddx_exp_table);\n    \
+             barrier(CLK_LOCAL_MEM_FENCE);\n",
+        );
+    }
     s.push_str("    const ulong i = get_global_id(0);\n    if (i >= len) return;\n");
     match body {
         Some((body, _)) => s.push_str(&body),
@@ -712,6 +725,40 @@ pub(super) mod tests {
         );
         // The rule emits a first-order lane in demand order.
         assert!(source_of(&lane).contains(", demand order"));
+    }
+
+    /// A kernel that uses `exp` copies the table to local memory and waits for the whole
+    /// group before any work-item may leave (a work-item that returned before a barrier
+    /// would leave the others waiting); one without `exp` has neither.
+    #[test]
+    fn exp_kernels_copy_the_table_before_any_work_item_leaves() {
+        let with = ddx_ir::build(|| {
+            let x = ddx_ir::var("x");
+            vec![(x * x).exp() + x.exp()]
+        })
+        .expect("builds");
+        let [regsol, _] = family_models(3);
+        for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
+            let src = source_of(&ddx_ir::lane::build(&with, kind));
+            let copy = src
+                .find("__local ulong2 ddx_exp_local[128];")
+                .expect("a local table");
+            let barrier = src
+                .find("barrier(CLK_LOCAL_MEM_FENCE);")
+                .expect("a barrier");
+            let leave = src.find("if (i >= len) return;").expect("the bounds check");
+            assert!(copy < barrier && barrier < leave, "{kind:?}:\n{src}");
+            assert_eq!(src.matches("barrier(").count(), 1, "{kind:?}");
+            assert!(
+                src.contains("ddx_exp(") && !src.contains(" exp("),
+                "{kind:?}"
+            );
+            let plain = source_of(&ddx_ir::lane::build(&regsol, kind));
+            assert!(
+                !plain.contains("ddx_exp") && !plain.contains("barrier("),
+                "{kind:?}"
+            );
+        }
     }
 
     #[test]
