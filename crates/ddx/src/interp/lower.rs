@@ -287,9 +287,30 @@ impl Program {
 /// one sum or difference is fused into it (`c + a*b`, `c - a*b`, `a*b - c`): one
 /// instruction that still rounds the product and then the sum, so the result is the
 /// graph's to the bit. Level programs also fuse other single-use pairs (`(a*b)*c`,
-/// `(a*b)/c`, `(a+b)+c`, `c + a/b`, `c - a/b`) and make chains of `MulAdd`s one
+/// `(a*b)/c`, `(a+b)+c`, `c + a/b`, `c - a/b`, and the negations `-(a*b)`, `-(a/b)`,
+/// `-(a+b)`, `(-a)/b`) and make chains of `MulAdd`s one
 /// [`Code::Dot`] each ([`dot_chains`]), with the same operations in the same order.
 fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
+    let (emits, packed) = select_with(lane, schedule, true);
+    let negations = emits
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.code,
+                Code::MulNeg | Code::DivNeg | Code::AddNeg | Code::NegDiv
+            )
+        })
+        .count();
+    if negations == 0 || negations >= MIN_NEGATIONS {
+        (emits, packed)
+    } else {
+        drop((emits, packed));
+        select_with(lane, schedule, false)
+    }
+}
+
+/// [`select`], fusing negations where `negations`.
+fn select_with(lane: &Lane, schedule: Schedule, negations: bool) -> (Vec<Emit>, Vec<u32>) {
     let g = &lane.graph;
     let nodes = g.nodes();
     // How often each node is read, counted to 2 (only "once" is asked): a byte a node.
@@ -361,12 +382,23 @@ fn select(lane: &Lane, schedule: Schedule) -> (Vec<Emit>, Vec<u32>) {
                 // Not where the product is itself a sum's only use: the sum fuses it instead
                 // (as the tape program does, so both pass on the same NaN where two are NaN).
                 Op::Mul if !sum_operand[i] => (Code::MulMul, x, inner(x, Op::Mul)?, y),
-                Op::Div => (Code::MulDiv, x, inner(x, Op::Mul)?, y),
+                Op::Div => match inner(x, Op::Mul) {
+                    Some(ab) => (Code::MulDiv, x, ab, y),
+                    // `(-a)/b`: `c` unused.
+                    None if negations => (Code::NegDiv, x, [inner(x, Op::Neg)?[0], y], 0),
+                    None => return None,
+                },
                 Op::Add => match inner(x, Op::Add) {
                     Some(ab) => (Code::AddAdd, x, ab, y),
                     None => (Code::AddDiv, y, inner(y, Op::Div)?, x),
                 },
                 Op::Sub => (Code::SubDiv, y, inner(y, Op::Div)?, x),
+                // `-(a∘b)`: `c` unused (the code's arity is 2).
+                Op::Neg if negations => match (inner(x, Op::Mul), inner(x, Op::Div)) {
+                    (Some(ab), _) => (Code::MulNeg, x, ab, 0),
+                    (None, Some(ab)) => (Code::DivNeg, x, ab, 0),
+                    (None, None) => (Code::AddNeg, x, inner(x, Op::Add)?, 0),
+                },
                 _ => return None,
             };
             Some((code, absorbed, [a, b, c]))
@@ -513,6 +545,15 @@ fn instruction_levels(emits: &mut [Emit], packed: &[u32], level: &mut [u32]) {
         level[e.node as usize] = e.key;
     }
 }
+
+/// The fewest negations a lane's level program fuses into their operand's operation or
+/// their reader's (`-(a*b)`, `-(a/b)`, `-(a+b)`, `(-a)/b`); a lane with fewer fuses none
+/// ([`select`] lowers it again without them). A fusion saves an instruction but may take
+/// it out of a run of its old code into a run of its own, a dispatch more: with many (a
+/// model summing over data) the fused instructions share runs. Measured (`kernel_profile <model> interp`, BENCHMARKS.md,
+/// "Negations fused"): NIST Gauss1's gradient, 1 500 candidates, 8 268 → 7 016
+/// instructions and 8.4 → 7.8 µs; the electrolyte-16's, 4 candidates, 3 % slower fused.
+pub(crate) const MIN_NEGATIONS: usize = 16;
 
 /// The fewest [`Code::MulAdd`]s a chain needs to become one [`Code::Dot`] (measured:
 /// shorter chains save less than the out-of-line call and loop setup cost, on UNIQUAC-16

@@ -57,6 +57,16 @@ pub enum Code {
     AddDiv,
     /// `c - a/b`.
     SubDiv,
+    /// `-(a*b)`, the product used only there (level programs only, as the three below):
+    /// reverse mode negates many single-use values (the adjoint of a difference, of
+    /// `exp(-x)`). The negation flips the sign bit of the rounded product, as `Neg` does.
+    MulNeg,
+    /// `-(a/b)`.
+    DivNeg,
+    /// `-(a+b)`.
+    AddNeg,
+    /// `(-a)/b`, the negation used only there.
+    NegDiv,
 
     /// `a + b`, in a run where each instruction after the first takes the one before's
     /// result as `a` (a running sum, one term per instruction): the sum stays in a register
@@ -98,6 +108,7 @@ impl Code {
             Code::Accumulate => 2,
             Code::MulAdd | Code::MulSub | Code::SubMul => 3,
             Code::MulMul | Code::MulDiv | Code::AddAdd | Code::AddDiv | Code::SubDiv => 3,
+            Code::MulNeg | Code::DivNeg | Code::AddNeg | Code::NegDiv => 2,
             // The tag (or the chain's `c`); the rest is read through the program's lists.
             Code::CallN | Code::Dot | Code::DotConst => 1,
         }
@@ -450,6 +461,10 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
     const T_ADD_ADD: u8 = Code::AddAdd.tag();
     const T_ADD_DIV: u8 = Code::AddDiv.tag();
     const T_SUB_DIV: u8 = Code::SubDiv.tag();
+    const T_MUL_NEG: u8 = Code::MulNeg.tag();
+    const T_DIV_NEG: u8 = Code::DivNeg.tag();
+    const T_ADD_NEG: u8 = Code::AddNeg.tag();
+    const T_NEG_DIV: u8 = Code::NegDiv.tag();
     const T_ACCUMULATE: u8 = Code::Accumulate.tag();
     const T_DOT: u8 = Code::Dot.tag();
     const T_DOT_CONST: u8 = Code::DotConst.tag();
@@ -509,6 +524,10 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
             T_ADD_ADD => each!(r, |a| a(0) + a(1) + a(2)),
             T_ADD_DIV => each!(r, |a| add_regs_in_order(a(2), a(0) / a(1))),
             T_SUB_DIV => each!(r, |a| a(2) - a(0) / a(1)),
+            T_MUL_NEG => each!(r, |a| -opaque(a(0) * a(1))),
+            T_DIV_NEG => each!(r, |a| -opaque(a(0) / a(1))),
+            T_ADD_NEG => each!(r, |a| -opaque(add_regs_in_order(a(0), a(1)))),
+            T_NEG_DIV => each!(r, |a| opaque(-a(0)) / a(1)),
             T_ACCUMULATE => {
                 // SAFETY: runs lie inside `instrs` and every slot index is in bounds
                 // (checked at lowering); the run is not empty.
@@ -803,6 +822,32 @@ fn add_regs_ordered<const AVX: bool>(a: f64, b: f64) -> f64 {
         return sum;
     }
     add_regs_in_order(a, b)
+}
+
+/// `x`, through a barrier the compiler cannot see through, so that a negation written
+/// next to an operation stays where it is written: LLVM moves `-(a*b)` onto an operand,
+/// `(-a)*b`, and `(-a)/b` out, `-(a/b)`, which differ in the sign of a NaN that the other
+/// operand brings (the fused negations, [`Code::MulNeg`] …, must give the bits of the
+/// `Neg` and the operation apart). An empty instruction on x86-64.
+#[inline(always)]
+pub(crate) fn opaque(x: f64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut x = x;
+        // SAFETY: an empty template: nothing is read or written but the register `x`.
+        unsafe {
+            std::arch::asm!(
+                "/* {x} */",
+                x = inout(xmm_reg) x,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+        }
+        x
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        std::hint::black_box(x)
+    }
 }
 
 fn next_id() -> u64 {

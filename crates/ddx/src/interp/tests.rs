@@ -262,6 +262,87 @@ fn pair_superinstructions_give_the_reference_values_and_the_tape_programs_bits()
     }
 }
 
+/// `copies` negated single-use values over `n` symbols, as reverse mode leaves over data:
+/// `-(a*b)`, `-(a/b)`, `-(a+b)` and `(-s)/b` (`s` a sine, so that the negation is its own
+/// operation), each times another symbol.
+fn negations(seed: u64, n: usize, copies: usize) -> Equation<System> {
+    rt::equation(move || {
+        let mut rng = Rng::new(seed);
+        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:02}"))).collect();
+        let mut outs = Vec::new();
+        for _ in 0..copies {
+            let [a, b, c] = [0; 3].map(|_| x[rng.below(n)]);
+            let v = match rng.below(4) {
+                0 => -(a * b),
+                1 => -(a / b),
+                2 => -(a + b),
+                _ => -a.sin() / b,
+            };
+            outs.push(v * c);
+        }
+        outs
+    })
+    .expect("builds")
+}
+
+/// Negations fused into their operand's operation or their reader's (`MulNeg`, `DivNeg`,
+/// `AddNeg`, `NegDiv`) give the reference values and, NaN payloads and signs included, the
+/// bits of the tape program, which fuses none; a lane with fewer than `MIN_NEGATIONS`
+/// fusions has none.
+#[test]
+fn negation_fusions_give_the_reference_values_and_the_tape_programs_bits() {
+    use super::lower::MIN_NEGATIONS;
+    use std::collections::HashSet;
+    let fused = [Code::MulNeg, Code::DivNeg, Code::AddNeg, Code::NegDiv];
+    let mut rng = Rng::new(34);
+    let mut seen: HashSet<Code> = HashSet::new();
+    for seed in 0..24 {
+        let few = seed % 4 == 0;
+        let copies = if few {
+            3
+        } else {
+            2 * MIN_NEGATIONS + seed as usize
+        };
+        let eq = negations(seed, 3 + (seed as usize % 4), copies);
+        for kind in [LaneKind::Value, LaneKind::Gradient] {
+            let lane = eq.lane(kind).expect("lane");
+            let p = Program::lower(lane, Schedule::Level);
+            let codes: Vec<Code> = p.run_list().iter().map(|r| r.code).collect();
+            let count: usize = p
+                .run_list()
+                .iter()
+                .filter(|r| fused.contains(&r.code))
+                .map(|r| (r.end - r.start) as usize)
+                .sum();
+            assert!(
+                count == 0 || count >= MIN_NEGATIONS,
+                "seed {seed} {kind:?}: {count} fused"
+            );
+            if few {
+                assert_eq!(count, 0, "seed {seed} {kind:?}: {codes:?}");
+            }
+            seen.extend(codes);
+            let tape = Tape::new(lane);
+            for _ in 0..10 {
+                let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
+                let (out, from_tape) = run_both(&p, &tape, &x);
+                assert!(
+                    same(&out, &reference(lane, &x)),
+                    "seed {seed} {kind:?} at {x:?}"
+                );
+                assert_eq!(
+                    bits(&out),
+                    bits(&from_tape),
+                    "seed {seed} {kind:?} at {x:?}"
+                );
+            }
+        }
+    }
+    for code in fused {
+        assert!(seen.contains(&code), "{code:?} never lowered: {seen:?}");
+    }
+}
+
 fn bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|v| v.to_bits()).collect()
 }
