@@ -107,6 +107,19 @@ fn run_both(p: &Program, tape: &Tape, inputs: &[f64]) -> (Vec<f64>, Vec<f64>) {
     (out, from_tape)
 }
 
+/// `p` (lowered from `lane`) at `points` random points ([`coordinate`]): the reference
+/// values, and the tape program's bits (NaN payloads and signs included); `case` names
+/// the model in a failure.
+fn agrees_at_points(p: &Program, lane: &Lane, rng: &mut Rng, points: usize, case: &str) {
+    let tape = Tape::new(lane);
+    for _ in 0..points {
+        let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(rng)).collect();
+        let (out, from_tape) = run_both(p, &tape, &x);
+        assert!(same(&out, &reference(lane, &x)), "{case} at {x:?}");
+        assert_eq!(bits(&out), bits(&from_tape), "{case} at {x:?}");
+    }
+}
+
 #[test]
 fn dot_chains_give_the_reference_values_and_the_tape_programs_bits() {
     let mut rng = Rng::new(20);
@@ -125,18 +138,7 @@ fn dot_chains_give_the_reference_values_and_the_tape_programs_bits() {
                 .iter()
                 .filter(|r| r.code == Code::Dot)
                 .any(|r| (r.end - r.start) % 2 == 1);
-            let tape = Tape::new(lane);
-            for _ in 0..12 {
-                let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
-                let (out, from_tape) = run_both(&p, &tape, &x);
-                let want = reference(lane, &x);
-                assert!(same(&out, &want), "seed {seed} {kind:?} at {x:?}");
-                assert_eq!(
-                    bits(&out),
-                    bits(&from_tape),
-                    "seed {seed} {kind:?} at {x:?}"
-                );
-            }
+            agrees_at_points(&p, lane, &mut rng, 12, &format!("seed {seed} {kind:?}"));
         }
     }
     assert!(total > 60, "{total} chains");
@@ -235,20 +237,7 @@ fn pair_superinstructions_give_the_reference_values_and_the_tape_programs_bits()
             let lane = eq.lane(kind).expect("lane");
             let p = Program::lower(lane, Schedule::Level);
             seen.extend(p.run_list().iter().map(|r| r.code));
-            let tape = Tape::new(lane);
-            for _ in 0..10 {
-                let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
-                let (out, from_tape) = run_both(&p, &tape, &x);
-                assert!(
-                    same(&out, &reference(lane, &x)),
-                    "seed {seed} {kind:?} at {x:?}"
-                );
-                assert_eq!(
-                    bits(&out),
-                    bits(&from_tape),
-                    "seed {seed} {kind:?} at {x:?}"
-                );
-            }
+            agrees_at_points(&p, lane, &mut rng, 10, &format!("seed {seed} {kind:?}"));
         }
     }
     for code in [
@@ -322,20 +311,7 @@ fn negation_fusions_give_the_reference_values_and_the_tape_programs_bits() {
                 assert_eq!(count, 0, "seed {seed} {kind:?}: {codes:?}");
             }
             seen.extend(codes);
-            let tape = Tape::new(lane);
-            for _ in 0..10 {
-                let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
-                let (out, from_tape) = run_both(&p, &tape, &x);
-                assert!(
-                    same(&out, &reference(lane, &x)),
-                    "seed {seed} {kind:?} at {x:?}"
-                );
-                assert_eq!(
-                    bits(&out),
-                    bits(&from_tape),
-                    "seed {seed} {kind:?} at {x:?}"
-                );
-            }
+            agrees_at_points(&p, lane, &mut rng, 10, &format!("seed {seed} {kind:?}"));
         }
     }
     for code in fused {
@@ -422,20 +398,7 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
             }
             pieces |= split(&p);
             chains_independent(&p);
-            let tape = Tape::new(lane);
-            for _ in 0..8 {
-                let x: Vec<f64> = (0..p.inputs()).map(|_| coordinate(&mut rng)).collect();
-                let (out, from_tape) = run_both(&p, &tape, &x);
-                assert!(
-                    same(&out, &reference(lane, &x)),
-                    "seed {seed} {kind:?} at {x:?}"
-                );
-                assert_eq!(
-                    bits(&out),
-                    bits(&from_tape),
-                    "seed {seed} {kind:?} at {x:?}"
-                );
-            }
+            agrees_at_points(&p, lane, &mut rng, 8, &format!("seed {seed} {kind:?}"));
         }
     }
     assert!(chains > 100, "{chains} weighted chains");
