@@ -357,7 +357,7 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>)
             // Level programs only; as `execute` computes them (`super::opaque`).
             Code::MulNeg => run!(r, 2, |a, b| -super::opaque(a * b)),
             Code::DivNeg => run!(r, 2, |a, b| -super::opaque(a / b)),
-            Code::AddNeg => run!(r, 2, |a, b| -super::opaque(a + b)),
+            Code::AddNeg => run!(r, 2, |a, b| -super::opaque(super::add_regs_in_order(a, b))),
             Code::NegDiv => run!(r, 2, |a, b| super::opaque(-a) / b),
             // A chain's sum kept in registers for a tile of points while its terms stream
             // through: the products and sums of its `MulAdd`s, in their order.

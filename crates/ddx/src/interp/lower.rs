@@ -550,9 +550,10 @@ fn instruction_levels(emits: &mut [Emit], packed: &[u32], level: &mut [u32]) {
 /// their reader's (`-(a*b)`, `-(a/b)`, `-(a+b)`, `(-a)/b`); a lane with fewer fuses none
 /// ([`select`] lowers it again without them). A fusion saves an instruction but may take
 /// it out of a run of its old code into a run of its own, a dispatch more: with many (a
-/// model summing over data) the fused instructions share runs. Measured (`kernel_profile <model> interp`, BENCHMARKS.md,
-/// "Negations fused"): NIST Gauss1's gradient, 1 500 candidates, 8 268 → 7 016
-/// instructions and 8.4 → 7.8 µs; the electrolyte-16's, 4 candidates, 3 % slower fused.
+/// model summing over data) the fused instructions share runs. Measured
+/// (`kernel_profile <model> interp`, BENCHMARKS.md, "Negations fused"): NIST Gauss1's
+/// gradient 8 268 → 7 016 instructions and 8.51 → 7.87 µs; the electrolyte-16's four
+/// fusions, each a run of its own, 3–4 % slower.
 pub(crate) const MIN_NEGATIONS: usize = 16;
 
 /// The fewest [`Code::MulAdd`]s a chain needs to become one [`Code::Dot`] (measured:
