@@ -295,3 +295,28 @@ fn the_output_may_not_be_the_input() {
     let f: Vec<f64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
     assert_eq!(f, [2.0, 12.0]);
 }
+
+/// `--chunk` sizes the buffers by the rows a chunk holds, not by the flag: the largest
+/// chunk on a one-row file answers at once (it used to allocate 32 GiB and abort); a
+/// device such as `/dev/zero`, which never ends, is refused instead of read forever.
+#[test]
+fn a_huge_chunk_and_a_device_input_are_answered() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let d = dir.path();
+    std::fs::write(d.join("ok.csv"), "x,y\n1,2\n").expect("written");
+    let r = run_in(
+        d,
+        &["batch", "x+y", "-i", "ok.csv", "--chunk", "4294967295"],
+    );
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(r.stdout.trim(), "f\n3.0", "{r:?}");
+    if Path::new("/dev/zero").exists() {
+        fails_in(
+            d,
+            &["batch", "x", "-i", "/dev/zero"],
+            1,
+            0,
+            &["/dev/zero", "a device"],
+        );
+    }
+}

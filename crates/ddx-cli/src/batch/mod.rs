@@ -260,7 +260,21 @@ fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>), CliErr
         return Ok((Box::new(io::stdin()), None));
     }
     let f = File::open(path).map_err(CliError::io(path))?;
-    let len = f.metadata().ok().map(|m| m.len());
+    let meta = f.metadata().ok();
+    // A device (`/dev/zero`, `/dev/urandom`) never ends and has no rows: its "header"
+    // would grow without bound. Pipes and files stream as they are.
+    #[cfg(unix)]
+    if let Some(m) = &meta {
+        use std::os::unix::fs::FileTypeExt;
+        let t = m.file_type();
+        if t.is_char_device() || t.is_block_device() {
+            return Err(CliError::File {
+                path: path.to_path_buf(),
+                what: "a device, not a file or a pipe of CSV".into(),
+            });
+        }
+    }
+    let len = meta.map(|m| m.len());
     Ok((Box::new(f), len))
 }
 
@@ -685,12 +699,15 @@ impl<'a> Compute<'a> {
         columns: usize,
         sources: Vec<Source>,
     ) -> Self {
+        // Empty until a chunk arrives: they grow to the rows a chunk holds, not to
+        // `--chunk` (2³² − 1 rows asked of a one-row file allocate one row).
+        let _ = chunk;
         Compute {
             eq,
             layout,
-            inputs: vec![vec![0.0; chunk]; columns],
+            inputs: vec![Vec::new(); columns],
             sources,
-            results: vec![vec![0.0; chunk]; layout.computed()],
+            results: vec![Vec::new(); layout.computed()],
         }
     }
 
@@ -706,6 +723,11 @@ impl<'a> Compute<'a> {
         out_path: &Path,
     ) -> Result<(), CliError> {
         let len = chunk.len();
+        for v in self.inputs.iter_mut().chain(&mut self.results) {
+            if v.len() < len {
+                v.resize(len, 0.0);
+            }
+        }
         match chunk {
             Chunk::Csv(c) => parse(c, &mut self.inputs, symbol_columns)
                 .map_err(|r| bad_cell(path, c, r, symbol_columns, header))?,

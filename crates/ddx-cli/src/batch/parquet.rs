@@ -37,6 +37,32 @@ use std::sync::Arc;
 /// efficiently, small enough that the writer's buffered row group stays a few MB.
 const ROW_GROUP: usize = 1 << 17;
 
+/// `read()`, with a panic inside it an error about `path`: the `parquet` and `arrow`
+/// crates panic on some damaged files (a flipped bit in the footer's schema, a negative
+/// column length) instead of answering an error, and a damaged input must not crash the
+/// command.
+///
+/// The process's panic hook stays as it was for every other panic; one raised while this
+/// thread is inside `read` is answered as that error and not printed.
+fn unpanicked<T>(path: &Path, read: impl FnOnce() -> T) -> Result<T, CliError> {
+    thread_local! {
+        static READING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !READING.with(std::cell::Cell::get) {
+                before(info);
+            }
+        }));
+    });
+    READING.with(|r| r.set(true));
+    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+    READING.with(|r| r.set(false));
+    answer.map_err(|_| file_error(path, "not a readable Parquet file (damaged)"))
+}
+
 /// A library error as one line about `path`.
 fn file_error(path: &Path, e: impl std::fmt::Display) -> CliError {
     CliError::File {
@@ -78,7 +104,7 @@ pub(super) fn open(path: &Path) -> Result<ParquetInput, CliError> {
         ));
     }
     let file = File::open(path).map_err(CliError::io(path))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+    let builder = unpanicked(path, || ParquetRecordBatchReaderBuilder::try_new(file))?
         .map_err(|e| file_error(path, format!("not a readable Parquet file: {e}")))?;
     let fields: Vec<FieldRef> = builder.schema().fields().iter().cloned().collect();
     let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
@@ -128,12 +154,8 @@ impl ParquetInput {
         selected.sort_unstable();
         let position = |k: usize| selected.binary_search(&k).unwrap_or(0);
         let mask = ProjectionMask::roots(self.builder.parquet_schema(), selected.iter().copied());
-        let reader = self
-            .builder
-            .with_projection(mask)
-            .with_batch_size(chunk)
-            .build()
-            .map_err(|e| file_error(path, e))?;
+        let builder = self.builder.with_projection(mask).with_batch_size(chunk);
+        let reader = unpanicked(path, || builder.build())?.map_err(|e| file_error(path, e))?;
         Ok(ParquetReader {
             reader,
             symbols: symbol_columns.iter().map(|&k| position(k)).collect(),
@@ -168,23 +190,31 @@ impl ParquetReader {
     /// first error (sent), or when the receiver has gone.
     pub fn read_chunks(self, to_compute: &mpsc::SyncSender<Result<Chunk, CliError>>) {
         let mut first_row = 0u64;
-        for batch in self.reader {
-            let chunk = batch.map_err(|e| file_error(&self.path, e)).and_then(|b| {
-                let len = b.num_rows();
-                let symbols = self
-                    .symbols
-                    .iter()
-                    .zip(&self.symbol_columns)
-                    .map(|(&i, &k)| numbers(b.column(i), &self.path, first_row, k, &self.names[k]))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let passed = self.passed.iter().map(|&i| b.column(i).clone()).collect();
-                Ok(ArrowChunk {
-                    symbols,
-                    passed,
-                    first_row,
-                    len,
-                })
-            });
+        let mut reader = self.reader;
+        loop {
+            let Some(batch) = unpanicked(&self.path, || reader.next()).transpose() else {
+                return;
+            };
+            let chunk = batch
+                .and_then(|b| b.map_err(|e| file_error(&self.path, e)))
+                .and_then(|b| {
+                    let len = b.num_rows();
+                    let symbols = self
+                        .symbols
+                        .iter()
+                        .zip(&self.symbol_columns)
+                        .map(|(&i, &k)| {
+                            numbers(b.column(i), &self.path, first_row, k, &self.names[k])
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let passed = self.passed.iter().map(|&i| b.column(i).clone()).collect();
+                    Ok(ArrowChunk {
+                        symbols,
+                        passed,
+                        first_row,
+                        len,
+                    })
+                });
             let failed = chunk.is_err();
             if let Ok(c) = &chunk {
                 first_row += c.len as u64;
