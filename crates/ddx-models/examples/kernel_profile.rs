@@ -252,9 +252,10 @@ fn stats(p: &Program) {
     dot_terms(p);
 }
 
-/// The terms of the program's [`Code::Dot`] and [`Code::DotConst`] chains: how many, how
-/// long, how many chains a run, and what kind of slot each factor is (constant, input,
-/// temporary; a `DotConst`'s weight is `weight`).
+/// The terms of the program's chains ([`Code::Dot`], [`Code::DotConst`], [`Code::DotSub`],
+/// [`Code::SubSum`]): how many, how long, how many chains a run, and what kind of slot
+/// each factor is (constant, input, temporary; a `DotConst`'s weight is `weight`, a
+/// `SubSum`'s single term `-`).
 fn dot_terms(p: &Program) {
     use std::collections::HashMap;
     let (consts, inputs) = (p.constant_count(), p.inputs());
@@ -263,21 +264,24 @@ fn dot_terms(p: &Program) {
         s if s < consts + inputs => "input",
         _ => "temp",
     };
-    for code in [Code::Dot, Code::DotConst] {
+    for code in [Code::Dot, Code::DotConst, Code::DotSub, Code::SubSum] {
         let mut kinds: HashMap<(&str, &str), usize> = HashMap::new();
-        let (mut chains, mut terms, mut per_run) = (0, 0, Vec::new());
+        let (mut chains, mut terms, mut per_run, mut lengths) = (0, 0, Vec::new(), Vec::new());
         for r in p.run_list().iter().filter(|r| r.code == code) {
             per_run.push(r.end - r.start);
             for i in &p.instructions()[r.start as usize..r.end as usize] {
                 chains += 1;
                 let list = &p.lists()[i.args[1] as usize..][..i.args[2] as usize];
-                if code == Code::DotConst {
+                if matches!(code, Code::DotConst | Code::SubSum) {
                     terms += list.len();
+                    lengths.push(list.len());
+                    let other = if code == Code::SubSum { "-" } else { "weight" };
                     for &x in list {
-                        *kinds.entry((kind(x), "weight")).or_default() += 1;
+                        *kinds.entry((kind(x), other)).or_default() += 1;
                     }
                     continue;
                 }
+                lengths.push(list.len() / 2);
                 for u in list.chunks_exact(2) {
                     terms += 1;
                     *kinds.entry((kind(u[0]), kind(u[1]))).or_default() += 1;
@@ -288,7 +292,10 @@ fn dot_terms(p: &Program) {
             continue;
         }
         per_run.sort_unstable();
-        println!("  {code:?}: {chains} chains, {terms} terms; chains a run {per_run:?}");
+        lengths.sort_unstable();
+        println!(
+            "  {code:?}: {chains} chains, {terms} terms; chains a run {per_run:?}; terms a chain {lengths:?}"
+        );
         let mut v: Vec<_> = kinds.into_iter().collect();
         v.sort_by_key(|(_, c)| std::cmp::Reverse(*c));
         for ((a, b), c) in v {

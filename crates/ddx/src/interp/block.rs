@@ -367,10 +367,32 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>)
                     let factors = &lists[start..start + k];
                     // SAFETY: the caller's contract (every listed slot in bounds).
                     unsafe {
-                        chain(f, i, k / 2, |j| {
+                        chain::<false>(f, i, k / 2, |j| {
                             (f.arg(factors[2 * j]), f.arg(factors[2 * j + 1]))
                         })
                     };
+                }
+            }
+            // As `Dot`, each product subtracted from the running difference.
+            Code::DotSub => {
+                for i in &instrs[r.start as usize..r.end as usize] {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+                    let factors = &lists[start..start + k];
+                    // SAFETY: as for `Dot`.
+                    unsafe {
+                        chain::<true>(f, i, k / 2, |j| {
+                            (f.arg(factors[2 * j]), f.arg(factors[2 * j + 1]))
+                        })
+                    };
+                }
+            }
+            // As `DotSub`, each term a product by one (exact: `x·1 = x`, NaN included).
+            Code::SubSum => {
+                for i in &instrs[r.start as usize..r.end as usize] {
+                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+                    let xs = &lists[start..start + k];
+                    // SAFETY: as for `Dot`.
+                    unsafe { chain::<true>(f, i, k, |j| (f.arg(xs[j]), Arg::Splat(1.0))) };
                 }
             }
             // As `Dot`, each product's weight from the program.
@@ -379,7 +401,7 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>)
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     let (xs, ws) = (&lists[start..start + k], &t.weights[start..start + k]);
                     // SAFETY: as for `Dot`.
-                    unsafe { chain(f, i, k, |j| (f.arg(xs[j]), Arg::Splat(ws[j]))) };
+                    unsafe { chain::<false>(f, i, k, |j| (f.arg(xs[j]), Arg::Splat(ws[j]))) };
                 }
             }
             Code::CallN => {
@@ -406,11 +428,13 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>)
 /// Points a chain's sum is kept for in registers: four AVX-512 vectors.
 const TILE: usize = 32;
 
-/// Runs chain instruction `i` ([`Code::Dot`] or [`Code::DotConst`]: `args[0]` the first
-/// sum's `c`) of `m` terms, `term(j)` the factors of term `j`, over the frame's points:
-/// for each tile of [`TILE`] points the sum stays in registers while every term's product
-/// is rounded and added to it (the product first, as [`Code::MulAdd`] adds it), then it
-/// is stored; a last, shorter tile point by point.
+/// Runs chain instruction `i` ([`Code::Dot`] or [`Code::DotConst`]; [`Code::DotSub`] or
+/// [`Code::SubSum`] where `SUB`: `args[0]` the first link's running operand) of `m`
+/// terms, `term(j)` the factors of term `j`, over the frame's points: for each tile of
+/// [`TILE`] points the running value stays in registers while every term's product is
+/// rounded and added to it (the product first, as [`Code::MulAdd`] adds it) or
+/// subtracted from it (as [`Code::SubMul`]), then it is stored; a last, shorter tile
+/// point by point.
 ///
 /// # Safety
 /// Every slot `i` and `term` name must be below the program's slot count, and the
@@ -418,7 +442,14 @@ const TILE: usize = 32;
 #[inline(always)]
 // The product written first, as `MulAdd` adds it.
 #[allow(clippy::assign_op_pattern)]
-unsafe fn chain(f: &Frame<'_>, i: &Instr, m: usize, term: impl Fn(usize) -> (Arg, Arg)) {
+unsafe fn chain<const SUB: bool>(
+    f: &Frame<'_>,
+    i: &Instr,
+    m: usize,
+    term: impl Fn(usize) -> (Arg, Arg),
+) {
+    // One link: the running value `a` and the term's product `x*y`.
+    let link = |x: f64, y: f64, a: f64| if SUB { a - x * y } else { x * y + a };
     // SAFETY (all the reads and writes): the caller's contract, and every point below
     // `f.n`.
     let d = unsafe { f.out(i.dst) };
@@ -434,20 +465,20 @@ unsafe fn chain(f: &Frame<'_>, i: &Instr, m: usize, term: impl Fn(usize) -> (Arg
                 (Arg::Block(x), Arg::Splat(w)) => {
                     let x = unsafe { from_block(x.add(p0), TILE) };
                     for (a, &x) in acc.iter_mut().zip(x) {
-                        *a = x * w + *a;
+                        *a = link(x, w, *a);
                     }
                 }
                 (Arg::Block(x), Arg::Block(y)) => {
                     let (x, y) =
                         unsafe { (from_block(x.add(p0), TILE), from_block(y.add(p0), TILE)) };
                     for ((a, &x), &y) in acc.iter_mut().zip(x).zip(y) {
-                        *a = x * y + *a;
+                        *a = link(x, y, *a);
                     }
                 }
                 (x, y) => {
                     for (q, a) in acc.iter_mut().enumerate() {
                         let (x, y) = unsafe { (arg_at(x, p0 + q), arg_at(y, p0 + q)) };
-                        *a = x * y + *a;
+                        *a = link(x, y, *a);
                     }
                 }
             }
@@ -460,7 +491,7 @@ unsafe fn chain(f: &Frame<'_>, i: &Instr, m: usize, term: impl Fn(usize) -> (Arg
         for j in 0..m {
             let (x, y) = term(j);
             let (x, y) = unsafe { (arg_at(x, p), arg_at(y, p)) };
-            sum = x * y + sum;
+            sum = link(x, y, sum);
         }
         *d = sum;
     }

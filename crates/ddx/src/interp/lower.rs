@@ -45,22 +45,21 @@ struct Emit {
     code: Code,
     /// The node whose value it produces.
     node: u32,
-    /// The operand nodes; a [`Code::CallN`] or [`Code::Dot`] (of arity 1) has in
-    /// `operands[1..]` its arguments' or factors' `(start, count)` in the list [`select`]
+    /// The operand nodes; a [`Code::CallN`] or a chain ([`Code::is_chain`], of arity 1) has
+    /// in `operands[1..]` its arguments' or terms' `(start, count)` in the list [`select`]
     /// returns beside the emits (where its instruction has them in the program's lists).
     operands: [u32; 3],
 }
 
 impl Emit {
     /// The nodes read through the list `packed` (a [`Code::CallN`]'s arguments or a
-    /// [`Code::Dot`]'s factors; empty for the other codes).
+    /// chain's terms; empty for the other codes).
     fn leaves<'p>(&self, packed: &'p [u32]) -> &'p [u32] {
-        match self.code {
-            Code::CallN | Code::Dot | Code::DotConst => {
-                let [_, start, count] = self.operands.map(|a| a as usize);
-                &packed[start..start + count]
-            }
-            _ => &[],
+        if self.code.has_list() {
+            let [_, start, count] = self.operands.map(|a| a as usize);
+            &packed[start..start + count]
+        } else {
+            &[]
         }
     }
 }
@@ -136,7 +135,10 @@ impl Program {
                 for (a, &node) in args.iter_mut().zip(&e.operands[..e.code.arity()]) {
                     *a = slot[node as usize];
                 }
-                if matches!(e.code, Code::CallN | Code::Dot) {
+                if matches!(
+                    e.code,
+                    Code::CallN | Code::Dot | Code::DotSub | Code::SubSum
+                ) {
                     // The arguments' slots, read through the list (live until here).
                     args[1] = plain as u32;
                     args[2] = leaves.len() as u32;
@@ -181,8 +183,7 @@ impl Program {
                 }
                 slot[e.node as usize] = dst;
                 // A run of chains holds one level (its chains are independent).
-                let same_level = !matches!(e.code, Code::Dot | Code::DotConst)
-                    || previous_key.is_none_or(|p| p == e.key);
+                let same_level = !e.code.is_chain() || previous_key.is_none_or(|p| p == e.key);
                 previous_key = Some(e.key);
                 match runs.last_mut() {
                     Some(r) if r.code == e.code && same_level => r.end += 1,
@@ -229,7 +230,7 @@ impl Program {
         for r in &self.runs {
             let instrs = self.instrs.get(r.start as usize..r.end as usize);
             for i in instrs.expect("runs lie inside the instructions") {
-                if matches!(r.code, Code::CallN | Code::Dot | Code::DotConst) {
+                if r.code.has_list() {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(
                         start + k <= self.lists.len(),
@@ -240,7 +241,7 @@ impl Program {
                         "weights out of range in {i:?}"
                     );
                     assert!(
-                        r.code != Code::Dot || k % 2 == 0,
+                        !matches!(r.code, Code::Dot | Code::DotSub) || k % 2 == 0,
                         "odd factor list in {i:?}"
                     );
                     assert!(i.args[0] < n, "slot out of range in {i:?}");
@@ -503,17 +504,22 @@ fn select_with(lane: &Lane, schedule: Schedule, negations: bool) -> (Vec<Emit>, 
     if schedule != Schedule::Tape {
         // A factor that is a constant other than NaN: a `DotConst`'s weight.
         let weight = |id: u32| nodes[id as usize].constant().filter(|w| !w.is_nan());
-        dot_chains(&mut emits, &mut packed, &uses, nodes.len(), weight);
+        let differences = schedule == Schedule::Level || block_differences();
+        dot_chains(
+            &mut emits,
+            &mut packed,
+            &uses,
+            nodes.len(),
+            weight,
+            differences,
+        );
     }
     if schedule == Schedule::Level {
         instruction_levels(&mut emits, &packed, &mut vec![0u32; nodes.len()]);
     }
     // The absorbed nodes' emits are gone: their room too, before the slots are assigned.
     emits.shrink_to_fit();
-    for e in emits
-        .iter_mut()
-        .filter(|e| !matches!(e.code, Code::CallN | Code::Dot | Code::DotConst))
-    {
+    for e in emits.iter_mut().filter(|e| !e.code.has_list()) {
         for k in e.code.arity()..3 {
             e.operands[k] = 0;
         }
@@ -522,10 +528,7 @@ fn select_with(lane: &Lane, schedule: Schedule, negations: bool) -> (Vec<Emit>, 
         // The keys are distinct (one node each): an unstable sort gives the stable order,
         // without the stable sort's buffer of half the list.
         // Chains of one level by length, so that those run in step have similar lengths.
-        let chain = |e: &Emit| match e.code {
-            Code::Dot | Code::DotConst => e.operands[2],
-            _ => 0,
-        };
+        let chain = |e: &Emit| if e.code.is_chain() { e.operands[2] } else { 0 };
         emits.sort_unstable_by_key(|e| (e.key, e.code, chain(e), e.node));
     }
     (emits, packed)
@@ -567,11 +570,50 @@ pub(crate) const MIN_DOT: usize = 6;
 /// 0.7% on electrolyte-16, within 0.1% elsewhere; 3 costs electrolyte 0.3–0.9% more).
 pub(crate) const MIN_DOT_CONST: usize = 4;
 
-/// Makes each chain of at least [`MIN_DOT`] `MulAdd` emits — each but the first taking as
-/// `c` the one before's value, used nowhere else — one [`Code::Dot`] emit in the last
-/// one's place (its level: above every operand of the chain), its factors appended to
-/// `packed`; a [`Code::DotConst`] where every product has a factor that `weight` answers
-/// (a constant other than NaN), its factors appended as `(variable, weight)` pairs.
+#[cfg(test)]
+thread_local! {
+    /// Whether this thread's block programs get difference chains too (tests of the block
+    /// loop's [`Code::DotSub`] and [`Code::SubSum`], which lowering otherwise never gives
+    /// a block program).
+    pub(super) static BLOCK_DIFFERENCES: std::cell::Cell<bool> =
+        const { std::cell::Cell::new(false) };
+}
+
+/// Whether block programs get difference chains: only in tests ([`BLOCK_DIFFERENCES`]).
+#[cfg(test)]
+fn block_differences() -> bool {
+    BLOCK_DIFFERENCES.get()
+}
+
+/// Whether block programs get difference chains: never (measured: NIST Gauss1's batch
+/// gradient ran 1.7 % slower with them; a block's links are loops over its points already).
+#[cfg(not(test))]
+fn block_differences() -> bool {
+    false
+}
+
+/// Where a chain link keeps its running value among its operands: a [`Code::MulAdd`]'s
+/// and a [`Code::SubMul`]'s `c`, a `Sub`'s minuend; `None` for a code that is no link.
+fn running_operand(code: Code) -> Option<usize> {
+    match code {
+        Code::MulAdd | Code::SubMul => Some(2),
+        Code::Op(Op::Sub) => Some(0),
+        _ => None,
+    }
+}
+
+/// Makes each chain of emits of one link code — each but the first taking the one
+/// before's value as its running operand ([`running_operand`]), that value used nowhere
+/// else — one chain emit in the last one's place (its level: above every operand of the
+/// chain), its terms appended to `packed`:
+/// - `MulAdd` chains of at least [`MIN_DOT`] become a [`Code::Dot`] (factor pairs); a
+///   piece of at least [`MIN_DOT_CONST`] whose every product has a factor that `weight`
+///   answers (a constant other than NaN) becomes a [`Code::DotConst`] (`(variable,
+///   weight)` pairs);
+/// - where `differences`, `SubMul` chains of at least [`MIN_DOT`] become a
+///   [`Code::DotSub`] (factor pairs) and `Sub` chains of at least [`MIN_DOT`] a
+///   [`Code::SubSum`] (the subtrahends).
+///
 /// `uses` counts every node's uses (outputs included, counted to 2) among `nodes` nodes.
 fn dot_chains(
     emits: &mut Vec<Emit>,
@@ -579,21 +621,29 @@ fn dot_chains(
     uses: &[u8],
     nodes: usize,
     weight: impl Fn(u32) -> Option<f64>,
+    differences: bool,
 ) {
     const NO: u32 = u32::MAX;
+    let link = |code: Code| code == Code::MulAdd || differences;
     let mut emit_of = vec![NO; nodes];
     for (k, e) in emits.iter().enumerate() {
-        if e.code == Code::MulAdd {
+        if running_operand(e.code).is_some() && link(e.code) {
             emit_of[e.node as usize] = k as u32;
         }
     }
-    // `absorbed[k]`: emit k is a `MulAdd` whose only use is the `c` of another `MulAdd`.
+    // The emit of the same code whose value is link `e`'s running operand, where that
+    // value has no other use.
+    let below = |emits: &[Emit], e: &Emit| {
+        let c = e.operands[running_operand(e.code)?] as usize;
+        let b = emit_of[c];
+        (b != NO && uses[c] == 1 && emits[b as usize].code == e.code).then_some(b as usize)
+    };
+    // `absorbed[k]`: emit k is a link whose only use is the running operand of another
+    // link of its code.
     let mut absorbed = vec![false; emits.len()];
-    for e in emits.iter().filter(|e| e.code == Code::MulAdd) {
-        let c = e.operands[2] as usize;
-        let below = emit_of[c];
-        if below != NO && uses[c] == 1 {
-            absorbed[below as usize] = true;
+    for e in emits.iter() {
+        if let Some(b) = below(emits, e) {
+            absorbed[b] = true;
         }
     }
     let mut removed = vec![false; emits.len()];
@@ -601,31 +651,35 @@ fn dot_chains(
     // Whether each term of `chain` has a weight.
     let mut weighted: Vec<bool> = Vec::new();
     for k in 0..emits.len() {
-        if emits[k].code != Code::MulAdd || absorbed[k] {
+        let Some(run_at) = running_operand(emits[k].code) else {
+            continue;
+        };
+        if absorbed[k] || !link(emits[k].code) {
             continue;
         }
-        // Down from the chain's last sum to its first.
+        let link = emits[k].code;
+        // Down from the chain's last link to its first.
         chain.clear();
         let mut at = k;
         loop {
             chain.push(at);
-            let below = emit_of[emits[at].operands[2] as usize];
-            if below == NO || !absorbed[below as usize] {
-                break;
+            match below(emits, &emits[at]) {
+                Some(b) if absorbed[b] => at = b,
+                _ => break,
             }
-            at = below as usize;
         }
         if chain.len() < MIN_DOT.min(MIN_DOT_CONST) {
             continue;
         }
-        // Up from the first sum: the chain in pieces of terms that all have a weight or
-        // all have none; a piece long enough is one instruction in its last sum's place,
-        // its `c` the piece below's last sum (or the chain's `c`).
+        // Up from the first link: the chain in pieces of terms that all have a weight or
+        // all have none (only sums have weighted pieces); a piece long enough is one
+        // instruction in its last link's place, its running operand the piece below's
+        // last link (or the chain's own).
         chain.reverse();
         weighted.clear();
         weighted.extend(chain.iter().map(|&m| {
             let [a, b, _] = emits[m].operands;
-            weight(a).is_some() || weight(b).is_some()
+            link == Code::MulAdd && (weight(a).is_some() || weight(b).is_some())
         }));
         let mut from = 0;
         while from < chain.len() {
@@ -639,21 +693,27 @@ fn dot_chains(
             let start = packed.len() as u32;
             for &m in piece {
                 let [a, b, _] = emits[m].operands;
-                // The weight second (either factor may be it: the product is the same).
-                let pair = if w && weight(b).is_none() {
-                    [b, a]
-                } else {
-                    [a, b]
-                };
-                packed.extend_from_slice(&pair);
+                match link {
+                    // The subtrahend.
+                    Code::Op(Op::Sub) => packed.push(b),
+                    // The weight second (either factor may be it: the product is the
+                    // same).
+                    _ if w && weight(b).is_none() => packed.extend_from_slice(&[b, a]),
+                    _ => packed.extend_from_slice(&[a, b]),
+                }
             }
-            let first = emits[piece[0]].operands[2];
+            let first = emits[piece[0]].operands[run_at];
             let (&last, below) = piece.split_last().unwrap_or((&piece[0], &[]));
             for &m in below {
                 removed[m] = true;
             }
             let e = &mut emits[last];
-            e.code = if w { Code::DotConst } else { Code::Dot };
+            e.code = match link {
+                Code::MulAdd if w => Code::DotConst,
+                Code::MulAdd => Code::Dot,
+                Code::SubMul => Code::DotSub,
+                _ => Code::SubSum,
+            };
             e.operands = [first, start, packed.len() as u32 - start];
         }
     }

@@ -83,9 +83,10 @@ pub enum Code {
     /// `a₁, b₁, …, a_m, b_m` at `lists[start..start + 2m]`, computing
     /// `a_m*b_m + (… + (a₁*b₁ + c))` — the same products and additions, in the same order,
     /// each rounded, as the chain's instructions; the partial sums stay in a register and
-    /// only the last is stored. Only [`Schedule::Level`] programs have it, one level per
-    /// run, so the chains of one run are independent: the loop runs two at a time and
-    /// stores both results after reading every operand.
+    /// only the last is stored. [`Schedule::Level`] programs have it one level per run,
+    /// so the chains of one run are independent: the loop runs two at a time and stores
+    /// both results after reading every operand. [`Schedule::Graph`] (block) programs have
+    /// it too, one chain a run; tape programs never.
     Dot,
     /// A [`Code::Dot`] whose every product has a constant factor that is not NaN (a
     /// *weight*): `args = [c, start, m]`, the other factors' slots at
@@ -98,6 +99,21 @@ pub enum Code {
     /// one load folded into each product; the chains of a run (one level, independent,
     /// sorted by length) run four at a time.
     DotConst,
+    /// A chain of [`Code::SubMul`]s, each but the first taking the one before's result as
+    /// its `c`, every partial difference used only there: `args = [c, start, 2m]`, the
+    /// factors at `lists[start..start + 2m]` as [`Code::Dot`]'s, computing
+    /// `(… (c − a₁*b₁) …) − a_m*b_m`, each product and difference rounded, the running
+    /// difference as each subtraction's first operand, as the chain's instructions. Reverse
+    /// mode makes these where an adjoint is subtracted term by term (the gradient of a
+    /// residual `y − f(x)` summed over observations). [`Schedule::Level`] programs only
+    /// (one level per run, as `Dot`'s): a block program runs each link over its block
+    /// already, and its chains cost more there (NIST Gauss1's batch gradient 1.7 % slower).
+    DotSub,
+    /// A chain of `Sub`s, each but the first taking the one before's result as its first
+    /// operand, every partial difference used only there: `args = [c, start, m]`, the
+    /// subtrahends' slots at `lists[start..start + m]`, computing `(… (c − u₁) …) − u_m`
+    /// in the chain's order. [`Schedule::Level`] programs only, as [`Code::DotSub`].
+    SubSum,
 }
 
 impl Code {
@@ -110,8 +126,24 @@ impl Code {
             Code::MulMul | Code::MulDiv | Code::AddAdd | Code::AddDiv | Code::SubDiv => 3,
             Code::MulNeg | Code::DivNeg | Code::AddNeg | Code::NegDiv => 2,
             // The tag (or the chain's `c`); the rest is read through the program's lists.
-            Code::CallN | Code::Dot | Code::DotConst => 1,
+            Code::CallN | Code::Dot | Code::DotConst | Code::DotSub | Code::SubSum => 1,
         }
+    }
+
+    /// Whether the instruction is a chain ([`Code::Dot`], [`Code::DotConst`],
+    /// [`Code::DotSub`], [`Code::SubSum`]): one instruction for many terms read through
+    /// its [`Program`]'s lists, the running result in a register.
+    pub fn is_chain(self) -> bool {
+        matches!(
+            self,
+            Code::Dot | Code::DotConst | Code::DotSub | Code::SubSum
+        )
+    }
+
+    /// Whether the instruction reads slots through its [`Program`]'s lists: a chain or a
+    /// [`Code::CallN`].
+    pub fn has_list(self) -> bool {
+        self == Code::CallN || self.is_chain()
     }
 }
 
@@ -246,7 +278,7 @@ impl Program {
     pub(crate) fn reads(&self, code: Code, i: &Instr) -> impl Iterator<Item = u32> + '_ {
         let args = i.args;
         let list: &[u32] = match code {
-            Code::CallN | Code::Dot | Code::DotConst => {
+            c if c.has_list() => {
                 let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                 self.lists.get(start..start + k).unwrap_or(&[])
             }
@@ -385,14 +417,14 @@ unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f6
 }
 
 /// Runs `runs` of `instrs` over the slot array at `s`, [`Code::CallN`]'s argument slots
-/// and [`Code::Dot`]'s factors in `t.lists`, [`Code::DotConst`]'s weights in `t.weights`;
+/// and the chains' terms in `t.lists`, [`Code::DotConst`]'s weights in `t.weights`;
 /// `AVX`: the CPU has AVX (and the caller is compiled for it).
 ///
 /// # Safety
 /// Every slot index in `instrs` and `t.lists` must be in bounds of the array `s` points
-/// to, every run must lie inside `instrs`, every `CallN`'s, `Dot`'s and `DotConst`'s list
-/// inside `t.lists` (a `Dot`'s of even length) and every `DotConst`'s inside `t.weights`,
-/// and no `Dot` or `DotConst` of a run may read another's destination.
+/// to, every run must lie inside `instrs`, every `CallN`'s and chain's list inside
+/// `t.lists` (a `Dot`'s and a `DotSub`'s of even length) and every `DotConst`'s inside
+/// `t.weights`, and no chain of a run may read another's destination.
 #[inline(always)]
 unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f64) {
     let lists = t.lists;
@@ -468,6 +500,8 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
     const T_ACCUMULATE: u8 = Code::Accumulate.tag();
     const T_DOT: u8 = Code::Dot.tag();
     const T_DOT_CONST: u8 = Code::DotConst.tag();
+    const T_DOT_SUB: u8 = Code::DotSub.tag();
+    const T_SUB_SUM: u8 = Code::SubSum.tag();
     const T_CALL_N: u8 = Code::CallN.tag();
     const T_PACK: u8 = Code::Op(Op::Pack).tag();
     for r in runs {
@@ -545,7 +579,23 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
             // SAFETY: the caller's contract (kept out of line: it needs registers the
             // dispatch loop would otherwise spill).
             T_DOT => unsafe {
-                dots(
+                dots::<false>(
+                    instrs.get_unchecked(r.start as usize..r.end as usize),
+                    lists,
+                    s,
+                )
+            },
+            // SAFETY: as above.
+            T_DOT_SUB => unsafe {
+                dots::<true>(
+                    instrs.get_unchecked(r.start as usize..r.end as usize),
+                    lists,
+                    s,
+                )
+            },
+            // SAFETY: as above.
+            T_SUB_SUM => unsafe {
+                sub_sums(
                     instrs.get_unchecked(r.start as usize..r.end as usize),
                     lists,
                     s,
@@ -587,20 +637,28 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
     }
 }
 
-/// Runs `run`, a run of [`Code::Dot`] instructions, over the slot array at `s`: two
-/// chains at a time, in step while both have terms, both results stored after every
-/// operand of the two is read.
+/// Runs `run`, a run of [`Code::Dot`] instructions (of [`Code::DotSub`] where `SUB`), over
+/// the slot array at `s`: two chains at a time, in step while both have terms, both
+/// results stored after every operand of the two is read.
 ///
 /// # Safety
 /// As [`execute`]: every list inside `lists` with an even length, every slot in bounds,
 /// and no chain of the run reading another's destination (one level).
 #[inline(never)]
-unsafe fn dots(run: &[Instr], lists: &[u32], s: *mut f64) {
+unsafe fn dots<const SUB: bool>(run: &[Instr], lists: &[u32], s: *mut f64) {
     // SAFETY: the caller's contract.
     unsafe {
         let factors = |i: &Instr| {
             let start = i.args[1] as usize;
             lists.get_unchecked(start..start + i.args[2] as usize)
+        };
+        // One term: `p + a*b` with the product first ([`Code::MulAdd`]), or `p - a*b`.
+        let term = |u: &[u32], p: f64| {
+            if SUB {
+                p - *s.add(u[0] as usize) * *s.add(u[1] as usize)
+            } else {
+                mul_add_in_order(s, u[0] as usize, u[1] as usize, p)
+            }
         };
         let mut pairs = run.chunks_exact(2);
         for two in &mut pairs {
@@ -614,23 +672,65 @@ unsafe fn dots(run: &[Instr], lists: &[u32], s: *mut f64) {
             let (xc, xt) = x.split_at(common);
             let (yc, yt) = y.split_at(common);
             for (u, v) in xc.chunks_exact(2).zip(yc.chunks_exact(2)) {
-                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
-                q = mul_add_in_order(s, v[0] as usize, v[1] as usize, q);
+                p = term(u, p);
+                q = term(v, q);
             }
             for u in xt.chunks_exact(2) {
-                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
+                p = term(u, p);
             }
             for v in yt.chunks_exact(2) {
-                q = mul_add_in_order(s, v[0] as usize, v[1] as usize, q);
+                q = term(v, q);
             }
             *s.add(i.dst as usize) = p;
             *s.add(j.dst as usize) = q;
         }
         for i in pairs.remainder() {
-            let x = factors(i);
             let mut p = *s.add(i.args[0] as usize);
-            for u in x.chunks_exact(2) {
-                p = mul_add_in_order(s, u[0] as usize, u[1] as usize, p);
+            for u in factors(i).chunks_exact(2) {
+                p = term(u, p);
+            }
+            *s.add(i.dst as usize) = p;
+        }
+    }
+}
+
+/// Runs `run`, a run of [`Code::SubSum`] instructions, over the slot array at `s`: two
+/// chains at a time, as [`dots`].
+///
+/// # Safety
+/// As [`dots`] (a list of any length).
+#[inline(never)]
+unsafe fn sub_sums(run: &[Instr], lists: &[u32], s: *mut f64) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let terms = |i: &Instr| {
+            let start = i.args[1] as usize;
+            lists.get_unchecked(start..start + i.args[2] as usize)
+        };
+        let mut pairs = run.chunks_exact(2);
+        for two in &mut pairs {
+            let (i, j) = (&two[0], &two[1]);
+            let (x, y) = (terms(i), terms(j));
+            let mut p = *s.add(i.args[0] as usize);
+            let mut q = *s.add(j.args[0] as usize);
+            let common = x.len().min(y.len());
+            for (&u, &v) in x[..common].iter().zip(&y[..common]) {
+                p -= *s.add(u as usize);
+                q -= *s.add(v as usize);
+            }
+            for &u in &x[common..] {
+                p -= *s.add(u as usize);
+            }
+            for &v in &y[common..] {
+                q -= *s.add(v as usize);
+            }
+            *s.add(i.dst as usize) = p;
+            *s.add(j.dst as usize) = q;
+        }
+        for i in pairs.remainder() {
+            let mut p = *s.add(i.args[0] as usize);
+            for &u in terms(i) {
+                p -= *s.add(u as usize);
             }
             *s.add(i.dst as usize) = p;
         }

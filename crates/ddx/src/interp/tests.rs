@@ -145,6 +145,122 @@ fn dot_chains_give_the_reference_values_and_the_tape_programs_bits() {
     assert!(in_step && odd, "runs of two or more chains, and odd runs");
 }
 
+/// Running differences over `n` symbols: `outputs` chains `c − t₁ − … − t_m` of random
+/// lengths (around [`MIN_DOT`], some far longer), each term `tⱼ` a product `a·b` (a
+/// `SubMul` link) or a lone value (a `Sub` link) — all of one kind in most chains, mixed
+/// in some — the factors and lone values symbols, sines of symbols or earlier chains;
+/// every so often a partial difference also an output (which cuts the chain there).
+fn differences(seed: u64, n: usize, outputs: usize) -> Equation<System> {
+    rt::equation(move || {
+        let mut rng = Rng::new(seed);
+        let x: Vec<Expr> = (0..n).map(|i| rt::var(&format!("x{i:02}"))).collect();
+        let mut made: Vec<Expr> = Vec::new();
+        let mut outs = Vec::new();
+        let value = |rng: &mut Rng, made: &[Expr]| match rng.below(4) {
+            0 if !made.is_empty() => made[rng.below(made.len())],
+            1 => x[rng.below(n)].sin(),
+            _ => x[rng.below(n)],
+        };
+        for _ in 0..outputs {
+            let mut f = value(&mut rng, &made);
+            // 0: products only, 1: lone values only, 2: mixed.
+            let kind = rng.below(3);
+            let links = if rng.below(5) == 0 {
+                40 + rng.below(90)
+            } else {
+                rng.below(16)
+            };
+            for _ in 0..links {
+                let product = match kind {
+                    0 => true,
+                    1 => false,
+                    _ => rng.below(2) == 0,
+                };
+                f = if product {
+                    let (a, b) = (value(&mut rng, &made), value(&mut rng, &made));
+                    f - a * b
+                } else {
+                    f - value(&mut rng, &made)
+                };
+                if rng.below(24) == 0 {
+                    outs.push(f);
+                }
+            }
+            made.push(f);
+            outs.push(f);
+        }
+        outs
+    })
+    .expect("builds")
+}
+
+#[test]
+fn difference_chains_give_the_reference_values_and_the_tape_programs_bits() {
+    let mut rng = Rng::new(22);
+    let (mut products, mut lone, mut in_step, mut odd) = (0, 0, false, false);
+    for seed in 0..60 {
+        let eq = differences(seed, 2 + (seed as usize % 6), 1 + (seed as usize % 7));
+        for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
+            let lane = eq.lane(kind).expect("lane");
+            let p = Program::lower(lane, Schedule::Level);
+            chains_independent(&p);
+            for r in p.run_list() {
+                let len = (r.end - r.start) as usize;
+                match r.code {
+                    Code::DotSub => products += len,
+                    Code::SubSum => lone += len,
+                    _ => continue,
+                }
+                in_step |= len >= 2;
+                odd |= len % 2 == 1;
+            }
+            agrees_at_points(&p, lane, &mut rng, 12, &format!("seed {seed} {kind:?}"));
+        }
+    }
+    assert!(products > 20 && lone > 20, "{products} {lone} chains");
+    assert!(in_step && odd, "runs of two or more chains, and odd runs");
+}
+
+/// A residual sum of squares over `m` observations, `Σᵢ (yᵢ − a·exp(−b·tᵢ) − c)²`: reverse
+/// mode subtracts each residual's share from the adjoints of `a`, `b` and `c` one
+/// observation after another, the shape the difference chains are for.
+fn residual_sum(m: usize) -> Equation<System> {
+    rt::equation(move || {
+        let (a, b, c) = (rt::var("a"), rt::var("b"), rt::var("c"));
+        let mut f = Expr::from(0.0);
+        for i in 0..m {
+            let t = i as f64 / 8.0;
+            let y = 2.0 * (-0.3 * t).exp() + 0.5 + 0.01 * (i % 7) as f64;
+            let r = y - a * (-b * t).exp() - c;
+            f += r * r;
+        }
+        vec![f]
+    })
+    .expect("builds")
+}
+
+#[test]
+fn a_residual_sums_gradient_runs_its_differences_as_chains() {
+    let mut rng = Rng::new(23);
+    // Three observations make links too few for a chain.
+    for m in [3, 57, 250] {
+        let eq = residual_sum(m);
+        let lane = eq.lane(LaneKind::Gradient).expect("lane");
+        let p = Program::lower(lane, Schedule::Level);
+        let chains = p
+            .run_list()
+            .iter()
+            .filter(|r| matches!(r.code, Code::DotSub | Code::SubSum))
+            .count();
+        assert_eq!(chains > 0, m > 3, "{m}: {:?}", p.run_list());
+        agrees_at_points(&p, lane, &mut rng, 40, &format!("{m} observations"));
+        let x = [2.0, 0.3, 0.5];
+        let mut out = vec![0.0; 3];
+        p.run(&x, &mut out).expect("runs");
+        assert_eq!(bits(&out), bits(&reference(lane, &x)), "{m}");
+    }
+}
+
 #[test]
 fn a_partial_sum_used_elsewhere_ends_a_chain() {
     // f = (((c + ab) + ab) + …) + ab, eight products: one chain; with the fifth partial sum
@@ -408,14 +524,11 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
     );
 }
 
-/// Asserts that no chain of a [`Code::Dot`] or [`Code::DotConst`] run of `p` reads an
-/// earlier one's destination: the per-point loop runs a run's chains in step, every read
-/// before any store (so a run must hold one level).
+/// Asserts that no chain of a chain run of `p` ([`Code::is_chain`]) reads an earlier
+/// one's destination: the per-point loop runs a run's chains in step, every read before
+/// any store (so a run must hold one level).
 fn chains_independent(p: &Program) {
-    let chains = p
-        .run_list()
-        .iter()
-        .filter(|r| matches!(r.code, Code::Dot | Code::DotConst));
+    let chains = p.run_list().iter().filter(|r| r.code.is_chain());
     for r in chains {
         let run = &p.instructions()[r.start as usize..r.end as usize];
         // A later chain may reuse a slot an earlier one read last (all reads come first),
@@ -498,18 +611,25 @@ impl Columns for Cols {
 
 #[test]
 fn block_chains_give_the_per_point_values() {
-    // The weighted and general chains of a block program run a tile of points at a time
+    // The chains of a block program (weighted, general, differences) run a tile of points at a time
     // (a shorter last tile point by point); every point must answer what the per-point
     // program answers, NaN for NaN, for lengths around the tile and the block.
     let mut rng = Rng::new(31);
     let (mut weighted, mut general) = (false, false);
+    let mut subtracted = std::collections::HashSet::new();
+    // Lowering gives block programs no difference chains; this thread's do get them, so
+    // that the block loop's are checked too.
+    super::lower::BLOCK_DIFFERENCES.set(true);
     for seed in 0..30 {
         let (n, outputs) = (2 + (seed as usize % 6), 1 + (seed as usize % 9));
         let (eq, general_eq) = (weighted_sums(seed, n, outputs), sums(seed, n, outputs));
+        let differences_eq = differences(seed, n, outputs);
         for (eq, kind) in [
             (&eq, LaneKind::Value),
             (&eq, LaneKind::Gradient),
             (&general_eq, LaneKind::Value),
+            (&differences_eq, LaneKind::Value),
+            (&differences_eq, LaneKind::Gradient),
         ] {
             let lane = eq.lane(kind).expect("lane");
             let block = Program::lower(lane, Schedule::Graph);
@@ -517,6 +637,7 @@ fn block_chains_give_the_per_point_values() {
             for r in block.run_list() {
                 weighted |= r.code == Code::DotConst;
                 general |= r.code == Code::Dot;
+                subtracted.insert(r.code);
             }
             let b = block.block_size();
             for len in [1, 31, 32, 33, 65, b - 1, b + 1, 2 * b + 37] {
@@ -544,4 +665,8 @@ fn block_chains_give_the_per_point_values() {
         }
     }
     assert!(weighted && general, "{weighted} {general}");
+    assert!(
+        subtracted.contains(&Code::DotSub) && subtracted.contains(&Code::SubSum),
+        "{subtracted:?}"
+    );
 }
