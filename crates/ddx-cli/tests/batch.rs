@@ -129,6 +129,17 @@ fn error_paths_name_file_row_and_column() {
         &["batch", "x*y", "-i", "dup.csv", "-o", o],
         &["two columns are named `x`"],
     );
+    // A cell's control characters are escaped, and a long cell is cut short.
+    w("nul.csv", "x,y\n1,2\u{0}3\u{1b}[31m\n");
+    f(
+        &["batch", "x*y", "-i", "nul.csv", "-o", o],
+        &["column 2 `y`: `2\\u{0}3\\u{1b}[31m` is not a number"],
+    );
+    w("long.csv", &format!("x,y\n1,{}\n", "q".repeat(1 << 20)));
+    f(
+        &["batch", "x*y", "-i", "long.csv", "-o", o],
+        &["`qqqqqqqqqq", "… (1048576 bytes in all)` is not a number"],
+    );
     f(
         &["batch", "x*y", "-i", "empty.csv", "-o", o],
         &["empty.csv", "no column `x`"],
@@ -299,6 +310,43 @@ fn the_output_may_not_be_the_input() {
 /// `--chunk` sizes the buffers by the rows a chunk holds, not by the flag: the largest
 /// chunk on a one-row file answers at once (it used to allocate 32 GiB and abort); a
 /// device such as `/dev/zero`, which never ends, is refused instead of read forever.
+#[test]
+fn a_wide_headers_missing_column_is_named_briefly() {
+    // 200 000 columns, `y` not among them: the message names the first few and counts the
+    // rest (it printed every name: 9 MB for 10⁶ columns, tester 37). The columns are
+    // matched through a hash, so wide headers with many symbols stay linear.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let d = dir.path();
+    let names: Vec<String> = (0..200_000).map(|k| format!("c{k}")).collect();
+    let row = vec!["1"; names.len()].join(",");
+    std::fs::write(d.join("wide.csv"), format!("{}\n{row}\n", names.join(","))).expect("written");
+    let r = run_in(d, &["batch", "c0+c199999+y", "-i", "wide.csv"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stderr.len() < 400,
+        "{} bytes: {}",
+        r.stderr.len(),
+        r.stderr
+    );
+    for needle in ["no column `y`", "c0, c1, c2", "… and 199988 more"] {
+        assert!(r.stderr.contains(needle), "`{needle}` not in {}", r.stderr);
+    }
+    // 10 000 symbols (an argument stays under Linux's 128 KiB), the other 190 000
+    // columns passed through.
+    let sum = names[..10_000].join("+");
+    let r = run_in(d, &["batch", &sum, "-i", "wide.csv", "--pass-through"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let mut lines = r.stdout.lines();
+    let (head, row) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    assert!(head.starts_with("c10000,c10001,") && head.ends_with(",c199999,f"));
+    assert_eq!(head.split(',').count(), 190_001);
+    assert!(
+        row.starts_with("1,1,") && row.ends_with(",1,10000.0"),
+        "{}",
+        &row[..40]
+    );
+}
+
 #[test]
 fn a_huge_chunk_and_a_device_input_are_answered() {
     let dir = tempfile::tempdir().expect("a temp dir");

@@ -415,8 +415,10 @@ pub enum Error {
         op: &'static str,
     },
     /// `univariate_derivative` (or a Taylor sweep) was asked for an order above the most
-    /// it computes (`ddx_ir::ad::taylor::MAX_DEGREE`, past which `K!` overflows `f64`).
-    #[error("order_too_high: a derivative of order {order} was asked; the highest is {max}")]
+    /// it computes (`ddx_ir::ad::taylor::MAX_DEGREE`, past which `K!` overflows `f64`), or
+    /// `derivative_tensor` for an order outside `1..=max` (order 0 too: its answer is the
+    /// value, which `value` gives).
+    #[error("order_too_high: {}", order_message(*order, *max))]
     OrderTooHigh {
         /// The order asked.
         order: usize,
@@ -876,6 +878,19 @@ fn edit_distance(a: &str, b: &str) -> usize {
         std::mem::swap(&mut prev, &mut cur);
     }
     prev[b.len()]
+}
+
+/// [`Error::OrderTooHigh`]'s message: order 0 (which only `derivative_tensor` refuses) is
+/// not too high, and is named as what it is.
+fn order_message(order: usize, max: usize) -> String {
+    if order == 0 {
+        format!(
+            "a derivative tensor of order 0 was asked; orders run from 1 to {max} (order 0 \
+             is the value itself: use `value`)"
+        )
+    } else {
+        format!("a derivative of order {order} was asked; the highest is {max}")
+    }
 }
 
 #[cfg(test)]

@@ -170,9 +170,27 @@ fn sizes_and_orders_past_the_limits_are_refused() {
         eq.derivative_tensor(5, &x[..]).unwrap_err().code(),
         Errc::TooLarge
     );
-    assert_eq!(
-        eq.derivative_tensor(0, &x[..]).unwrap_err().code(),
-        Errc::OrderTooHigh
+    let zero = eq.derivative_tensor(0, &x[..]).unwrap_err();
+    assert_eq!(zero.code(), Errc::OrderTooHigh);
+    // Order 0 is named as what it is, not as too high.
+    assert!(
+        zero.to_string().contains("order 0") && zero.to_string().contains("use `value`"),
+        "{zero}"
+    );
+    // The refused size is the true one (40⁵ = 102 400 000), past `usize` too: 4096⁸ = 2⁹⁶.
+    let five = eq.derivative_tensor(5, &x[..]).unwrap_err();
+    assert!(five.to_string().contains(" 102400000 values"), "{five}");
+    let wide = rt::equation(|| {
+        (0..1 << 12)
+            .map(|i| rt::var(&format!("x{i:04}")))
+            .sum::<Expr>()
+    })
+    .unwrap();
+    let big = wide.tensor_columns(8).unwrap_err();
+    let want = 1u128 << 96;
+    assert!(
+        big.to_string().contains(&format!(" {want} values")),
+        "{big}"
     );
     assert_eq!(
         eq.derivative_tensor(ddx::MAX_TENSOR_ORDER + 1, &x[..])

@@ -254,8 +254,50 @@ impl Chunk {
     }
 }
 
-/// The input as a stream of bytes.
+/// The longest line a CSV input may have: a header of 10⁶ columns is a few MB; an
+/// endless stream with no newline (`cat /dev/zero |`) is refused here instead of held.
+const MAX_LINE: u64 = 1 << 28;
+
+/// A reader that fails once a line (the bytes between two newlines) passes `max` bytes
+/// ([`MAX_LINE`]): the `csv` crate holds a record whole, whatever its length.
+struct LineLimit<R> {
+    inner: R,
+    /// Bytes since the last newline.
+    run: u64,
+    max: u64,
+}
+
+impl<R: Read> Read for LineLimit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        // From the end: a line of CSV is short, so the scan stops within it.
+        self.run = match buf[..n].iter().rposition(|&b| b == b'\n') {
+            Some(k) => (n - k - 1) as u64,
+            None => self.run + n as u64,
+        };
+        if self.run > self.max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a line is longer than {} bytes: not CSV", self.max),
+            ));
+        }
+        Ok(n)
+    }
+}
+
+/// The input as a stream of bytes, its lines at most [`MAX_LINE`] long.
 fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>), CliError> {
+    let (input, len) = open_raw(path)?;
+    let input = LineLimit {
+        inner: input,
+        run: 0,
+        max: MAX_LINE,
+    };
+    Ok((Box::new(input), len))
+}
+
+/// The input as a stream of bytes, and its length where it is a file.
+fn open_raw(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>), CliError> {
     if path == Path::new("-") {
         return Ok((Box::new(io::stdin()), None));
     }
@@ -315,9 +357,14 @@ pub(crate) fn cell(bytes: &[u8]) -> Option<f64> {
     std::str::from_utf8(bytes).ok()?.trim().parse::<f64>().ok()
 }
 
+/// Column names a "no column" message lists before it says how many more there are: a
+/// header may have millions.
+const LISTED_COLUMNS: usize = 12;
+
 /// The input's column for every name in `names` (the symbols, then the parameters read
 /// from columns: those past the first `symbols`), and the pass-through columns (every
-/// other one when `pass_through`).
+/// other one when `pass_through`). Linear in the header and the names (a hash of the
+/// header's names), whatever their number.
 ///
 /// # Errors
 /// A symbol or parameter with no column, or with two.
@@ -328,24 +375,34 @@ fn match_columns(
     symbols: usize,
     pass_through: bool,
 ) -> Result<(Vec<usize>, Vec<usize>), CliError> {
+    use std::collections::HashMap;
+    // Each name's first column, and whether another has it too.
+    let mut columns: HashMap<&str, (usize, bool)> = HashMap::with_capacity(header.len());
+    for (k, h) in header.iter().enumerate() {
+        columns
+            .entry(h.as_str())
+            .and_modify(|e| e.1 = true)
+            .or_insert((k, false));
+    }
     let mut symbol_columns = Vec::with_capacity(names.len());
     for (i, name) in names.iter().enumerate() {
-        let mut found = header.iter().enumerate().filter(|(_, h)| *h == name);
-        let Some((k, _)) = found.next() else {
+        let Some(&(k, twice)) = columns.get(name.as_str()) else {
             let what = if i < symbols {
                 format!("the symbol `{name}`")
             } else {
                 format!("the parameter `{name}` (or give one value: --param {name}=VALUE)")
             };
+            let listed = header[..header.len().min(LISTED_COLUMNS)].join(", ");
+            let more = match header.len().saturating_sub(LISTED_COLUMNS) {
+                0 => String::new(),
+                more => format!(", … and {more} more"),
+            };
             return Err(CliError::File {
                 path: path.to_path_buf(),
-                what: format!(
-                    "no column `{name}` for {what} (the header has {})",
-                    header.join(", ")
-                ),
+                what: format!("no column `{name}` for {what} (the header has {listed}{more})"),
             });
         };
-        if found.next().is_some() {
+        if twice {
             return Err(CliError::File {
                 path: path.to_path_buf(),
                 what: format!("two columns are named `{name}`"),
@@ -354,9 +411,11 @@ fn match_columns(
         symbol_columns.push(k);
     }
     let passed = if pass_through {
-        (0..header.len())
-            .filter(|k| !symbol_columns.contains(k))
-            .collect()
+        let mut used = vec![false; header.len()];
+        for &k in &symbol_columns {
+            used[k] = true;
+        }
+        (0..header.len()).filter(|&k| !used[k]).collect()
     } else {
         Vec::new()
     };
@@ -884,7 +943,70 @@ fn bad_cell(path: &Path, c: &CsvChunk, r: usize, columns: &[usize], header: &[St
         row: c.first_row + r as u64 + 1,
         line: c.lines.get(r).copied().unwrap_or(0),
         column: k + 1,
-        name: header.get(k).cloned().unwrap_or_default(),
-        cell: String::from_utf8_lossy(c.field(r, k)).into_owned(),
+        name: shown(header.get(k).map_or(&b""[..], |h| h.as_bytes())),
+        cell: shown(c.field(r, k)),
+    }
+}
+
+/// Characters of a cell or a column name a message shows before it says how long the
+/// rest is: a cell may be a 100 MB line.
+const SHOWN_CHARS: usize = 64;
+
+/// `bytes` as a message shows them: UTF-8 (invalid sequences replaced), control
+/// characters escaped (`\0`, `\u{1b}`: a NUL or an escape sequence is not printed to the
+/// terminal), at most [`SHOWN_CHARS`] characters and then how many bytes there are.
+fn shown(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = String::new();
+    for (n, ch) in text.chars().enumerate() {
+        if n == SHOWN_CHARS {
+            out.push_str(&format!("… ({} bytes in all)", bytes.len()));
+            break;
+        }
+        if ch.is_control() {
+            out.extend(ch.escape_default());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LineLimit;
+    use std::io::Read;
+
+    /// Reads `input` through a [`LineLimit`] of `max` bytes, `step` bytes a call.
+    fn read_all(input: &[u8], max: u64, step: usize) -> std::io::Result<Vec<u8>> {
+        let mut r = LineLimit {
+            inner: input,
+            run: 0,
+            max,
+        };
+        let (mut out, mut buf) = (Vec::new(), vec![0u8; step]);
+        loop {
+            let n = r.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_an_error_and_shorter_ones_pass() {
+        // Lines of exactly the limit, read in pieces that split them anywhere.
+        let lines = format!("{}\n", "a".repeat(100)).repeat(50);
+        for step in [1, 7, 100, 101, 4096] {
+            assert_eq!(
+                read_all(lines.as_bytes(), 100, step).unwrap(),
+                lines.as_bytes()
+            );
+            let long = format!("{lines}{}", "b".repeat(101));
+            let e = read_all(long.as_bytes(), 100, step).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+            assert!(e.to_string().contains("longer than 100 bytes"), "{e}");
+        }
     }
 }

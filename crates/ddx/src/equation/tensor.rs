@@ -50,19 +50,20 @@ impl<S: Shape> Equation<S> {
                 max: MAX_TENSOR_ORDER,
             });
         }
-        let dense = u32::try_from(k)
-            .ok()
-            .and_then(|k| self.arity().checked_pow(k))
-            .and_then(|d| d.checked_mul(self.outputs()))
-            .unwrap_or(usize::MAX);
-        if dense > MAX_TENSOR_VALUES {
-            return Err(Error::TooLarge {
+        // `m·nᵏ` exactly (in `u128`: n = 2¹⁶ symbols at order 8 is 2¹²⁸, the one product
+        // past it, answered as `u128::MAX`), so that a refusal names the true size.
+        let dense = (self.arity() as u128)
+            .checked_pow(k as u32)
+            .and_then(|d| d.checked_mul(self.outputs() as u128))
+            .unwrap_or(u128::MAX);
+        match usize::try_from(dense) {
+            Ok(dense) if dense <= MAX_TENSOR_VALUES => Ok(dense),
+            _ => Err(Error::TooLarge {
                 call: "derivative_tensor",
-                values: dense as u128,
+                values: dense,
                 limit: MAX_TENSOR_VALUES,
-            });
+            }),
         }
-        Ok(dense)
     }
 
     /// The order-`k` lane, built on first use (after [`Equation::tensor_size`] passed).
