@@ -180,7 +180,7 @@ unsafe fn dispatch(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>
         }
     }
     // SAFETY: as above.
-    unsafe { execute(runs, instrs, t, f) }
+    unsafe { execute::<false>(runs, instrs, t, f) }
 }
 
 /// [`execute`] compiled for AVX-512 (512-bit vectors) and FMA.
@@ -190,8 +190,8 @@ unsafe fn dispatch(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 unsafe fn execute_avx512(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>) {
-    // SAFETY: forwarded.
-    unsafe { execute(runs, instrs, t, f) }
+    // SAFETY: forwarded; the CPU has AVX2.
+    unsafe { execute::<true>(runs, instrs, t, f) }
 }
 
 /// [`execute`] compiled for AVX2 and FMA.
@@ -201,8 +201,8 @@ unsafe fn execute_avx512(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Fra
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn execute_avx2(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>) {
-    // SAFETY: forwarded.
-    unsafe { execute(runs, instrs, t, f) }
+    // SAFETY: forwarded; the CPU has AVX2.
+    unsafe { execute::<true>(runs, instrs, t, f) }
 }
 
 /// Runs every instruction over the first `f.n` points of each block, [`Code::CallN`]'s
@@ -213,9 +213,10 @@ unsafe fn execute_avx2(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame
 /// (`f.s` holds a block of `f.b` values for each slot past the constants), `f.n <= f.b`,
 /// runs must lie inside `instrs` and every list inside `t.lists` (and a
 /// [`Code::DotConst`]'s inside `t.weights`), every destination must be a temporary's, and
-/// no destination may equal one of its operands.
+/// no destination may equal one of its operands. `AVX2`: the CPU has AVX2 (and the caller
+/// is compiled for it).
 #[inline(always)]
-unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>) {
+unsafe fn execute<const AVX2: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>) {
     let (lists, n) = (t.lists, f.n);
     // SAFETY (all the loops): the caller's contract makes every block in bounds, and the
     // destination block disjoint from the operand blocks.
@@ -327,7 +328,16 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>)
             Code::Op(Op::Sin) => run!(r, 1, |a| math::sin(a)),
             Code::Op(Op::Cos) => run!(r, 1, |a| math::cos(a)),
             Code::Op(Op::Tan) => run!(r, 1, |a| math::tan(a)),
-            Code::Op(Op::Exp) => run!(r, 1, |a| math::exp(a)),
+            Code::Op(Op::Exp) => {
+                for i in &instrs[r.start as usize..r.end as usize] {
+                    let d = unsafe { f.out(i.dst) };
+                    match f.arg(i.args[0]) {
+                        // SAFETY: the CPU has AVX2 where `AVX2` (the caller's contract).
+                        Arg::Block(a) => unsafe { exp_block::<AVX2>(d, from_block(a, n)) },
+                        Arg::Splat(x) => d.fill(math::exp(x)),
+                    }
+                }
+            }
             Code::Op(Op::Log) => run!(r, 1, |a| math::log(a)),
             Code::Op(Op::Log10) => run!(r, 1, |a| math::log10(a)),
             Code::Op(Op::Cbrt) => run!(r, 1, |a| math::cbrt(a)),
@@ -423,6 +433,33 @@ unsafe fn execute(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, f: &Frame<'_>)
             Code::Op(Op::Pack) => {}
         }
     }
+}
+
+/// `d[p] = exp(a[p])` for every point: where `AVX2`, four points at a time through
+/// [`math::exp_plain4_avx2`] when all four take `exp`'s plain path, otherwise (and for the
+/// last few) each alone through [`math::exp`]: `exp`'s bits either way.
+///
+/// # Safety
+/// The CPU must have AVX2 where `AVX2`.
+#[inline(always)]
+unsafe fn exp_block<const AVX2: bool>(d: &mut [f64], a: &[f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        let mut d4 = d.chunks_exact_mut(4);
+        let mut a4 = a.chunks_exact(4);
+        for (d, a) in (&mut d4).zip(&mut a4) {
+            let x = [a[0], a[1], a[2], a[3]];
+            // SAFETY: the caller's contract.
+            match unsafe { math::exp_plain4_avx2(x) } {
+                Some(y) => d.copy_from_slice(&y),
+                None => d.iter_mut().zip(x).for_each(|(d, x)| *d = math::exp(x)),
+            }
+        }
+        let rest = d4.into_remainder().iter_mut().zip(a4.remainder());
+        rest.for_each(|(d, &x)| *d = math::exp(x));
+        return;
+    }
+    d.iter_mut().zip(a).for_each(|(d, &x)| *d = math::exp(x));
 }
 
 /// Points a chain's sum is kept for in registers: four AVX-512 vectors.

@@ -387,16 +387,17 @@ pub(crate) struct Tables<'a> {
     weights: &'a [f64],
 }
 
-/// Runs `runs` of `instrs` with a build that has the CPU's fused multiply-add (and with it
-/// AVX's three-operand forms) where it has one (`f64::mul_add` is otherwise a library
-/// call).
+/// Runs `runs` of `instrs` with a build that has the CPU's fused multiply-add and AVX2
+/// (AVX's three-operand forms, four `exp`s at once) where it has both (`f64::mul_add` is
+/// otherwise a library call).
 ///
 /// # Safety
 /// As [`execute`].
 unsafe fn dispatch(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f64) {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("fma") {
+        if std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2")
+        {
             // SAFETY: the feature is present; the slot contract is the caller's.
             return unsafe { execute_fma(runs, instrs, t, s) };
         }
@@ -405,12 +406,12 @@ unsafe fn dispatch(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f64) 
     unsafe { execute::<false>(runs, instrs, t, s) }
 }
 
-/// [`execute`] compiled with FMA (which implies AVX).
+/// [`execute`] compiled with FMA and AVX2.
 ///
 /// # Safety
-/// The CPU must have FMA; otherwise as [`execute`].
+/// The CPU must have FMA and AVX2; otherwise as [`execute`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f64) {
     // SAFETY: forwarded; the CPU has AVX.
     unsafe { execute::<true>(runs, instrs, t, s) }
@@ -418,7 +419,7 @@ unsafe fn execute_fma(runs: &[Run], instrs: &[Instr], t: &Tables<'_>, s: *mut f6
 
 /// Runs `runs` of `instrs` over the slot array at `s`, [`Code::CallN`]'s argument slots
 /// and the chains' terms in `t.lists`, [`Code::DotConst`]'s weights in `t.weights`;
-/// `AVX`: the CPU has AVX (and the caller is compiled for it).
+/// `AVX`: the CPU has AVX2 and FMA (and the caller is compiled for them).
 ///
 /// # Safety
 /// Every slot index in `instrs` and `t.lists` must be in bounds of the array `s` points
@@ -528,7 +529,10 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
             T_SIN => each!(r, |a| math::sin(a(0))),
             T_COS => each!(r, |a| math::cos(a(0))),
             T_TAN => each!(r, |a| math::tan(a(0))),
-            T_EXP => each!(r, |a| math::exp(a(0))),
+            // SAFETY: runs lie inside `instrs`, every slot in bounds (checked at lowering).
+            T_EXP => unsafe {
+                exps::<AVX>(instrs.get_unchecked(r.start as usize..r.end as usize), s)
+            },
             T_LOG => each!(r, |a| math::log(a(0))),
             T_LOG10 => each!(r, |a| math::log10(a(0))),
             T_CBRT => each!(r, |a| math::cbrt(a(0))),
@@ -635,6 +639,45 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
             _ => {}
         }
     }
+}
+
+/// Runs `run`, a run of `Exp` instructions, over the slot array at `s`; where `AVX` (the
+/// CPU has AVX2) four at a time through [`math::exp_plain4_avx2`] when no one of the four
+/// reads another's result (a run may span two levels) and all four take `exp`'s plain
+/// path, otherwise each alone through [`math::exp`]: `exp`'s bits either way.
+///
+/// # Safety
+/// Every slot of `run` in bounds of the array `s` points to; the CPU has AVX2 where `AVX`.
+#[inline(always)]
+unsafe fn exps<const AVX: bool>(run: &[Instr], s: *mut f64) {
+    use ddx_ir::math;
+    // SAFETY (every access): the caller's contract.
+    let one = |i: &Instr| unsafe { *s.add(i.dst as usize) = math::exp(*s.add(i.args[0] as usize)) };
+    #[cfg(target_arch = "x86_64")]
+    if AVX {
+        let mut fours = run.chunks_exact(4);
+        for four in &mut fours {
+            let apart = (1..4).all(|j| four[..j].iter().all(|i| i.dst != four[j].args[0]));
+            let x: [f64; 4] = std::array::from_fn(|l| unsafe { *s.add(four[l].args[0] as usize) });
+            // SAFETY: the CPU has AVX2 (the caller's contract).
+            match unsafe { math::exp_plain4_avx2(x) }.filter(|_| apart) {
+                Some(y) => {
+                    for (i, y) in four.iter().zip(y) {
+                        unsafe { *s.add(i.dst as usize) = y };
+                    }
+                }
+                None => four.iter().for_each(one),
+            }
+        }
+        fours.remainder().iter().for_each(one);
+        // The upper halves of the vector registers back to zero before the run loop goes
+        // on: its hand-written `addsd`s (`add_regs_in_order`) are legacy SSE, which pays
+        // for dirty upper halves on every instruction (Gauss1's gradient ran 4× slower).
+        // SAFETY: the CPU has AVX (the caller's contract); no register is live across it.
+        unsafe { std::arch::x86_64::_mm256_zeroupper() };
+        return;
+    }
+    run.iter().for_each(one);
 }
 
 /// Runs `run`, a run of [`Code::Dot`] instructions (of [`Code::DotSub`] where `SUB`), over

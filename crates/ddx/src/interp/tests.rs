@@ -145,6 +145,69 @@ fn dot_chains_give_the_reference_values_and_the_tape_programs_bits() {
     assert!(in_step && odd, "runs of two or more chains, and odd runs");
 }
 
+#[test]
+fn exp_runs_give_exps_bits_four_at_a_time_and_alone() {
+    // Runs of `Exp` of many lengths, on two levels that may share a run (`exp(exp(x))`
+    // beside `exp(x)`: a four must not read a result made within it), at points where
+    // some lanes leave the plain path (NaN, ±∞, tiny, huge, subnormal results): each value
+    // `exp`'s bits, per point and in blocks.
+    let mut rng = Rng::new(24);
+    for k in [1, 3, 4, 5, 8, 13, 31] {
+        let eq = rt::equation(move || {
+            let x: Vec<Expr> = (0..k).map(|i| rt::var(&format!("x{i:02}"))).collect();
+            let mut outs: Vec<Expr> = x.iter().map(|&v| v.exp()).collect();
+            outs.extend(x.iter().step_by(2).map(|&v| (v * 0.01).exp().exp()));
+            outs
+        })
+        .expect("builds");
+        let lane = eq.lane(LaneKind::Value).expect("lane");
+        let level = Program::lower(lane, Schedule::Level);
+        let block = Program::lower(lane, Schedule::Graph);
+        let special = [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e-300,
+            -0.0,
+            750.0,
+            -740.0,
+            -745.5,
+            709.0,
+        ];
+        let len = 67;
+        let inputs: Vec<Vec<f64>> = (0..k)
+            .map(|_| {
+                (0..len)
+                    .map(|_| match rng.below(5) {
+                        0 => special[rng.below(special.len())],
+                        _ => (rng.below(4001) as f64 - 2000.0) / 16.0,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut out = vec![vec![0.0; len]; block.outputs()];
+        let cols = Cols {
+            inputs,
+            outputs: out.iter_mut().map(|c| c.as_mut_ptr()).collect(),
+        };
+        // SAFETY: every column holds `len` values, and only this call touches them.
+        unsafe { block.run_columns(&cols, 0, len) };
+        let mut got = vec![0.0; level.outputs()];
+        for p in 0..len {
+            let x: Vec<f64> = cols.inputs.iter().map(|c| c[p]).collect();
+            level.run(&x, &mut got).expect("runs");
+            let want = reference(lane, &x);
+            assert_eq!(bits(&got), bits(&want), "{k} symbols at {x:?}");
+            let from_block: Vec<f64> = out.iter().map(|c| c[p]).collect();
+            assert_eq!(
+                bits(&from_block),
+                bits(&want),
+                "{k} symbols, block, at {x:?}"
+            );
+        }
+    }
+}
+
 /// Running differences over `n` symbols: `outputs` chains `c − t₁ − … − t_m` of random
 /// lengths (around [`MIN_DOT`], some far longer), each term `tⱼ` a product `a·b` (a
 /// `SubMul` link) or a lone value (a `Sub` link) — all of one kind in most chains, mixed
