@@ -371,31 +371,15 @@ unsafe fn execute<const AVX2: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'
             Code::NegDiv => run!(r, 2, |a, b| super::opaque(-a) / b),
             // A chain's sum kept in registers for a tile of points while its terms stream
             // through: the products and sums of its `MulAdd`s, in their order.
-            Code::Dot => {
-                for i in &instrs[r.start as usize..r.end as usize] {
-                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
-                    let factors = &lists[start..start + k];
-                    // SAFETY: the caller's contract (every listed slot in bounds).
-                    unsafe {
-                        chain::<false>(f, i, k / 2, |j| {
-                            (f.arg(factors[2 * j]), f.arg(factors[2 * j + 1]))
-                        })
-                    };
-                }
-            }
+            // SAFETY: the caller's contract (every listed slot in bounds).
+            Code::Dot => unsafe {
+                factor_chains::<false>(f, &instrs[r.start as usize..r.end as usize], lists)
+            },
             // As `Dot`, each product subtracted from the running difference.
-            Code::DotSub => {
-                for i in &instrs[r.start as usize..r.end as usize] {
-                    let (start, k) = (i.args[1] as usize, i.args[2] as usize);
-                    let factors = &lists[start..start + k];
-                    // SAFETY: as for `Dot`.
-                    unsafe {
-                        chain::<true>(f, i, k / 2, |j| {
-                            (f.arg(factors[2 * j]), f.arg(factors[2 * j + 1]))
-                        })
-                    };
-                }
-            }
+            // SAFETY: as for `Dot`.
+            Code::DotSub => unsafe {
+                factor_chains::<true>(f, &instrs[r.start as usize..r.end as usize], lists)
+            },
             // As `DotSub`, each term a product by one (exact: `x·1 = x`, NaN included).
             Code::SubSum => {
                 for i in &instrs[r.start as usize..r.end as usize] {
@@ -432,6 +416,25 @@ unsafe fn execute<const AVX2: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'
             // Never in a lane's instructions: a call reads its pack's arguments.
             Code::Op(Op::Pack) => {}
         }
+    }
+}
+
+/// Runs `run`, chains whose terms are factor pairs in `lists` ([`Code::Dot`]; [`Code::DotSub`]
+/// where `SUB`), through [`chain`].
+///
+/// # Safety
+/// As [`chain`], for every chain of the run.
+#[inline(always)]
+unsafe fn factor_chains<const SUB: bool>(f: &Frame<'_>, run: &[Instr], lists: &[u32]) {
+    for i in run {
+        let (start, k) = (i.args[1] as usize, i.args[2] as usize);
+        let factors = &lists[start..start + k];
+        // SAFETY: the caller's contract.
+        unsafe {
+            chain::<SUB>(f, i, k / 2, |j| {
+                (f.arg(factors[2 * j]), f.arg(factors[2 * j + 1]))
+            })
+        };
     }
 }
 
