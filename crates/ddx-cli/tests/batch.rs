@@ -331,6 +331,31 @@ fn a_wide_headers_missing_column_is_named_briefly() {
     for needle in ["no column `y`", "c0, c1, c2", "… and 199988 more"] {
         assert!(r.stderr.contains(needle), "`{needle}` not in {}", r.stderr);
     }
+    // Names listed as cells are shown: escaped, and cut (tester 38).
+    let long = "n".repeat(1 << 20);
+    std::fs::write(
+        d.join("odd.csv"),
+        format!("\u{1b}[31mRED,a\u{0}b,{long},x\n1,2,3,4\n"),
+    )
+    .expect("written");
+    let r = run_in(d, &["batch", "x+y", "-i", "odd.csv"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.len() < 400, "{} bytes", r.stderr.len());
+    assert!(
+        !r.stderr.contains('\u{1b}') && !r.stderr.contains('\u{0}'),
+        "{:?}",
+        r.stderr
+    );
+    for needle in [
+        "\\u{1b}[31mRED, a\\u{0}b, nnnn",
+        "(1048576 bytes in all), x)",
+    ] {
+        assert!(
+            r.stderr.contains(needle),
+            "`{needle}` not in {:?}",
+            r.stderr
+        );
+    }
     // 10 000 symbols (an argument stays under Linux's 128 KiB), the other 190 000
     // columns passed through.
     let sum = names[..10_000].join("+");

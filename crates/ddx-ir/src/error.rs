@@ -547,16 +547,13 @@ pub enum Error {
     /// (2²⁸ values by default): raise it, or ask for the sparse answer (`sparse_jacobian`,
     /// `sparse_hessian`), which holds only the structural nonzeros. `derivative_tensor`'s
     /// limits are fixed (`ddx::MAX_TENSOR_VALUES`).
-    #[error(
-        "too_large: `{call}` would answer {values} values, more than the limit of {limit} \
-         (Options::answer_limit for dense per-point answers: raise it, or ask for the sparse \
-         answer, sparse_jacobian or sparse_hessian)"
-    )]
+    #[error("too_large: {}", too_large_message(call, *values, *limit))]
     TooLarge {
         /// The call refused.
         call: &'static str,
         /// How many `f64` values its answer would hold (`m·n` for a dense Jacobian,
-        /// `m·n·n` for dense Hessians), exactly.
+        /// `m·n·n` for dense Hessians), exactly; `u128::MAX` stands for that many or more
+        /// (a tensor of 2¹⁶ symbols at order 8 holds 2¹²⁸ per function).
         values: u128,
         /// The limit in force.
         limit: usize,
@@ -878,6 +875,24 @@ fn edit_distance(a: &str, b: &str) -> usize {
         std::mem::swap(&mut prev, &mut cur);
     }
     prev[b.len()]
+}
+
+/// [`Error::TooLarge`]'s message: the size (past `u128`, "more than 3.4e38"), the
+/// limit, and what can be done, which for `derivative_tensor` (a fixed limit) is not
+/// what it is for the dense per-point answers.
+fn too_large_message(call: &str, values: u128, limit: usize) -> String {
+    let values = if values == u128::MAX {
+        "more than 3.4e38".to_string()
+    } else {
+        values.to_string()
+    };
+    let advice = if call.starts_with("derivative_tensor") {
+        "the limit is fixed (MAX_TENSOR_VALUES): ask for a lower order or over fewer symbols"
+    } else {
+        "Options::answer_limit for dense per-point answers: raise it, or ask for the sparse \
+         answer, sparse_jacobian or sparse_hessian"
+    };
+    format!("`{call}` would answer {values} values, more than the limit of {limit} ({advice})")
 }
 
 /// [`Error::OrderTooHigh`]'s message: order 0 (which only `derivative_tensor` refuses) is

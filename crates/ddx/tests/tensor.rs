@@ -192,6 +192,15 @@ fn sizes_and_orders_past_the_limits_are_refused() {
         big.to_string().contains(&format!(" {want} values")),
         "{big}"
     );
+    // The advice is the tensor's (a fixed limit), not `answer_limit`'s (tester 38); past
+    // `u128` the size is named as such.
+    assert!(big.to_string().contains("MAX_TENSOR_VALUES"), "{big}");
+    assert!(!big.to_string().contains("answer_limit"), "{big}");
+    let huge = wide.tensor_columns(12).unwrap_err();
+    assert!(
+        huge.to_string().contains("more than 3.4e38 values"),
+        "{huge}"
+    );
     assert_eq!(
         eq.derivative_tensor(ddx::MAX_TENSOR_ORDER + 1, &x[..])
             .unwrap_err()

@@ -254,46 +254,105 @@ impl Chunk {
     }
 }
 
-/// The longest line a CSV input may have: a header of 10⁶ columns is a few MB; an
-/// endless stream with no newline (`cat /dev/zero |`) is refused here instead of held.
+/// The longest record a CSV input may have: a header of 10⁶ columns is a few MB; an
+/// endless stream with no line end (`cat /dev/zero |`), or an endless quoted field, is
+/// refused here instead of held (the `csv` crate holds a record whole, however long).
 const MAX_LINE: u64 = 1 << 28;
 
-/// A reader that fails once a line (the bytes between two newlines) passes `max` bytes
-/// ([`MAX_LINE`]): the `csv` crate holds a record whole, whatever its length.
+/// A reader that fails once a record passes `max` bytes ([`MAX_LINE`]). It follows the
+/// `csv` crate's default dialect as far as record ends go: a record ends at `\n` or `\r`
+/// outside quotes; a `"` at a field's start (after `,`, a line end or the stream's start)
+/// opens a quoted field, where `""` is a quote and a lone `"` closes it; a `"` elsewhere
+/// is a character. Only quotes and line ends are looked at (`memchr`), so it costs
+/// nothing next to the parsing.
 struct LineLimit<R> {
     inner: R,
-    /// Bytes since the last newline.
+    /// Bytes of the current record so far.
     run: u64,
     max: u64,
+    /// Inside a quoted field.
+    quoted: bool,
+    /// A quoted field's `"` was the last byte read: a quote if the next byte is one too,
+    /// the field's end otherwise.
+    pending: bool,
+    /// The last byte read (`None` at the stream's start).
+    last: Option<u8>,
+}
+
+impl<R> LineLimit<R> {
+    fn new(inner: R, max: u64) -> Self {
+        LineLimit {
+            inner,
+            run: 0,
+            max,
+            quoted: false,
+            pending: false,
+            last: None,
+        }
+    }
+
+    /// Follows `buf`'s quotes and line ends, counting each record's bytes; `false` as soon
+    /// as one passes `max`.
+    fn scan(&mut self, buf: &[u8]) -> bool {
+        // Where the current record's bytes in `buf` start.
+        let mut start = 0;
+        // The position a hit must reach to count (past an escaped quote's second `"`).
+        let mut from = 0;
+        if self.pending {
+            self.pending = false;
+            if buf.first() == Some(&b'"') {
+                from = 1;
+            } else {
+                self.quoted = false;
+            }
+        }
+        for p in memchr::memchr3_iter(b'"', b'\n', b'\r', buf) {
+            if p < from {
+                continue;
+            }
+            match (buf[p], self.quoted) {
+                (b'"', true) => match buf.get(p + 1) {
+                    Some(b'"') => from = p + 2,
+                    Some(_) => self.quoted = false,
+                    None => self.pending = true,
+                },
+                (b'"', false) => {
+                    let before = if p == 0 { self.last } else { Some(buf[p - 1]) };
+                    self.quoted = matches!(before, None | Some(b',' | b'\n' | b'\r'));
+                }
+                (_, true) => {}
+                (_, false) => {
+                    if self.run + (p - start) as u64 > self.max {
+                        return false;
+                    }
+                    self.run = 0;
+                    start = p + 1;
+                }
+            }
+        }
+        self.last = buf.last().copied().or(self.last);
+        self.run += (buf.len() - start) as u64;
+        self.run <= self.max
+    }
 }
 
 impl<R: Read> Read for LineLimit<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        // From the end: a line of CSV is short, so the scan stops within it.
-        self.run = match buf[..n].iter().rposition(|&b| b == b'\n') {
-            Some(k) => (n - k - 1) as u64,
-            None => self.run + n as u64,
-        };
-        if self.run > self.max {
+        if !self.scan(&buf[..n]) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("a line is longer than {} bytes: not CSV", self.max),
+                format!("a record is longer than {} bytes: not CSV", self.max),
             ));
         }
         Ok(n)
     }
 }
 
-/// The input as a stream of bytes, its lines at most [`MAX_LINE`] long.
+/// The input as a stream of bytes, its records at most [`MAX_LINE`] long.
 fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>), CliError> {
     let (input, len) = open_raw(path)?;
-    let input = LineLimit {
-        inner: input,
-        run: 0,
-        max: MAX_LINE,
-    };
-    Ok((Box::new(input), len))
+    Ok((Box::new(LineLimit::new(input, MAX_LINE)), len))
 }
 
 /// The input as a stream of bytes, and its length where it is a file.
@@ -392,7 +451,11 @@ fn match_columns(
             } else {
                 format!("the parameter `{name}` (or give one value: --param {name}=VALUE)")
             };
-            let listed = header[..header.len().min(LISTED_COLUMNS)].join(", ");
+            let listed: Vec<String> = header[..header.len().min(LISTED_COLUMNS)]
+                .iter()
+                .map(|h| shown(h.as_bytes()))
+                .collect();
+            let listed = listed.join(", ");
             let more = match header.len().saturating_sub(LISTED_COLUMNS) {
                 0 => String::new(),
                 more => format!(", … and {more} more"),
@@ -979,11 +1042,7 @@ mod tests {
 
     /// Reads `input` through a [`LineLimit`] of `max` bytes, `step` bytes a call.
     fn read_all(input: &[u8], max: u64, step: usize) -> std::io::Result<Vec<u8>> {
-        let mut r = LineLimit {
-            inner: input,
-            run: 0,
-            max,
-        };
+        let mut r = LineLimit::new(input, max);
         let (mut out, mut buf) = (Vec::new(), vec![0u8; step]);
         loop {
             let n = r.read(&mut buf)?;
@@ -994,19 +1053,46 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_line_past_the_limit_is_an_error_and_shorter_ones_pass() {
-        // Lines of exactly the limit, read in pieces that split them anywhere.
-        let lines = format!("{}\n", "a".repeat(100)).repeat(50);
-        for step in [1, 7, 100, 101, 4096] {
-            assert_eq!(
-                read_all(lines.as_bytes(), 100, step).unwrap(),
-                lines.as_bytes()
-            );
-            let long = format!("{lines}{}", "b".repeat(101));
-            let e = read_all(long.as_bytes(), 100, step).unwrap_err();
+    /// `input` passes a limit of 100 bytes, read in pieces that split it anywhere.
+    fn passes(input: &str) {
+        for step in [1, 2, 3, 7, 100, 101, 4096] {
+            let got = read_all(input.as_bytes(), 100, step);
+            assert_eq!(got.ok().as_deref(), Some(input.as_bytes()), "step {step}");
+        }
+    }
+
+    /// `input` is refused under a limit of 100 bytes, however it is read.
+    fn refused(input: &str) {
+        for step in [1, 2, 3, 7, 100, 101, 4096] {
+            let e = read_all(input.as_bytes(), 100, step).unwrap_err();
             assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
             assert!(e.to_string().contains("longer than 100 bytes"), "{e}");
         }
+    }
+
+    #[test]
+    fn a_record_past_the_limit_is_an_error_and_shorter_ones_pass() {
+        let a100 = "a".repeat(100);
+        // Records of exactly the limit, ended by `\n`, `\r\n` or a lone `\r` (tester 38:
+        // CR-only files were counted as one line).
+        for end in ["\n", "\r\n", "\r"] {
+            passes(&format!("{a100}{end}").repeat(50));
+            refused(&format!(
+                "{}{}",
+                format!("{a100}{end}").repeat(5),
+                "b".repeat(101)
+            ));
+        }
+        // A quoted field's line ends are inside the record (tester 38: an endless quoted
+        // field grew without bound), its `""` a quote.
+        let quoted = format!("x\n\"{}\"\n", "y\n".repeat(60));
+        refused(&quoted);
+        refused(&format!("x,\"{}", "\"\"\n".repeat(40)));
+        // A quoted field that closes ends its record at the next line end: short records
+        // after it pass.
+        passes(&format!("x,\"a\n\"\"b\"\"\nc\"\n{}", "1,2\n".repeat(200)));
+        passes(&format!("\"q\"\"\"\r{}", "1,2\r".repeat(200)));
+        // A `"` inside an unquoted field is a character (an inch mark), not a quote.
+        passes(&format!("x,size\n1,5\"\n{}", "1,2\n".repeat(200)));
     }
 }
