@@ -265,7 +265,7 @@ const MAX_LINE: u64 = 1 << 28;
 /// opens a quoted field, where `""` is a quote and a lone `"` closes it; a `"` elsewhere
 /// is a character. Only quotes and line ends are looked at (`memchr`), so it costs
 /// nothing next to the parsing.
-struct LineLimit<R> {
+struct RecordLimit<R> {
     inner: R,
     /// Bytes of the current record so far.
     run: u64,
@@ -279,9 +279,9 @@ struct LineLimit<R> {
     last: Option<u8>,
 }
 
-impl<R> LineLimit<R> {
+impl<R> RecordLimit<R> {
     fn new(inner: R, max: u64) -> Self {
-        LineLimit {
+        RecordLimit {
             inner,
             run: 0,
             max,
@@ -336,7 +336,7 @@ impl<R> LineLimit<R> {
     }
 }
 
-impl<R: Read> Read for LineLimit<R> {
+impl<R: Read> Read for RecordLimit<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         if !self.scan(&buf[..n]) {
@@ -352,7 +352,7 @@ impl<R: Read> Read for LineLimit<R> {
 /// The input as a stream of bytes, its records at most [`MAX_LINE`] long.
 fn open_input(path: &Path) -> Result<(Box<dyn Read + Send>, Option<u64>), CliError> {
     let (input, len) = open_raw(path)?;
-    Ok((Box::new(LineLimit::new(input, MAX_LINE)), len))
+    Ok((Box::new(RecordLimit::new(input, MAX_LINE)), len))
 }
 
 /// The input as a stream of bytes, and its length where it is a file.
@@ -1037,12 +1037,12 @@ fn shown(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::LineLimit;
+    use super::RecordLimit;
     use std::io::Read;
 
-    /// Reads `input` through a [`LineLimit`] of `max` bytes, `step` bytes a call.
+    /// Reads `input` through a [`RecordLimit`] of `max` bytes, `step` bytes a call.
     fn read_all(input: &[u8], max: u64, step: usize) -> std::io::Result<Vec<u8>> {
-        let mut r = LineLimit::new(input, max);
+        let mut r = RecordLimit::new(input, max);
         let (mut out, mut buf) = (Vec::new(), vec![0u8; step]);
         loop {
             let n = r.read(&mut buf)?;

@@ -583,7 +583,7 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
             // SAFETY: the caller's contract (kept out of line: it needs registers the
             // dispatch loop would otherwise spill).
             T_DOT => unsafe {
-                dots::<false>(
+                dots::<2, false>(
                     instrs.get_unchecked(r.start as usize..r.end as usize),
                     lists,
                     s,
@@ -591,7 +591,7 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
             },
             // SAFETY: as above.
             T_DOT_SUB => unsafe {
-                dots::<true>(
+                dots::<2, true>(
                     instrs.get_unchecked(r.start as usize..r.end as usize),
                     lists,
                     s,
@@ -599,7 +599,7 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
             },
             // SAFETY: as above.
             T_SUB_SUM => unsafe {
-                sub_sums(
+                dots::<1, true>(
                     instrs.get_unchecked(r.start as usize..r.end as usize),
                     lists,
                     s,
@@ -680,100 +680,57 @@ unsafe fn exps<const AVX: bool>(run: &[Instr], s: *mut f64) {
     run.iter().for_each(one);
 }
 
-/// Runs `run`, a run of [`Code::Dot`] instructions (of [`Code::DotSub`] where `SUB`), over
-/// the slot array at `s`: two chains at a time, in step while both have terms, both
-/// results stored after every operand of the two is read.
+/// Runs `run`, a run of chain instructions whose terms are `WIDTH` slots each in `lists`,
+/// over the slot array at `s`: [`Code::Dot`] (`WIDTH` 2, `SUB` false: `p + a*b`, the
+/// product first), [`Code::DotSub`] (2, true: `p - a*b`) or [`Code::SubSum`] (1, true:
+/// `p - u`). Two chains at a time, in step while both have terms, both results stored
+/// after every operand of the two is read.
 ///
 /// # Safety
-/// As [`execute`]: every list inside `lists` with an even length, every slot in bounds,
-/// and no chain of the run reading another's destination (one level).
+/// As [`execute`]: every list inside `lists` with a length a multiple of `WIDTH`, every
+/// slot in bounds, and no chain of the run reading another's destination (one level).
 #[inline(never)]
-unsafe fn dots<const SUB: bool>(run: &[Instr], lists: &[u32], s: *mut f64) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        let factors = |i: &Instr| {
-            let start = i.args[1] as usize;
-            lists.get_unchecked(start..start + i.args[2] as usize)
-        };
-        // One term: `p + a*b` with the product first ([`Code::MulAdd`]), or `p - a*b`.
-        let term = |u: &[u32], p: f64| {
-            if SUB {
-                p - *s.add(u[0] as usize) * *s.add(u[1] as usize)
-            } else {
-                mul_add_in_order(s, u[0] as usize, u[1] as usize, p)
-            }
-        };
-        let mut pairs = run.chunks_exact(2);
-        for two in &mut pairs {
-            let (i, j) = (&two[0], &two[1]);
-            let x = factors(i);
-            let y = factors(j);
-            let mut p = *s.add(i.args[0] as usize);
-            let mut q = *s.add(j.args[0] as usize);
-            // Both chains in step while both have terms, then the longer alone.
-            let common = x.len().min(y.len());
-            let (xc, xt) = x.split_at(common);
-            let (yc, yt) = y.split_at(common);
-            for (u, v) in xc.chunks_exact(2).zip(yc.chunks_exact(2)) {
-                p = term(u, p);
-                q = term(v, q);
-            }
-            for u in xt.chunks_exact(2) {
-                p = term(u, p);
-            }
-            for v in yt.chunks_exact(2) {
-                q = term(v, q);
-            }
-            *s.add(i.dst as usize) = p;
-            *s.add(j.dst as usize) = q;
-        }
-        for i in pairs.remainder() {
-            let mut p = *s.add(i.args[0] as usize);
-            for u in factors(i).chunks_exact(2) {
-                p = term(u, p);
-            }
-            *s.add(i.dst as usize) = p;
-        }
-    }
-}
-
-/// Runs `run`, a run of [`Code::SubSum`] instructions, over the slot array at `s`: two
-/// chains at a time, as [`dots`].
-///
-/// # Safety
-/// As [`dots`] (a list of any length).
-#[inline(never)]
-unsafe fn sub_sums(run: &[Instr], lists: &[u32], s: *mut f64) {
+unsafe fn dots<const WIDTH: usize, const SUB: bool>(run: &[Instr], lists: &[u32], s: *mut f64) {
     // SAFETY: the caller's contract.
     unsafe {
         let terms = |i: &Instr| {
             let start = i.args[1] as usize;
             lists.get_unchecked(start..start + i.args[2] as usize)
         };
+        // One term.
+        let term = |u: &[u32], p: f64| match (WIDTH, SUB) {
+            (1, _) => p - *s.add(u[0] as usize),
+            (_, true) => p - *s.add(u[0] as usize) * *s.add(u[1] as usize),
+            _ => mul_add_in_order(s, u[0] as usize, u[1] as usize, p),
+        };
         let mut pairs = run.chunks_exact(2);
         for two in &mut pairs {
             let (i, j) = (&two[0], &two[1]);
-            let (x, y) = (terms(i), terms(j));
+            let x = terms(i);
+            let y = terms(j);
             let mut p = *s.add(i.args[0] as usize);
             let mut q = *s.add(j.args[0] as usize);
+            // Both chains in step while both have terms, then the longer alone.
             let common = x.len().min(y.len());
-            for (&u, &v) in x[..common].iter().zip(&y[..common]) {
-                p -= *s.add(u as usize);
-                q -= *s.add(v as usize);
+            let (xc, xt) = x.split_at(common);
+            let (yc, yt) = y.split_at(common);
+            for (u, v) in xc.chunks_exact(WIDTH).zip(yc.chunks_exact(WIDTH)) {
+                p = term(u, p);
+                q = term(v, q);
             }
-            for &u in &x[common..] {
-                p -= *s.add(u as usize);
+            for u in xt.chunks_exact(WIDTH) {
+                p = term(u, p);
             }
-            for &v in &y[common..] {
-                q -= *s.add(v as usize);
+            for v in yt.chunks_exact(WIDTH) {
+                q = term(v, q);
             }
             *s.add(i.dst as usize) = p;
             *s.add(j.dst as usize) = q;
         }
         for i in pairs.remainder() {
             let mut p = *s.add(i.args[0] as usize);
-            for &u in terms(i) {
-                p -= *s.add(u as usize);
+            for u in terms(i).chunks_exact(WIDTH) {
+                p = term(u, p);
             }
             *s.add(i.dst as usize) = p;
         }
