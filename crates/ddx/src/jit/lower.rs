@@ -33,7 +33,13 @@
 //! from the kernel's constant table (built here, carried at the end of the kernel's code,
 //! passed to the kernel as its fourth argument), and writes the outputs its copies are
 //! itself where their slots are evenly spaced. Column kernels and segments stay
-//! straight-line.
+//! straight-line. Where it pays ([`Pairing::new`]), a loop takes two copies an iteration
+//! ([`Emit::copy_pair`]): the template's operations that depend on nothing the copy before
+//! carries in (per observation: the model, its residual and derivative terms, every
+//! `exp`) run as `f64x2` operations, copy `c` in lane 0 and `c + 1` in lane 1, and the
+//! carried ones (the running sums) as scalars, copy `c`'s before copy `c + 1`'s, so that
+//! every sum still takes its terms in copy order; an odd copy left over runs after the
+//! loop.
 //!
 //! A [`Shape::Point`] kernel of any other lane that is not split into segments computes
 //! the pairs [`slp::find`] finds (two operations of one kind that do not depend on each
@@ -673,6 +679,139 @@ impl Rolled<'_> {
     }
 }
 
+/// What a run's loop reads from before it: the values every copy reads, the template
+/// positions whose values the next copy reads (block parameters, in this order), where each
+/// stream argument `(position, argument)` is read (`(base, offset, stride)`, entry `c` at
+/// `base + offset + c·stride`), and the address of the run's area, if it has one.
+struct Loop {
+    same: HashMap<NodeId, Value>,
+    carried: Vec<u32>,
+    streams: HashMap<(usize, usize), (Value, i32, i64)>,
+    area: Option<Value>,
+}
+
+/// How a loop takes two copies an iteration ([`Emit::copy_pair`]), per template position:
+/// whether it depends on a carried value ([`reroll::on_carried`]), and whether it runs as
+/// one `f64x2` operation for both copies.
+struct Pairing {
+    carried: Vec<bool>,
+    packed: Vec<bool>,
+}
+
+impl Pairing {
+    /// Run `r`'s pairing: every operation that carries nothing and is computed inline
+    /// ([`slp::pair_saves`]) is packed. Answers it with its gain per iteration, in
+    /// instructions: what its `f64x2` operations save, less what they add. Each lane move
+    /// counts as two instructions: a stream whose two entries are not adjacent (a second
+    /// load put in the high lane), a packed value stored or read as a scalar (its high
+    /// lane extracted), an operand built from two scalars. Moves all use one execution
+    /// port of an x86 core where arithmetic has two. Measured on NIST Gauss1's gradient
+    /// (BENCHMARKS.md, "Two copies an iteration"): its observations' model run gains
+    /// 78 − 2·10 and runs 20 % faster paired; its derivative run would gain 23 − 2·22. At
+    /// one instruction a move it came out at +3, and paired it executed 1.3 % fewer
+    /// instructions but ran 0.7 % slower. `stride(j, k)` is the byte stride of the stream
+    /// argument `k` of position `j`.
+    fn new(
+        st: &Rolled<'_>,
+        r: usize,
+        stride: impl Fn(usize, usize) -> i64,
+        fma: bool,
+    ) -> (Pairing, f64) {
+        const MOVE: f64 = 2.0;
+        let rolls = st.rolls;
+        let run = &rolls.runs[r];
+        let p = run.period;
+        let carried = reroll::on_carried(run);
+        let saves: Vec<Option<f64>> = (0..p)
+            .map(|j| {
+                let id = rolls.node(run, 0, j).index();
+                (!carried[j])
+                    .then(|| slp::pair_saves(st.lane, id, fma))
+                    .flatten()
+            })
+            .collect();
+        let packed: Vec<bool> = saves.iter().map(Option::is_some).collect();
+        let mut gain: f64 = saves.iter().flatten().sum();
+        // Positions read as scalars (high lane extracted), and built from scalars.
+        let mut scalar = vec![false; p];
+        let mut built = vec![false; p];
+        for j in 0..p {
+            scalar[j] |= st.stored[r][j] || st.direct[r][j].is_some();
+            for (k, a) in run.args[j].iter().enumerate() {
+                match *a {
+                    Arg::Internal(i) if packed[j] => built[i as usize] |= !packed[i as usize],
+                    Arg::Internal(i) | Arg::Carried(i) => scalar[i as usize] = true,
+                    Arg::Stream if packed[j] => gain -= MOVE * f64::from(stride(j, k) != 8),
+                    Arg::Stream | Arg::Same(_) | Arg::None => {}
+                }
+            }
+        }
+        for j in 0..p {
+            gain -= MOVE * (f64::from(packed[j] && scalar[j]) + f64::from(built[j]));
+        }
+        (Pairing { carried, packed }, gain)
+    }
+}
+
+/// How a loop decides to take two copies an iteration ([`Emit::pairing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PairRule {
+    /// When it gains ([`Pairing::new`]).
+    Gain,
+    /// Every other run, by index (whatever the gain): tests exercise both loops, and a
+    /// loop of one kind reading the area of the other, on small random models.
+    Parity,
+}
+
+/// The rule point kernels pair by: [`PairRule::Gain`], or [`PairRule::Parity`] in this
+/// crate's unit tests (the bits do not depend on it).
+const PAIRING: PairRule = if cfg!(test) {
+    PairRule::Parity
+} else {
+    PairRule::Gain
+};
+
+#[cfg(test)]
+thread_local! {
+    /// The loops this thread's lowering has emitted: `[one copy an iteration, two]`.
+    pub(crate) static LOOPS: std::cell::Cell<[usize; 2]> = const { std::cell::Cell::new([0, 0]) };
+}
+
+/// Counts a loop in tests: `paired` when it takes two copies an iteration.
+fn count_loop(_paired: bool) {
+    #[cfg(test)]
+    LOOPS.with(|c| {
+        let mut v = c.get();
+        v[usize::from(_paired)] += 1;
+        c.set(v);
+    });
+}
+
+/// A loop's copy index `c` and the products `c·stride` made from it, each made once.
+struct Steps {
+    c: Value,
+    made: HashMap<i64, Value>,
+}
+
+impl Steps {
+    fn new(c: Value) -> Self {
+        Steps {
+            c,
+            made: HashMap::new(),
+        }
+    }
+
+    /// `base + c·stride`.
+    fn address(&mut self, e: &mut Emit<'_, '_, '_>, base: Value, stride: i64) -> Value {
+        let c = self.c;
+        let o = *self
+            .made
+            .entry(stride)
+            .or_insert_with(|| e.b.ins().imul_imm_s(c, stride));
+        e.b.ins().iadd(base, o)
+    }
+}
+
 /// The state of [`Emit::packed`] between nodes.
 struct Paired<'l> {
     lane: &'l Lane,
@@ -1251,9 +1390,26 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             st.areas[r] = Some(at);
             self.b.ins().iadd_imm_s(st.scratch, i64::from(at))
         });
+        let lp = Loop {
+            same,
+            carried,
+            streams,
+            area,
+        };
+        let way = self.pairing(st, r, &lp);
+        let step = if way.is_some() { 2 } else { 1 };
+        let same_pairs: HashMap<NodeId, Value> = match way {
+            Some(_) => lp
+                .same
+                .iter()
+                .map(|(&n, &v)| (n, self.b.ins().splat(types::F64X2, v)))
+                .collect(),
+            None => HashMap::new(),
+        };
         let body = self.b.create_block();
         let c = self.b.append_block_param(body, self.ptr);
-        let params: Vec<Value> = carried
+        let params: Vec<Value> = lp
+            .carried
             .iter()
             .map(|_| self.b.append_block_param(body, types::F64))
             .collect();
@@ -1261,57 +1417,264 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let mut first = vec![BlockArg::Value(zero)];
         first.extend(init);
         self.b.ins().jump(body, &first);
-        // The body: one copy, copy `c`.
+        // The body: copy `c`, or copies `c` and `c + 1`.
         self.b.switch_to_block(body);
-        let mut step: HashMap<i64, Value> = HashMap::new();
-        let mut at = |e: &mut Self, stride: i64| {
-            *step
-                .entry(stride)
-                .or_insert_with(|| e.b.ins().imul_imm_s(c, stride))
+        let mut at = Steps::new(c);
+        let last = match &way {
+            Some(way) => self.copy_pair(st, r, &lp, way, &same_pairs, &mut at, &params),
+            None => self.copy(st, r, &lp, &mut at, &params),
         };
-        let mut vals: Vec<Value> = Vec::with_capacity(p);
+        let made = |vals: &[Option<Value>], j: usize| {
+            vals[j].unwrap_or_else(|| unreachable!("every operation of a copy is made"))
+        };
+        let next = self.b.ins().iadd_imm_s(c, step as i64);
+        let whole = (copies - copies % step) as i64;
+        let done = self.b.ins().icmp_imm_s(IntCC::Equal, next, whole);
+        let exit = self.b.create_block();
+        let mut again = vec![BlockArg::Value(next)];
+        again.extend(
+            lp.carried
+                .iter()
+                .map(|&i| BlockArg::Value(made(&last, i as usize))),
+        );
+        self.b.ins().brif(done, exit, &[], body, &again);
+        self.b.switch_to_block(exit);
+        // An odd copy left over: straight-line, after the loop.
+        let last = if copies % step == 0 {
+            last
+        } else {
+            let carried_in: Vec<Value> = lp
+                .carried
+                .iter()
+                .map(|&i| made(&last, i as usize))
+                .collect();
+            let c = self.b.ins().iconst(self.ptr, (copies - 1) as i64);
+            self.copy(st, r, &lp, &mut Steps::new(c), &carried_in)
+        };
+        // The last copy's values, from the loop (its body dominates what follows).
         for j in 0..p {
+            st.vals[rolls.node(run, copies - 1, j).index()] = Some(made(&last, j));
+        }
+    }
+
+    /// Emits copy `c` of run `r` as scalars (`c` is `at`'s copy index), reading `Carried`
+    /// arguments from `carried_in` (in [`Loop::carried`]'s order), with its stores.
+    /// Answers its operations' values.
+    fn copy(
+        &mut self,
+        st: &mut Rolled<'_>,
+        r: usize,
+        lp: &Loop,
+        at: &mut Steps,
+        carried_in: &[Value],
+    ) -> Vec<Option<Value>> {
+        let period = st.rolls.runs[r].period;
+        let mut vals = vec![None; period];
+        for j in 0..period {
+            vals[j] = Some(self.copy_op(st, r, lp, at, (0, carried_in), &vals, j));
+        }
+        self.store_copy(st, r, lp, at, 0, &vals);
+        vals
+    }
+
+    /// Emits copies `c` and `c + 1` of run `r` as `way` says ([`Pairing`]): first the
+    /// operations that carry nothing in template order, each an `f64x2` operation (copy
+    /// `c` in lane 0) or, for those that call a function, a scalar per copy; then the
+    /// carried ones, copy `c` before copy `c + 1`, each copy's in template order: every
+    /// value is the same operation on the same operands as in a one-copy loop, and a
+    /// running sum still takes its terms copy by copy. Arguments every copy reads are
+    /// `same_pairs`' splats; a stream is one load where the two copies' entries are
+    /// adjacent and two otherwise. Answers copy `c + 1`'s values.
+    #[allow(clippy::too_many_arguments)]
+    fn copy_pair(
+        &mut self,
+        st: &mut Rolled<'_>,
+        r: usize,
+        lp: &Loop,
+        way: &Pairing,
+        same_pairs: &HashMap<NodeId, Value>,
+        at: &mut Steps,
+        params: &[Value],
+    ) -> Vec<Option<Value>> {
+        let g = &st.lane.graph;
+        let rolls = st.rolls;
+        let run = &rolls.runs[r];
+        let p = run.period;
+        let mut pairs: Vec<Option<Value>> = vec![None; p];
+        let mut lanes = [vec![None; p], vec![None; p]];
+        // Lane `k` of position `i`, extracted from its vector at the first scalar read.
+        let lane = |e: &mut Self,
+                    pairs: &[Option<Value>],
+                    lanes: &mut [Vec<Option<Value>>; 2],
+                    i: usize,
+                    k: usize| {
+            if lanes[k][i].is_none() {
+                let v = pairs[i].unwrap_or_else(|| unreachable!("made before its readers"));
+                lanes[k][i] = Some(e.b.ins().extractlane(v, k as u8));
+            }
+        };
+        for j in (0..p).filter(|&j| !way.carried[j]) {
             let Node::Apply(op, a0) = *g.node(rolls.node(run, 0, j)) else {
                 unreachable!("a run holds operations")
             };
+            if !way.packed[j] {
+                for k in 0..2 {
+                    for a in &run.args[j][..op.arity()] {
+                        if let Arg::Internal(i) = *a {
+                            lane(self, &pairs, &mut lanes, i as usize, k);
+                        }
+                    }
+                    let v = self.copy_op(st, r, lp, at, (k as i64, &[]), &lanes[k], j);
+                    lanes[k][j] = Some(v);
+                }
+                continue;
+            }
             let mut x = [None; 3];
             for (k, slot) in x.iter_mut().enumerate().take(op.arity()) {
                 *slot = Some(match run.args[j][k] {
-                    Arg::Internal(i) => vals[i as usize],
-                    Arg::Carried(i) => params[carried.iter().position(|&q| q == i).unwrap_or(0)],
-                    Arg::Same(n) => same[&n],
-                    Arg::Stream => {
-                        let (base, off, stride) = streams[&(j, k)];
-                        let o = at(self, stride);
-                        let addr = self.b.ins().iadd(base, o);
-                        self.b.ins().load(types::F64, data(), addr, off)
+                    Arg::Internal(i) => {
+                        let i = i as usize;
+                        if pairs[i].is_none() {
+                            let two = [lanes[0][i], lanes[1][i]]
+                                .map(|v| v.unwrap_or_else(|| unreachable!("made")));
+                            pairs[i] = Some(self.vector_from_lanes(types::F64X2, &two));
+                        }
+                        pairs[i].unwrap_or_else(|| unreachable!("made"))
                     }
-                    Arg::None => unreachable!("arity"),
+                    Arg::Same(n) => same_pairs[&n],
+                    Arg::Stream => {
+                        let (base, off, stride) = lp.streams[&(j, k)];
+                        let addr = at.address(self, base, stride);
+                        if stride == 8 {
+                            self.b.ins().load(types::F64X2, data(), addr, off)
+                        } else {
+                            let lo = self.b.ins().load(types::F64, data(), addr, off);
+                            let (addr, off) = self.shifted(addr, off, stride);
+                            let hi = self.b.ins().load(types::F64, data(), addr, off);
+                            self.vector_from_lanes(types::F64X2, &[lo, hi])
+                        }
+                    }
+                    Arg::Carried(_) | Arg::None => unreachable!("carries nothing; arity"),
                 });
             }
-            let v = self.apply(op, x, exponent(g, op, &a0));
-            if let (Some(area), true) = (area, st.stored[r][j]) {
-                let o = at(self, 8 * p as i64);
-                let addr = self.b.ins().iadd(area, o);
-                self.b.ins().store(data(), v, addr, offset(j, 8));
+            let (ty, width) = (self.ty, self.width);
+            (self.ty, self.width) = (types::F64X2, 2);
+            pairs[j] = Some(self.apply(op, x, exponent(g, op, &a0)));
+            (self.ty, self.width) = (ty, width);
+        }
+        for k in 0..2 {
+            for j in (0..p).filter(|&j| !way.carried[j]) {
+                lane(self, &pairs, &mut lanes, j, k);
             }
-            if let Some((off, stride)) = st.direct[r][j] {
-                let o = at(self, stride);
-                let addr = self.b.ins().iadd(st.outputs, o);
+        }
+        let [mut low, mut high] = lanes;
+        for j in (0..p).filter(|&j| way.carried[j]) {
+            low[j] = Some(self.copy_op(st, r, lp, at, (0, params), &low, j));
+        }
+        let from_low: Vec<Value> = lp
+            .carried
+            .iter()
+            .map(|&i| low[i as usize].unwrap_or_else(|| unreachable!("made")))
+            .collect();
+        for j in (0..p).filter(|&j| way.carried[j]) {
+            high[j] = Some(self.copy_op(st, r, lp, at, (1, &from_low), &high, j));
+        }
+        self.store_copy(st, r, lp, at, 0, &low);
+        self.store_copy(st, r, lp, at, 1, &high);
+        high
+    }
+
+    /// Emits operation `j` of copy `c + delta` of run `r` as a scalar (`c` is `at`'s copy
+    /// index, `(delta, carried_in)` is `copy`), reading `Internal` arguments from `vals`
+    /// and `Carried` ones from `carried_in` (in [`Loop::carried`]'s order).
+    #[allow(clippy::too_many_arguments)]
+    fn copy_op(
+        &mut self,
+        st: &mut Rolled<'_>,
+        r: usize,
+        lp: &Loop,
+        at: &mut Steps,
+        copy: (i64, &[Value]),
+        vals: &[Option<Value>],
+        j: usize,
+    ) -> Value {
+        let (delta, carried_in) = copy;
+        let g = &st.lane.graph;
+        let rolls = st.rolls;
+        let run = &rolls.runs[r];
+        let Node::Apply(op, a0) = *g.node(rolls.node(run, 0, j)) else {
+            unreachable!("a run holds operations")
+        };
+        let mut x = [None; 3];
+        for (k, slot) in x.iter_mut().enumerate().take(op.arity()) {
+            *slot = Some(match run.args[j][k] {
+                Arg::Internal(i) => {
+                    vals[i as usize].unwrap_or_else(|| unreachable!("an earlier operation"))
+                }
+                Arg::Carried(i) => {
+                    let q = lp.carried.iter().position(|&q| q == i);
+                    carried_in[q.unwrap_or_else(|| unreachable!("carried"))]
+                }
+                Arg::Same(n) => lp.same[&n],
+                Arg::Stream => {
+                    let (base, off, stride) = lp.streams[&(j, k)];
+                    let addr = at.address(self, base, stride);
+                    let (addr, off) = self.shifted(addr, off, delta * stride);
+                    self.b.ins().load(types::F64, data(), addr, off)
+                }
+                Arg::None => unreachable!("arity"),
+            });
+        }
+        self.apply(op, x, exponent(g, op, &a0))
+    }
+
+    /// Stores the values `vals` of copy `c + delta` of run `r` where its loop keeps them:
+    /// its run's area, and the outputs it writes itself.
+    fn store_copy(
+        &mut self,
+        st: &mut Rolled<'_>,
+        r: usize,
+        lp: &Loop,
+        at: &mut Steps,
+        delta: i64,
+        vals: &[Option<Value>],
+    ) {
+        let period = st.rolls.runs[r].period;
+        for (j, v) in vals.iter().enumerate() {
+            let v = v.unwrap_or_else(|| unreachable!("every operation of a copy is made"));
+            if let (Some(area), true) = (lp.area, st.stored[r][j]) {
+                let stride = 8 * period as i64;
+                let addr = at.address(self, area, stride);
+                let (addr, off) = self.shifted(addr, offset(j, 8), delta * stride);
                 self.b.ins().store(data(), v, addr, off);
             }
-            vals.push(v);
+            if let Some((off, stride)) = st.direct[r][j] {
+                let addr = at.address(self, st.outputs, stride);
+                let (addr, off) = self.shifted(addr, off, delta * stride);
+                self.b.ins().store(data(), v, addr, off);
+            }
         }
-        let next = self.b.ins().iadd_imm_s(c, 1i64);
-        let done = self.b.ins().icmp_imm_s(IntCC::Equal, next, copies as i64);
-        let exit = self.b.create_block();
-        let mut again = vec![BlockArg::Value(next)];
-        again.extend(carried.iter().map(|&i| BlockArg::Value(vals[i as usize])));
-        self.b.ins().brif(done, exit, &[], body, &again);
-        self.b.switch_to_block(exit);
-        // The last copy's values, from the loop (its body dominates what follows).
-        for (j, &v) in vals.iter().enumerate() {
-            st.vals[rolls.node(run, copies - 1, j).index()] = Some(v);
+    }
+
+    /// Whether run `r`'s loop takes two copies an iteration, and how ([`Pairing`]): by
+    /// [`PAIRING`], when its template has an operation to pair.
+    fn pairing(&mut self, st: &Rolled<'_>, r: usize, lp: &Loop) -> Option<Pairing> {
+        let strides = |j: usize, k: usize| lp.streams[&(j, k)].2;
+        let (pairing, gain) = Pairing::new(st, r, strides, self.fma);
+        let pays = match PAIRING {
+            PairRule::Gain => gain > 0.0,
+            PairRule::Parity => r.is_multiple_of(2),
+        };
+        count_loop(pays && pairing.packed.contains(&true));
+        (pays && pairing.packed.contains(&true)).then_some(pairing)
+    }
+
+    /// `addr` and `off + by` as a load's address and offset: the offset alone when the sum
+    /// fits an `i32`, else `by` added to the address.
+    fn shifted(&mut self, addr: Value, off: i32, by: i64) -> (Value, i32) {
+        match i32::try_from(i64::from(off) + by) {
+            Ok(o) => (addr, o),
+            Err(_) => (self.b.ins().iadd_imm_s(addr, by), off),
         }
     }
 

@@ -135,6 +135,22 @@ pub(crate) struct Run {
     pub(crate) args: Vec<[Arg; 3]>,
 }
 
+/// Which operations of `run`'s template depend on a value the copy before carries in:
+/// those with an [`Arg::Carried`] argument and those reading, within the copy, one that
+/// does. The others depend on nothing of another copy, so any copies of them may be
+/// computed at once. Length `run.period`.
+pub(crate) fn on_carried(run: &Run) -> Vec<bool> {
+    let mut on = vec![false; run.period];
+    for (j, args) in run.args.iter().enumerate() {
+        on[j] = args.iter().any(|a| match *a {
+            Arg::Carried(_) => true,
+            Arg::Internal(i) => on[i as usize],
+            Arg::None | Arg::Same(_) | Arg::Stream => false,
+        });
+    }
+    on
+}
+
 /// The runs of a graph, with the index from nodes to operations.
 #[derive(Debug, Default)]
 pub(crate) struct Rolls {

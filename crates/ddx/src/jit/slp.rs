@@ -100,6 +100,18 @@ fn instructions(op: Op, exponent: Option<f64>) -> f64 {
     }
 }
 
+/// The scalar instructions pairing operation `id` of `lane` with another of its shape
+/// saves, or `None` if it is not paired (the lowering calls a function for it: see
+/// [`calls_out`]; `fma` says whether the target has the instruction).
+pub(crate) fn pair_saves(lane: &Lane, id: usize, fma: bool) -> Option<f64> {
+    let shape = shape(lane, id, fma)?;
+    let exponent = (shape.op.arity() == 2).then(|| match lane.graph.nodes()[id] {
+        Node::Apply(_, args) => lane.graph.constant_of(args[1]),
+        _ => None,
+    });
+    Some(instructions(shape.op, exponent.flatten()))
+}
+
 /// Whether node `id` of `lane` is an operation the lowering hands to a function (the math
 /// table's, or a user function's) rather than computing inline, where the target has a
 /// fused multiply-add.

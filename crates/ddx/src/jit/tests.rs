@@ -1040,6 +1040,47 @@ fn repeated_models_are_rerolled() {
     assert!(rolled * 2 > lanes, "{rolled} of {lanes} lanes re-rolled");
 }
 
+/// The random models of `rerolled_kernels_agree_with_the_interpreter_to_the_bit` reach
+/// both loops: one copy an iteration, and two (`lower::PairRule::Parity` in tests), among
+/// them loops of two copies over odd trip counts (an odd copy left after the loop).
+#[test]
+fn repeated_models_give_loops_of_one_copy_and_of_two() {
+    let compiler = super::compile::compiler().expect("a host compiler");
+    super::lower::LOOPS.with(|c| c.set([0, 0]));
+    let mut odd = 0;
+    for seed in 0..12u64 {
+        let copies = 21 + 2 * seed as usize;
+        let model = repeated_model(seed, copies, 1 + seed as usize % 3);
+        let eq = Equation::<System>::from_model(model);
+        for kind in LaneKind::ALL {
+            let lane = eq.lane(kind).unwrap();
+            let rolls = super::reroll::find(&lane.graph, super::reroll::Rule::EVERY_RUN);
+            odd += rolls
+                .runs
+                .iter()
+                .step_by(2)
+                .filter(|r| r.copies % 2 == 1)
+                .count();
+            compiler
+                .compile(
+                    lane,
+                    Shape::Point,
+                    OptLevel::Speed,
+                    super::compile::SEGMENT_NODES,
+                    false,
+                    &|| false,
+                )
+                .expect("compiles")
+                .expect("not stopped");
+        }
+    }
+    let [one, two] = super::lower::LOOPS.with(std::cell::Cell::get);
+    assert!(
+        one > 0 && two > 0 && odd > 0,
+        "{one} loops of one copy, {two} of two, {odd} odd"
+    );
+}
+
 /// Which lanes keep their runs (issue 20, `reroll::Rule::KERNEL`): a long lane made of
 /// copies of one term is re-rolled; the same term fewer times, or beside as much work that
 /// does not repeat, stays straight-line (while `Rule::EVERY_RUN` finds the runs of both).
