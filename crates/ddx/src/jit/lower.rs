@@ -1471,9 +1471,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let period = st.rolls.runs[r].period;
         let mut vals = vec![None; period];
         for j in 0..period {
-            vals[j] = Some(self.copy_op(st, r, lp, at, (0, carried_in), &vals, j));
+            let v = self.copy_op(st, r, lp, at, (0, carried_in), &vals, j);
+            self.store_op(st, r, lp, at, (0, j), v);
+            vals[j] = Some(v);
         }
-        self.store_copy(st, r, lp, at, 0, &vals);
         vals
     }
 
@@ -1628,8 +1629,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         self.apply(op, x, exponent(g, op, &a0))
     }
 
-    /// Stores the values `vals` of copy `c + delta` of run `r` where its loop keeps them:
-    /// its run's area, and the outputs it writes itself.
+    /// Stores the values `vals` of copy `c + delta` of run `r` where its loop keeps them
+    /// ([`Emit::store_op`]).
     fn store_copy(
         &mut self,
         st: &mut Rolled<'_>,
@@ -1639,20 +1640,35 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         delta: i64,
         vals: &[Option<Value>],
     ) {
-        let period = st.rolls.runs[r].period;
         for (j, v) in vals.iter().enumerate() {
             let v = v.unwrap_or_else(|| unreachable!("every operation of a copy is made"));
-            if let (Some(area), true) = (lp.area, st.stored[r][j]) {
-                let stride = 8 * period as i64;
-                let addr = at.address(self, area, stride);
-                let (addr, off) = self.shifted(addr, offset(j, 8), delta * stride);
-                self.b.ins().store(data(), v, addr, off);
-            }
-            if let Some((off, stride)) = st.direct[r][j] {
-                let addr = at.address(self, st.outputs, stride);
-                let (addr, off) = self.shifted(addr, off, delta * stride);
-                self.b.ins().store(data(), v, addr, off);
-            }
+            self.store_op(st, r, lp, at, (delta, j), v);
+        }
+    }
+
+    /// Stores `v`, operation `j` of copy `c + delta` of run `r` (`at` holds `c`;
+    /// `place` is `(delta, j)`), where its loop keeps it: its run's area, and the outputs
+    /// the loop writes itself.
+    fn store_op(
+        &mut self,
+        st: &mut Rolled<'_>,
+        r: usize,
+        lp: &Loop,
+        at: &mut Steps,
+        place: (i64, usize),
+        v: Value,
+    ) {
+        let (delta, j) = place;
+        if let (Some(area), true) = (lp.area, st.stored[r][j]) {
+            let stride = 8 * st.rolls.runs[r].period as i64;
+            let addr = at.address(self, area, stride);
+            let (addr, off) = self.shifted(addr, offset(j, 8), delta * stride);
+            self.b.ins().store(data(), v, addr, off);
+        }
+        if let Some((off, stride)) = st.direct[r][j] {
+            let addr = at.address(self, st.outputs, stride);
+            let (addr, off) = self.shifted(addr, off, delta * stride);
+            self.b.ins().store(data(), v, addr, off);
         }
     }
 
