@@ -709,7 +709,7 @@ impl Pairing {
     /// (BENCHMARKS.md, "Two copies an iteration"): its observations' model run gains
     /// 78 − 2·10 and runs 20 % faster paired; its derivative run would gain 23 − 2·22. At
     /// one instruction a move it came out at +3, and paired it executed 1.3 % fewer
-    /// instructions but ran 0.7 % slower. `stride(j, k)` is the byte stride of the stream
+    /// instructions but ran 0.6 % slower. `stride(j, k)` is the byte stride of the stream
     /// argument `k` of position `j`.
     fn new(
         st: &Rolled<'_>,
