@@ -295,3 +295,105 @@ fn forward_and_reverse_exclude_the_same_paths() {
     );
     assert_eq!(eq.jvp([1.0], 0.0).unwrap()[0], g);
 }
+
+/// A residual `y − a·exp(−b·x)` of observation `k` of `n`.
+fn residual(a: Expr, b: Expr, k: usize, n: usize) -> Expr {
+    let x = k as f64 / n as f64;
+    let y = 3.0 + (k as f64 * 0.7).sin();
+    y - a * (-b * x).exp()
+}
+
+/// The running maximum, minimum or last-smaller (`select`) of `n` residuals.
+fn running(kind: usize, n: usize) -> Equation {
+    rt::equation(|| {
+        let (a, b) = (rt::var("a"), rt::var("b"));
+        let mut m = residual(a, b, 0, n);
+        for k in 1..n {
+            let r = residual(a, b, k, n);
+            m = match kind {
+                0 => m.max(r),
+                1 => m.min(r),
+                _ => select(r.lt(m), r, m),
+            };
+        }
+        m
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_running_maximum_has_a_linear_lane_and_the_maximums_gradient() {
+    use ddx::LaneKind;
+    for kind in 0..3 {
+        // Every link adds a condition to the adjoints below it; folded past a few, the
+        // lanes grow with the chain, not with its square (250 199 gradient nodes at 400
+        // links before, 5 997 for a running sum).
+        let nodes = |n: usize, lane| running(kind, n).nodes(lane).unwrap();
+        for lane in [LaneKind::Gradient, LaneKind::Jacobian, LaneKind::Hessian] {
+            let (small, large) = (nodes(200, lane), nodes(400, lane));
+            assert!(
+                large * 10 <= small * 22 && large <= 100 * 400,
+                "kind {kind}, {lane:?}: {small} nodes at 200 links, {large} at 400"
+            );
+        }
+        // The gradient is the winning residual's, in every lane (closed form).
+        let n = 300;
+        let eq = running(kind, n);
+        let (a, b) = (1.3, 0.8);
+        let values: Vec<f64> = (0..n)
+            .map(|k| {
+                let x = k as f64 / n as f64;
+                3.0 + (k as f64 * 0.7).sin() - a * (-b * x).exp()
+            })
+            .collect();
+        let mut best = 0;
+        for k in 1..n {
+            let better = match kind {
+                0 => values[k] > values[best],
+                _ => values[k] < values[best],
+            };
+            if better {
+                best = k;
+            }
+        }
+        let x = best as f64 / n as f64;
+        let want = [-(-b * x).exp(), a * x * (-b * x).exp()];
+        for (lane, got) in all_lanes(&eq, &[a, b]) {
+            for (g, w) in got.iter().zip(want) {
+                assert!(
+                    (g - w).abs() <= 4.0 * f64::EPSILON * w.abs(),
+                    "kind {kind}, {lane}: {got:?}, want {want:?} (observation {best})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_untaken_arm_deep_in_a_long_chain_never_reaches_the_derivative() {
+    // q grows by sqrt(x − k) for each k below x: at x = 10 the link k = 10 is untaken and
+    // its arm holds sqrt'(0) = ∞, under guards folded many links deep.
+    let links = 60;
+    let eq = eq1(|x| {
+        let mut q = Expr::from(0.0);
+        for k in 0..links {
+            let d = x - k as f64;
+            q = select(d.gt(0.0), q + d.sqrt(), q * 1.0);
+        }
+        q
+    });
+    let x = 10.0;
+    let want: f64 = (0..10).map(|k| 0.5 / (x - k as f64).sqrt()).sum();
+    for (lane, got) in all_lanes(&eq, &[x]) {
+        assert!(
+            (got[0] - want).abs() <= 1e-14 * want,
+            "{lane}: {got:?}, want {want}"
+        );
+    }
+    let second: f64 = (0..10).map(|k| -0.25 / (x - k as f64).powf(1.5)).sum();
+    let h = eq.hessian([x]).unwrap()[0];
+    assert!(
+        (h - second).abs() <= 1e-14 * second.abs(),
+        "{h} against {second}"
+    );
+}

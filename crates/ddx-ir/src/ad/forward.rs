@@ -103,7 +103,7 @@ pub fn forward_with(
                         if zeros == Zeros::Skip {
                             edge = skip_zero(graph, t.value, edge);
                         }
-                        terms.extend(t.through(edge));
+                        terms.extend(t.through(graph, edge));
                     }
                 }
                 combine(graph, terms)

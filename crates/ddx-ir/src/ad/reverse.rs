@@ -91,7 +91,7 @@ impl Sweep {
                             continue;
                         }
                         let edge = flow(graph, id, k, adjoint.value);
-                        if let Some(t) = adjoint.through(edge) {
+                        if let Some(t) = adjoint.through(graph, edge) {
                             self.add(a.index(), t);
                         }
                     }
