@@ -325,9 +325,9 @@ fn running(kind: usize, n: usize) -> Equation {
 fn a_running_maximum_has_a_linear_lane_and_the_maximums_gradient() {
     use ddx::LaneKind;
     for kind in 0..3 {
-        // Every link adds a condition to the adjoints below it; folded past a few, the
-        // lanes grow with the chain, not with its square (250 199 gradient nodes at 400
-        // links before, 5 997 for a running sum).
+        // Every link adds a condition to the adjoints below it; masked through one shared
+        // node per guard, the lanes grow with the chain, not with its square (250 199
+        // gradient nodes at 400 links before, 5 997 for a running sum).
         let nodes = |n: usize, lane| running(kind, n).nodes(lane).unwrap();
         for lane in [LaneKind::Gradient, LaneKind::Jacobian, LaneKind::Hessian] {
             let (small, large) = (nodes(200, lane), nodes(400, lane));
@@ -396,4 +396,31 @@ fn an_untaken_arm_deep_in_a_long_chain_never_reaches_the_derivative() {
         (h - second).abs() <= 1e-14 * second.abs(),
         "{h} against {second}"
     );
+}
+
+#[test]
+fn long_guards_keep_their_contradictions_and_their_sums_order() {
+    // Tester 40's cases, which broke guards folded at two conditions (`ad::guard`). An inner `a > 0` false
+    // arm under the outer `a > 0` true arm is a contradiction: that path is dropped, and
+    // ∂f/∂b is the live path's c = −0 (a term masked to +0 instead would make it +0).
+    let eq: Equation =
+        "select(a > 0, select(a > -1, select(a > -2, select(a > 0, 0, 3*b), 0), 0), 0) + b*c"
+            .parse()
+            .unwrap();
+    let p = [1.0, 0.0, -0.0];
+    for (lane, got) in [
+        ("gradient", eq.gradient(p).unwrap()),
+        ("jacobian", eq.jacobian(p).unwrap()),
+        ("vjp", eq.vjp(&[1.0], p).unwrap()),
+    ] {
+        assert_eq!(got[1].to_bits(), (-0.0f64).to_bits(), "{lane}: {got:?}");
+    }
+    // Terms under equal guards are summed together before the others, as ever: the same
+    // last bits (folding those guards in different orders summed them apart).
+    let eq: Equation = "pow(select((c < 1), (1/(select((a < a), pow(c, 0.5), pow(b, c)) + (sign(pow(-1, 0.5)) * select((c <= c), 2, (c - 1))))), log((hypot(select((c < 1), -1, b), min(a, c)) * atan2(select((c < 1), (c - 0), a), select((c < c), (a - 0.5), a))))), 0.5)"
+        .parse()
+        .unwrap();
+    let p = [3.0, 3.0, f64::NAN];
+    assert_eq!(eq.gradient(p).unwrap()[0], 0.07595804929004515);
+    assert_eq!(eq.hessian(p).unwrap()[0], -0.0052589937512715155);
 }

@@ -64,37 +64,44 @@ impl Term {
 ///
 /// A derivative that passes through a chain of `max`, `min` or `select` (a running
 /// maximum over data) gains a condition at every link, and in reverse mode nothing on the
-/// chain merges it away: each adjoint down the chain would carry one more condition than
-/// the last, and masking them made a lane quadratic in the chain's length (a running
+/// chain merges it away: each adjoint down the chain carries one more condition than the
+/// last. Masking every one of them made a lane quadratic in the chain's length (a running
 /// maximum over 400 observations gave a gradient lane of 250 199 nodes, against 5 997 for
-/// a running sum; 13 190 folded). Folded, a guard is one condition node, `mask(guard, 1)`,
-/// shared by everything that extends it. The graph interns nodes, so folding one guard
-/// twice gives one node: terms that extend a guard with a condition and with its negation
-/// stay complementary and still merge ([`combine`]). Two, not more: a guard then takes one
-/// form at every link of a chain, and the chain's lanes stay copies of one template that
-/// the JIT re-rolls (at a limit of four they took a form in three, and fewer of the
-/// JIT's random repeated models re-rolled).
-const GUARD_LIMIT: usize = 2;
+/// a running sum); [`mask`] now tests a long guard through one shared node, which keeps
+/// the lane linear. What remains quadratic is the guards themselves, lists the AD passes
+/// hold while they run (about `n²/2` conditions for a chain of `n` links: 800 MB at
+/// 10⁴). Past this many conditions a guard is folded into one condition node,
+/// `holds(guard)` (1 where it holds, 0 elsewhere), which bounds them. Up to it, guards
+/// are kept whole, so contradictions, equal guards and complementary pairs are found
+/// exactly as ever and the answers keep their bits; past it, a folded guard no longer
+/// shows the conditions inside it, so a contradiction with one of them (a term that is
+/// then masked to `+0` instead of dropped: `−0 + 0` is `+0`) or an equal guard folded
+/// differently (terms summed in another order: an ulp) can change a result's last bit.
+/// Every engine computes the same graph, so they still agree with each other.
+const GUARD_LIMIT: usize = 64;
+
+/// Guards at least this long are masked through [`holds`], one node for the whole
+/// conjunction, instead of one `select` per condition around each value.
+const SHARED_MASK: usize = 3;
 
 /// `guard ∧ (cond is when)`, or `None` when that contradicts `guard`. A guard of
-/// [`GUARD_LIMIT`] conditions is first folded into one condition node (1 where it holds,
-/// 0 elsewhere) made in `g`: the same conjunction, so a mask answers the same bits.
+/// [`GUARD_LIMIT`] conditions is first folded into one condition, [`holds`] of it, made
+/// in `g`.
 pub(crate) fn conjoin(g: &mut Graph, guard: &Guard, cond: NodeId, when: bool) -> Option<Guard> {
     match guard.binary_search_by_key(&cond, |&(c, _)| c) {
         Ok(i) if guard[i].1 == when => Some(guard.clone()),
         Ok(_) => None,
         Err(_) if guard.len() >= GUARD_LIMIT => {
-            let one = g.constant(1.0);
-            let holds = mask(g, guard, one);
-            let mut folded = Guard::from_slice(&[(holds, true)]);
-            match holds.cmp(&cond) {
-                std::cmp::Ordering::Less => folded.push((cond, when)),
-                std::cmp::Ordering::Greater => folded.insert(0, (cond, when)),
-                // `holds` is `cond` itself: it must hold, and `when` says whether it may.
+            let folded = holds(g, guard);
+            let mut guard = Guard::from_slice(&[(folded, true)]);
+            match folded.cmp(&cond) {
+                std::cmp::Ordering::Less => guard.push((cond, when)),
+                std::cmp::Ordering::Greater => guard.insert(0, (cond, when)),
+                // `folded` is `cond` itself: it must hold, and `when` says whether it may.
                 std::cmp::Ordering::Equal if when => {}
                 std::cmp::Ordering::Equal => return None,
             }
-            Some(folded)
+            Some(guard)
         }
         Err(i) => {
             let mut extended = guard.clone();
@@ -104,8 +111,29 @@ pub(crate) fn conjoin(g: &mut Graph, guard: &Guard, cond: NodeId, when: bool) ->
     }
 }
 
-/// `value` where `guard` holds, exactly `0` elsewhere.
-pub(crate) fn mask(g: &mut Graph, guard: &Guard, mut value: NodeId) -> NodeId {
+/// `1` where `guard` holds, `0` elsewhere: `select(c₁, select(c₂, …, 0), 0)`, the first
+/// condition outermost. The graph interns nodes, so a guard shares the node of every
+/// guard it extends at the front: along a chain, where each adjoint's guard is the one
+/// above it with an older condition (a smaller node id) first, each link adds one node.
+fn holds(g: &mut Graph, guard: &Guard) -> NodeId {
+    let one = g.constant(1.0);
+    select_chain(g, guard, one)
+}
+
+/// `value` where `guard` holds, exactly `0` elsewhere: a `select` per condition around it
+/// for a short guard, `select(holds(guard), value, 0)` for one of [`SHARED_MASK`]
+/// conditions or more (the same answer: `holds` is exactly 1 or 0).
+pub(crate) fn mask(g: &mut Graph, guard: &Guard, value: NodeId) -> NodeId {
+    if guard.len() >= SHARED_MASK {
+        let h = holds(g, guard);
+        let zero = g.constant(0.0);
+        return g.select(h, value, zero);
+    }
+    select_chain(g, guard, value)
+}
+
+/// `value` inside one `select` per condition of `guard`, the first outermost.
+fn select_chain(g: &mut Graph, guard: &Guard, mut value: NodeId) -> NodeId {
     for &(cond, when) in guard.iter().rev() {
         let zero = g.constant(0.0);
         value = if when {
