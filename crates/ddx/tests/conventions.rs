@@ -399,7 +399,7 @@ fn an_untaken_arm_deep_in_a_long_chain_never_reaches_the_derivative() {
 }
 
 #[test]
-fn long_guards_keep_their_contradictions_and_their_sums_order() {
+fn guards_keep_their_contradictions_sums_order_and_zeros() {
     // Tester 40's cases, which broke guards folded at two conditions (`ad::guard`). An inner `a > 0` false
     // arm under the outer `a > 0` true arm is a contradiction: that path is dropped, and
     // ∂f/∂b is the live path's c = −0 (a term masked to +0 instead would make it +0).
@@ -423,4 +423,11 @@ fn long_guards_keep_their_contradictions_and_their_sums_order() {
     let p = [3.0, 3.0, f64::NAN];
     assert_eq!(eq.gradient(p).unwrap()[0], 0.07595804929004515);
     assert_eq!(eq.hessian(p).unwrap()[0], -0.0052589937512715155);
+    // Tester 41's: a guard of three conditions masked through one shared node changed
+    // this Hessian cell's zero from −0 to +0 (the mask is differentiated again).
+    let eq: Equation = "select(b > 1, 0, select(c < a, atan2(select(b != 0, b, c), c), 0))"
+        .parse()
+        .unwrap();
+    let h = eq.hessian([2.0, 0.5, -1e300]).unwrap();
+    assert_eq!(h[7].to_bits(), (-0.0f64).to_bits(), "{h:?}");
 }

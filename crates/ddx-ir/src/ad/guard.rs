@@ -81,8 +81,13 @@ impl Term {
 const GUARD_LIMIT: usize = 64;
 
 /// Guards at least this long are masked through [`holds`], one node for the whole
-/// conjunction, instead of one `select` per condition around each value.
-const SHARED_MASK: usize = 3;
+/// conjunction, instead of one `select` per condition around each value. Below it, the
+/// mask is the graph it always was, so second-order lanes, which differentiate the mask
+/// again, keep their bits too: at three, tester 41 found Hessian cells of small models
+/// (guards of three conditions) turned from `−0` to `+0`. Past it, a chain's masks cost
+/// one node each instead of one per condition; a second-order lane may then differ from
+/// the old graph's in a zero's sign, where a masked `+0` meets a `−0`.
+const SHARED_MASK: usize = 8;
 
 /// `guard ∧ (cond is when)`, or `None` when that contradicts `guard`. A guard of
 /// [`GUARD_LIMIT`] conditions is first folded into one condition, [`holds`] of it, made
