@@ -241,3 +241,102 @@ fn a_kernel_that_needs_no_refining_is_left_as_it_is() {
         );
     }
 }
+
+/// `½ xᵀQx + cᵀx` over `n` symbols, summed over the upper triangle row by row (as
+/// `ddx_models::trend::Quadratic` writes it), with `Q` and `c` from a fixed hash; answers
+/// the equation, `Q` (row-major, symmetric) and `c`.
+fn quadratic(n: usize) -> (Equation, Vec<f64>, Vec<f64>) {
+    let u = |i: usize, j: usize| {
+        let h = ((i * 7919 + j * 104_729 + 13) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    };
+    let mut q = vec![0.0; n * n];
+    for i in 0..n {
+        for j in i..n {
+            q[i * n + j] = u(i, j);
+            q[j * n + i] = u(i, j);
+        }
+    }
+    let c: Vec<f64> = (0..n).map(|i| u(i, n)).collect();
+    let (qq, cc) = (q.clone(), c.clone());
+    let eq = rt::equation(move || {
+        let x: Vec<ddx::Expr> = (0..n).map(|i| rt::var(&format!("x{i:04}"))).collect();
+        let mut f = x[0] * 0.0;
+        for i in 0..n {
+            let mut s = x[i] * (qq[i * n + i] * 0.5) + cc[i];
+            for j in i + 1..n {
+                s += x[j] * qq[i * n + j];
+            }
+            f += x[i] * s;
+        }
+        f
+    })
+    .expect("builds");
+    (eq, q, c)
+}
+
+/// Issue 20's dot loops, under the rule users get: a dense quadratic form's gradient
+/// lane at 160 symbols (about 64 000 nodes, past the segment length) is nearly all long
+/// sums of weighted inputs (the rows of `Qx`, and the adjoints' columns), which its point
+/// kernel computes in loops. The compiled gradient answers the interpreter's bits at
+/// awkward points, loads with its code and weight table, and answers the closed form
+/// `Qx + c` to rounding.
+#[test]
+fn a_dense_quadratic_forms_gradient_compiles_to_dot_loops_and_agrees() {
+    let n = 160;
+    let (mut eq, q, c) = quadratic(n);
+    let nodes = eq.lane(LaneKind::Gradient).unwrap().graph.len();
+    assert!(nodes > 1 << 15, "{nodes} nodes");
+    let oracle = eq.clone();
+    eq.set_options(Options::with_backend(Backend::Compile));
+    assert!(
+        eq.wait_for_kernel_of(LaneKind::Gradient),
+        "{:?}",
+        eq.jit_status()
+    );
+    let status = eq.jit_status();
+    assert_eq!(status.lane(LaneKind::Gradient).expect("asked").error, None);
+    let points: Vec<Vec<f64>> = vec![
+        (0..n).map(|i| (i as f64 * 0.37).sin()).collect(),
+        (0..n)
+            .map(|i| if i % 3 == 0 { -0.0 } else { 1e300 })
+            .collect(),
+        (0..n)
+            .map(|i| [f64::INFINITY, 2.5, f64::NAN, 5e-324][i % 4])
+            .collect(),
+    ];
+    for x in &points {
+        let got = eq.gradient(x.as_slice()).expect("fits");
+        let want = oracle.gradient(x.as_slice()).expect("fits");
+        // Any NaN matches any NaN (which NaN a sum of two answers is not fixed).
+        let same = got
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+        assert!(same, "at {:?}…", &x[..4]);
+    }
+    // Saved with its code and loaded: the gradient's kernel (code and weight table) is
+    // loaded, not compiled again, and answers the same bits.
+    let back: Equation = Equation::from_bytes(&eq.to_bytes().expect("encodes")).expect("decodes");
+    assert!(back.uses_kernel_of(LaneKind::Gradient));
+    assert_eq!(back.jit_status().compiled, 0);
+    for x in &points {
+        let a = back.gradient(x.as_slice()).expect("fits");
+        let b = eq.gradient(x.as_slice()).expect("fits");
+        assert!(a
+            .iter()
+            .zip(&b)
+            .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())));
+    }
+    let x = &points[0];
+    let got = eq.gradient(x.as_slice()).expect("fits");
+    for k in 0..n {
+        let exact: f64 = (0..n).map(|j| q[k * n + j] * x[j]).sum::<f64>() + c[k];
+        let scale: f64 = (0..n).map(|j| (q[k * n + j] * x[j]).abs()).sum::<f64>() + 1.0;
+        assert!(
+            (got[k] - exact).abs() <= 1e-13 * scale,
+            "∂f/∂x{k}: {} against {exact}",
+            got[k]
+        );
+    }
+}

@@ -46,8 +46,9 @@ const HEADER: usize = 84;
 /// The sources whose text decides the machine code made for a graph, besides the graph:
 /// a development build that changes any of them changes [`build_identity`], and so every
 /// key, even when ddx's version number stays the same.
-const CODEGEN_SOURCES: [&str; 6] = [
+const CODEGEN_SOURCES: [&str; 7] = [
     include_str!("lower.rs"),
+    include_str!("dots.rs"),
     include_str!("reroll.rs"),
     include_str!("slp.rs"),
     include_str!("compile.rs"),

@@ -41,6 +41,13 @@
 //! every sum still takes its terms in copy order; an odd copy left over runs after the
 //! loop.
 //!
+//! A [`Shape::Point`] kernel of a lane that does not re-roll but is nearly all long sums
+//! of weighted inputs (a quadratic form, a linear layer: [`dots`]) computes each group of
+//! such sums as one loop over a table of weights ([`Emit::dot_group`]), the sums in `f64x2`
+//! pairs, each sum's links in order; the rest of the lane is scalar straight-line code,
+//! emitted in [`dots::Dots::order`]. Such a lane is one function however long, provided
+//! its straight-line part is at most a segment ([`Plan::new`]).
+//!
 //! A [`Shape::Point`] kernel of any other lane that is not split into segments computes
 //! the pairs [`slp::find`] finds (two operations of one kind that do not depend on each
 //! other, as a model's components and their adjoints leave them) as one `f64x2` operation
@@ -51,8 +58,10 @@
 //! An `f64x2` kernel does the same operation on both lanes: vector arithmetic is IEEE per
 //! lane and each math call is made once per lane, so every width answers the same bits.
 
+use super::dots::{self, Dot, Dots, Step};
 use super::reroll::{self, Arg, Rolls};
 use super::slp::{self, Packs};
+use cranelift_codegen::entity::packed_option::ReservedValue;
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
@@ -154,16 +163,15 @@ pub(crate) const ROLLED_BATCH_NODES: usize = 1 << 14;
 /// BENCHMARKS.md, "Batches of lanes that call out".
 pub(crate) const BATCH_POINT_CALLS: usize = 128;
 
-/// Builds the function computing `lane` as a kernel of `shape` for `isa`; answers it, the
-/// constant table a [`Shape::Point`] kernel reads through its fourth argument (empty for a
-/// column kernel, and for a point kernel whose loops and pairs read no constant), and the
-/// number of `f64`s of heap scratch a point kernel's loops use through its fifth argument
-/// (0 for a column kernel and a kernel without loops).
-pub(crate) fn function(
-    lane: &Lane,
-    shape: Shape,
-    isa: &dyn TargetIsa,
-) -> (Function, Vec<f64>, usize) {
+/// Builds the function computing `lane` as a kernel of `shape` for `isa`; answers it with
+/// the constant table a [`Shape::Point`] kernel reads through its fourth argument (empty
+/// for a column kernel, and for a point kernel whose loops and pairs read no constant),
+/// the number of `f64`s of heap scratch a point kernel's loops use through its fifth
+/// argument (0 for a column kernel and a kernel without loops), and how many of the
+/// lane's nodes it computes in straight-line code. A point kernel is, by the first that
+/// applies: re-rolled ([`reroll`]), with dot loops ([`dots`]), with `f64x2` pairs
+/// ([`slp`]), or straight-line.
+pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowered {
     let ptr = isa.pointer_type();
     let call_conv = isa.default_call_conv();
     let mut sig = Signature::new(call_conv);
@@ -182,13 +190,33 @@ pub(crate) fn function(
     let fma = native_fma(isa);
     let mut constants = Vec::new();
     let mut scratch_len = 0;
+    let mut straight = lane.graph.len();
     match shape {
         Shape::Point => {
             let (inputs, outputs, table, consts, scratch) =
                 (args[0], args[1], args[2], args[3], args[4]);
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
-            let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
-            let packs = if rolls.runs.is_empty() {
+            // Runs first, then dots; in this crate's unit tests dots first, so that their
+            // small models (whose chains `Rule::LOWERING` would re-roll) reach the dot
+            // loops.
+            let (rolls, dots) = if cfg!(test) {
+                let dots = dots::find(lane);
+                let rolls = if dots.is_empty() {
+                    reroll::find(&lane.graph, reroll::Rule::LOWERING)
+                } else {
+                    Rolls::default()
+                };
+                (rolls, dots)
+            } else {
+                let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
+                let dots = if rolls.runs.is_empty() {
+                    dots::find(lane)
+                } else {
+                    Dots::default()
+                };
+                (rolls, dots)
+            };
+            let packs = if rolls.runs.is_empty() && dots.is_empty() {
                 slp::find(lane, fma, &[0])
             } else {
                 Packs::default()
@@ -196,8 +224,18 @@ pub(crate) fn function(
             if !packs.is_empty() {
                 constants = e.packed(lane, &packs, [inputs, outputs], Some(consts), None);
             } else if rolls.runs.is_empty() {
+                if !dots.is_empty() {
+                    straight = dots.straight();
+                }
+                let table = (!dots.is_empty()).then_some(DotTable {
+                    dots: &dots,
+                    inputs,
+                    consts,
+                    table: &mut constants,
+                });
                 e.body(
                     lane,
+                    table,
                     |b, k| b.ins().load(types::F64, data(), inputs, offset(k, 8)),
                     |b, k, v| {
                         b.ins().store(data(), v, outputs, offset(k, 8));
@@ -268,7 +306,24 @@ pub(crate) fn function(
     }
     b.seal_all_blocks();
     b.finalize(isa.frontend_config());
-    (func, constants, scratch_len)
+    Lowered {
+        func,
+        table: constants,
+        scratch: scratch_len,
+        straight,
+    }
+}
+
+/// A lane's kernel function as [`function`] builds it.
+pub(crate) struct Lowered {
+    pub(crate) func: Function,
+    /// The constant table a [`Shape::Point`] kernel reads through its fourth argument.
+    pub(crate) table: Vec<f64>,
+    /// The `f64`s of heap scratch a point kernel's loops use through its fifth argument.
+    pub(crate) scratch: usize,
+    /// The lane's nodes the function computes in straight-line code: the lane's length
+    /// but for a kernel with dot loops ([`Dots::straight`]), whose loops hold the rest.
+    pub(crate) straight: usize,
 }
 
 /// A long lane split into segments: consecutive ranges of nodes, each lowered as its own
@@ -310,8 +365,10 @@ impl Plan {
 
     /// The plan of `lane` in segments of at most `per` nodes (a `per` under 2 is taken as
     /// 2), or `None` when one function computes the lane: when it has no more than `per`
-    /// nodes, or when its point kernel re-rolls ([`reroll::Rule::KERNEL`]) leaving no more
-    /// than `per` operations in straight-line code. A re-rolled kernel's code and frame
+    /// nodes, or when its point kernel re-rolls ([`reroll::Rule::KERNEL`]) or, not
+    /// re-rolling, has dot loops ([`dots::find`]), leaving no more than `per` operations in
+    /// straight-line code (the dense quadratic form's gradient at `n = 256`: 28.8 µs in
+    /// segments, 13.7 µs as one function with dot loops, BENCHMARKS.md "Dot loops"). A re-rolled kernel's code and frame
     /// grow with that straight-line part alone (its loops keep their values in heap
     /// scratch), and its loops would be lost to a split: the long_lanes chain of 3000
     /// links ran 2.2× faster as one re-rolled function than in segments (BENCHMARKS.md,
@@ -326,6 +383,12 @@ impl Plan {
         let rolls = reroll::find(g, reroll::Rule::KERNEL);
         if !rolls.runs.is_empty() && rolls.straight() <= per {
             return None;
+        }
+        if rolls.runs.is_empty() {
+            let dots = dots::find(lane);
+            if !dots.is_empty() && dots.straight() <= per {
+                return None;
+            }
         }
         let mut operands: Vec<NodeId> = Vec::new();
         // The last reader of each operation (itself when none reads it).
@@ -549,6 +612,7 @@ fn column_body(
     let mut e = Emit::new(b, ty, width, table, ptr, math, fma);
     e.body(
         lane,
+        None,
         |b, k| {
             let base = b.ins().load(ptr, pointer_table(), inputs, offset(k, word));
             let p = b.ins().iadd(base, at);
@@ -889,6 +953,15 @@ fn direct_outputs(lane: &Lane, rolls: &Rolls) -> (Vec<Vec<Direct>>, Vec<bool>) {
     (direct, written)
 }
 
+/// What a point kernel's dot loops read ([`Emit::dot_group`]): the lane's dots, the
+/// kernel's inputs and constant-table arguments, and the table being built.
+struct DotTable<'t> {
+    dots: &'t Dots,
+    inputs: Value,
+    consts: Value,
+    table: &'t mut Vec<f64>,
+}
+
 /// Emits the nodes of a lane at one type (`f64` or `f64x2`).
 struct Emit<'a, 'b, 'c> {
     b: &'a mut FunctionBuilder<'b>,
@@ -922,16 +995,47 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     }
 
     /// Emits every node of `lane` in order, reading inputs through `load` and writing each
-    /// output through `store`.
+    /// output through `store`; with `dots` (a point kernel's), in the dots' order
+    /// ([`Dots::order`]), each group of dots one loop ([`Emit::dot_group`]), the dots'
+    /// links and terms emitted by nothing else.
     fn body(
         &mut self,
         lane: &Lane,
+        mut dots: Option<DotTable<'_>>,
         mut load: impl FnMut(&mut FunctionBuilder<'b>, usize) -> Value,
         mut store: impl FnMut(&mut FunctionBuilder<'b>, usize, Value),
     ) {
         let g = &lane.graph;
-        let mut vals: Vec<Value> = Vec::with_capacity(g.len());
-        for (id, node) in g.nodes().iter().enumerate() {
+        let mut vals: Vec<Value> = vec![Value::reserved_value(); g.len()];
+        let order = dots.as_ref().map(|t| t.dots.order.as_slice());
+        let natural = (0..g.len()).map(|k| Step::Node(NodeId::from_index(k)));
+        let steps: Box<dyn Iterator<Item = Step>> = match order {
+            Some(o) => Box::new(o.iter().copied()),
+            None => Box::new(natural),
+        };
+        for step in steps {
+            let id = match step {
+                Step::Node(id) => id.index(),
+                Step::Group(k) => {
+                    let Some(t) = dots.as_mut() else {
+                        unreachable!("a group step comes with its dots")
+                    };
+                    let group = &t.dots.groups[k];
+                    let starts: Vec<Value> = group
+                        .members
+                        .iter()
+                        .map(|&m| vals[t.dots.dots[m].start.index()])
+                        .collect();
+                    let sums = self.dot_group(t.dots, group, &starts, t.inputs, t.consts, t.table);
+                    for (&m, v) in group.members.iter().zip(sums) {
+                        if let Some(l) = t.dots.dots[m].links.last() {
+                            vals[l.index()] = v;
+                        }
+                    }
+                    continue;
+                }
+            };
+            let node = g.node(NodeId::from_index(id));
             let v = match *node {
                 Node::Const(c) => self.constant(c.value()),
                 Node::Symbol(s) => load(self.b, s.index()),
@@ -957,7 +1061,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                     }
                 }
             };
-            vals.push(v);
+            vals[id] = v;
         }
         for (k, o) in lane.outputs.iter().enumerate() {
             store(self.b, k, vals[o.index()]);
@@ -1778,6 +1882,162 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 .store(data(), v, st.scratch, area + offset(c, 8));
         }
         (st.scratch, area, 8)
+    }
+
+    /// The values of `group`'s dots (see [`dots`]) from their running values `starts`,
+    /// by one loop: each member's first `len − group.steps` links straight-line (weights
+    /// as immediates), then `group.steps / UNROLL` iterations each making
+    /// [`dots::UNROLL`] links of every member, one pointer stepping through the inputs
+    /// (the members share a stride; each reads at its own offset from it) and one through
+    /// the weights, appended to `table` (the kernel's constant table, `consts` at run
+    /// time) link by link, member by member. Members go in pairs, one `f64x2` sum each
+    /// (lane 0 the first's; their inputs one load where the two offsets are equal or
+    /// adjacent), the last alone where their number is odd. Every link makes its product
+    /// and its sum as its nodes do, operands in their order (the members share their
+    /// sides), each lane of a vector operation is that IEEE operation, and each member's
+    /// links run in order, so each sum is the straight-line code's to the bit.
+    fn dot_group(
+        &mut self,
+        dots: &Dots,
+        group: &dots::Group,
+        starts: &[Value],
+        inputs: Value,
+        consts: Value,
+        table: &mut Vec<f64>,
+    ) -> Vec<Value> {
+        let members: Vec<&Dot> = group.members.iter().map(|&m| &dots.dots[m]).collect();
+        // One link: its product and its sum, at the type of its operands.
+        let (weight_second, term_second) = (members[0].weight_second, members[0].term_second);
+        let link = |e: &mut Self, s: Value, x: Value, w: Value| {
+            let p = if weight_second {
+                e.b.ins().fmul(x, w)
+            } else {
+                e.b.ins().fmul(w, x)
+            };
+            if term_second {
+                e.b.ins().fadd(s, p)
+            } else {
+                e.b.ins().fadd(p, s)
+            }
+        };
+        let slot = |dot: &Dot, k: usize| dot.slot as i64 + k as i64 * dot.stride;
+        let byte = |k: i64| i32::try_from(k * 8).unwrap_or(i32::MAX);
+        let steps = group.steps;
+        let mut sums = starts.to_vec();
+        // Each member's first links, straight-line.
+        for (s, dot) in sums.iter_mut().zip(&members) {
+            for k in 0..dot.links.len() - steps {
+                let x = self
+                    .b
+                    .ins()
+                    .load(types::F64, data(), inputs, byte(slot(dot, k)));
+                let w = self.constant(dot.weights[k]);
+                *s = link(self, *s, x, w);
+            }
+        }
+        // The loop's weights, link by link, member by member.
+        let at = table.len();
+        for k in 0..steps {
+            for dot in &members {
+                table.push(dot.weights[dot.links.len() - steps + k]);
+            }
+        }
+        let stride = members[0].stride;
+        let base = slot(members[0], members[0].links.len() - steps);
+        let offsets: Vec<i64> = members
+            .iter()
+            .map(|d| slot(d, d.links.len() - steps) - base)
+            .collect();
+        let px = self.b.ins().iadd_imm_s(inputs, base * 8);
+        let pw = self.b.ins().iadd_imm_s(consts, (at * 8) as i64);
+        let end = self
+            .b
+            .ins()
+            .iadd_imm_s(consts, ((at + steps * members.len()) * 8) as i64);
+        // Members in pairs, an `f64x2` sum each (lane 0 the first member's), the last
+        // alone where their number is odd.
+        let chunks: Vec<(usize, usize)> = (0..members.len())
+            .step_by(2)
+            .map(|m| (m, (m + 2).min(members.len())))
+            .collect();
+        let head = self.b.create_block();
+        let hx = self.b.append_block_param(head, self.ptr);
+        let hw = self.b.append_block_param(head, self.ptr);
+        let exit = self.b.create_block();
+        let mut entry = vec![BlockArg::Value(px), BlockArg::Value(pw)];
+        let mut running = Vec::with_capacity(chunks.len());
+        let mut out = Vec::with_capacity(chunks.len());
+        for &(m, e) in &chunks {
+            let (ty, v) = if e - m == 2 {
+                let v = self.vector_from_lanes(types::F64X2, &sums[m..e]);
+                (types::F64X2, v)
+            } else {
+                (types::F64, sums[m])
+            };
+            entry.push(BlockArg::Value(v));
+            running.push(self.b.append_block_param(head, ty));
+            out.push(self.b.append_block_param(exit, ty));
+        }
+        self.b.ins().jump(head, &entry);
+        self.b.switch_to_block(head);
+        for t in 0..dots::UNROLL {
+            // The inputs of link `t`: one load per distinct offset.
+            let at = t as i64 * stride;
+            let mut loaded: HashMap<i64, Value> = HashMap::new();
+            let mut scalar = |e: &mut Self, off: i64| {
+                *loaded
+                    .entry(off)
+                    .or_insert_with(|| e.b.ins().load(types::F64, unchanging(), hx, byte(off + at)))
+            };
+            for (c, &(m, end)) in chunks.iter().enumerate() {
+                let w_at = offset(t * members.len() + m, 8);
+                let (x, w) = if end - m == 2 {
+                    let (lo, hi) = (offsets[m], offsets[m + 1]);
+                    let x = if lo == hi {
+                        let v = scalar(self, lo);
+                        self.b.ins().splat(types::F64X2, v)
+                    } else if hi == lo + 1 {
+                        self.b
+                            .ins()
+                            .load(types::F64X2, unchanging(), hx, byte(lo + at))
+                    } else {
+                        let (a, b) = (scalar(self, lo), scalar(self, hi));
+                        self.vector_from_lanes(types::F64X2, &[a, b])
+                    };
+                    let w = self.b.ins().load(types::F64X2, unchanging(), hw, w_at);
+                    (x, w)
+                } else {
+                    let x = scalar(self, offsets[m]);
+                    let w = self.b.ins().load(types::F64, unchanging(), hw, w_at);
+                    (x, w)
+                };
+                running[c] = link(self, running[c], x, w);
+            }
+        }
+        let nx = self
+            .b
+            .ins()
+            .iadd_imm_s(hx, dots::UNROLL as i64 * stride * 8);
+        let nw = self
+            .b
+            .ins()
+            .iadd_imm_s(hw, (dots::UNROLL * members.len() * 8) as i64);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, nw, end);
+        let mut again = vec![BlockArg::Value(nx), BlockArg::Value(nw)];
+        again.extend(running.iter().map(|&s| BlockArg::Value(s)));
+        let done: Vec<BlockArg> = running.iter().map(|&s| BlockArg::Value(s)).collect();
+        self.b.ins().brif(more, head, &again, exit, &done);
+        self.b.switch_to_block(exit);
+        let mut sums = Vec::with_capacity(members.len());
+        for (&(m, e), &v) in chunks.iter().zip(&out) {
+            if e - m == 2 {
+                sums.push(self.b.ins().extractlane(v, 0));
+                sums.push(self.b.ins().extractlane(v, 1));
+            } else {
+                sums.push(v);
+            }
+        }
+        sums
     }
 
     /// Emits segment `s` of `plan`: its nodes in order, reading earlier segments' values

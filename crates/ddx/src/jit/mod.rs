@@ -22,6 +22,7 @@
 
 pub(crate) mod cache;
 mod compile;
+mod dots;
 mod kernel;
 mod lower;
 mod reroll;

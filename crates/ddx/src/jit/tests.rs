@@ -1722,3 +1722,161 @@ fn lanes_that_call_out_often_batch_through_their_point_kernel() {
     let mut rng = Rng(29);
     check_model(&many, &mut rng, &[1, 2, 7]).expect("bits");
 }
+
+/// A model of `rows` weighted sums of its 48 inputs, as a quadratic form or a linear layer
+/// leaves them (`dots`): row `r` is a chain of links `s ← s + x·w`, the sum and the
+/// product each on the side its block of rows draws (blocks of rows share a stride of
+/// input slots, from −2 to 2, their sides, and lengths within twice the block's
+/// shortest, so that they group); some rows have a
+/// link off the stride or on the other side, which cuts them; a row starts from a product
+/// of inputs, a constant, or (some rows) the sine of an earlier row's value, which its
+/// loop must wait for. One weight in eight is drawn with `Rng::value` (infinities, NaN,
+/// signed zeros, huge values among them). The output is `Σ_r value_r · x_r` and the last row's
+/// value, so the gradient lane holds dots too: the inputs' adjoints, `Σ_r x_r·w_rj`.
+fn dot_model(seed: u64, rows: usize) -> Model {
+    const SYMBOLS: usize = 48;
+    let mut rng = Rng(seed);
+    let mut g = Graph::new();
+    let xs: Vec<NodeId> = (0..SYMBOLS)
+        .map(|s| g.symbol(SymbolId::from_index(s)))
+        .collect();
+    let mut block = 0;
+    let (mut stride, mut term_second, mut weight_second) = (1i64, true, true);
+    let (mut longest, mut shortest) = (40, 8);
+    let (mut prev, mut values): (Option<NodeId>, Vec<NodeId>) = (None, Vec::new());
+    let mut f: Option<NodeId> = None;
+    for r in 0..rows {
+        if block == 0 {
+            block = 2 + rng.below(7);
+            stride = [1, -1, 0, 2, -2, 1][rng.below(6)];
+            term_second = rng.below(3) != 0;
+            weight_second = rng.below(3) != 0;
+            longest = if stride.abs() == 2 { 24 } else { 40 };
+            shortest = 8 + rng.below(longest / 2 - 7);
+        }
+        block -= 1;
+        let len = shortest + rng.below(shortest.min(longest - shortest + 1));
+        let span = (len as i64 - 1) * stride;
+        let base = match stride {
+            0 => rng.below(SYMBOLS) as i64,
+            s if s > 0 => rng.below(SYMBOLS - span as usize) as i64,
+            _ => (-span) + rng.below(SYMBOLS - (-span) as usize) as i64,
+        };
+        let mut s = match (rng.below(4), values.is_empty()) {
+            (0, false) => g.unary(Op::Sin, values[rng.below(values.len())]),
+            (1, _) => g.constant(rng.value()),
+            _ => g.binary(Op::Mul, xs[rng.below(SYMBOLS)], xs[rng.below(SYMBOLS)]),
+        };
+        let cut = (rng.below(4) == 0).then(|| (rng.below(len), rng.below(2) == 0));
+        for k in 0..len {
+            let mut slot = (base + k as i64 * stride) as usize;
+            let (mut ts, ws) = (term_second, weight_second);
+            match cut {
+                Some((at, true)) if at == k => slot = (slot + 1) % SYMBOLS,
+                Some((at, false)) if at == k => ts = !ts,
+                _ => {}
+            }
+            // Mostly plain weights: an awkward one may fold (`x·1` is `x`), cutting the row.
+            let w = if rng.below(8) == 0 {
+                rng.value()
+            } else {
+                ((rng.next() >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0
+            };
+            let w = g.constant(w);
+            let t = if ws {
+                g.binary(Op::Mul, xs[slot], w)
+            } else {
+                g.binary(Op::Mul, w, xs[slot])
+            };
+            s = if ts {
+                g.binary(Op::Add, s, t)
+            } else {
+                g.binary(Op::Add, t, s)
+            };
+        }
+        prev = Some(s);
+        values.push(s);
+        let term = g.binary(Op::Mul, s, xs[r % SYMBOLS]);
+        f = Some(match f {
+            None => term,
+            Some(f) => g.binary(Op::Add, f, term),
+        });
+    }
+    let (Some(f), Some(last)) = (f, prev) else {
+        unreachable!("at least one row")
+    };
+    // Names that sort as the symbols are numbered (a model's symbols go in name order).
+    let names = (0..SYMBOLS).map(|s| format!("x{s:02}")).collect();
+    Model::seal(&g, &[f, last], names)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// Point kernels with dot loops (issue 20): rows of weighted inputs of every stride
+    /// and side, cut, grouped or alone, of lengths that leave links before each loop, in
+    /// the value lane and as the gradient's adjoints: every lane, shape and level, to the
+    /// bit.
+    #[test]
+    fn dot_kernels_agree_with_the_interpreter_to_the_bit(
+        seed in any::<u64>(),
+        rows in 1usize..20,
+    ) {
+        let mut rng = Rng(seed ^ 0xD07D);
+        check_model(&dot_model(seed, rows), &mut rng, &[1, 3])?;
+    }
+}
+
+/// The models of the test above reach the dot loops: their value and gradient lanes hold
+/// groups (pairs of members and a member alone among them, strides of every sign, both
+/// sides), a row that starts from another's value is never in its group, and every
+/// grouping has an order to emit in.
+#[test]
+fn dot_models_have_groups_of_every_kind() {
+    use super::dots;
+    let (mut lanes, mut grouped) = (0, 0);
+    let (mut odd, mut even, mut strides, mut sides) = (0, 0, [0usize; 5], [0usize; 4]);
+    for seed in 0..24u64 {
+        let model = dot_model(seed, 6 + seed as usize % 14);
+        let eq = Equation::<System>::from_model(model);
+        for kind in [LaneKind::Value, LaneKind::Gradient] {
+            let lane = eq.lane(kind).unwrap();
+            let found = dots::find(lane);
+            lanes += 1;
+            grouped += usize::from(!found.is_empty());
+            for group in &found.groups {
+                let n = group.members.len();
+                assert!((dots::MIN_GROUP..=dots::GROUP).contains(&n));
+                if n % 2 == 1 {
+                    odd += 1
+                } else {
+                    even += 1
+                }
+                let first = &found.dots[group.members[0]];
+                strides[(first.stride + 2) as usize] += 1;
+                sides[usize::from(first.term_second) * 2 + usize::from(first.weight_second)] += 1;
+                // No member starts from another member's value.
+                let lasts: Vec<NodeId> = group
+                    .members
+                    .iter()
+                    .filter_map(|&m| found.dots[m].links.last().copied())
+                    .collect();
+                for &m in &group.members {
+                    let start = found.dots[m].start;
+                    let mut reads = Vec::new();
+                    lane.graph.operands_into(start, &mut reads);
+                    assert!(!lasts.contains(&start) && !reads.iter().any(|r| lasts.contains(r)));
+                }
+            }
+        }
+    }
+    assert!(
+        grouped * 2 > lanes,
+        "{grouped} of {lanes} lanes hold groups"
+    );
+    let refused = dots::ORDERS_REFUSED.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(refused, 0, "lanes whose groups found no order");
+    assert!(odd > 0 && even > 0, "odd {odd}, even {even}");
+    assert!(strides.iter().all(|&k| k > 0), "strides −2…2: {strides:?}");
+    assert!(sides.iter().all(|&k| k > 0), "sides: {sides:?}");
+}

@@ -1,0 +1,531 @@
+//! Dot loops: the long sums of weighted inputs that a point kernel computes in a loop over
+//! a table of weights instead of as straight-line code (issue 20).
+//!
+//! A model that multiplies its inputs by a matrix of constants (a quadratic form, a linear
+//! layer, a design matrix) leaves in its lanes long chains of links
+//! `s ← s + x·w` — `Add` of the running sum and a product of an input by a constant — in
+//! its value (a row of `Qx`) and in its adjoints (a column of `Qᵀx̄`, where the adjoint
+//! reaching each term is itself an input or a constant multiple of one). Straight-line,
+//! each link is three instructions and a constant, and a 256-symbol quadratic form's
+//! gradient is 165 000 nodes (1.3 MB of code, run from L2, in segments). A loop reads the same inputs
+//! and the same weights (from the kernel's constant table) and makes the same product and
+//! the same sum, link after link: the same IEEE operations on the same operands in the same
+//! order, so every bit is the straight-line code's.
+//!
+//! [`find`] takes a chain as a loop when
+//! - every link is `Add` of the running value (the link before, read by nothing else) and
+//!   a *term*: a `Mul` of an input (a symbol or a seed) and a constant, read by nothing
+//!   else;
+//! - its links all put the term on the same side of the `Add`, and their terms the
+//!   constant on the same side of the `Mul` (so the loop's operations are the nodes' own,
+//!   operands in order);
+//! - the inputs' slots are evenly spaced (`first + k·stride`, `stride` of either sign or
+//!   0), so the loop steps one pointer through the inputs and one through its weights;
+//! - it has at least [`MIN_LINKS`] links.
+//!
+//! A chain that breaks one of these is cut there, and each piece long enough is a dot of
+//! its own (a piece's first link reads the piece before's last as a value made before).
+//!
+//! One dot alone is a chain of dependent additions, each waiting on the one before (four
+//! cycles each), where straight-line code overlaps the additions of many sums; so dots are
+//! computed in [`Group`]s, link `k` of every member in one iteration, and a dot in no
+//! group of at least [`MIN_GROUP`] stays straight-line. The members of a group are the
+//! rows of `Qx` or the columns of `Qᵀx̄`: the graph makes them one after the other, each
+//! one's first link after the previous one's result is read, so a group's loop runs where
+//! the graph's order would not have all its members' starting values yet. [`Dots::order`]
+//! is the order a kernel emits in: the graph's, but for each group's loop in its first
+//! member's place once every member's start is made, the readers of its results after it.
+//! The loop runs its members in `f64x2` pairs (lane 0 one member's link, lane 1 the
+//! next's: each lane the IEEE operation of its scalar node), and a lane keeps its dots
+//! only when they cover at least [`MIN_COVERED_PERCENT`] of its operations (the rest of
+//! it is then scalar straight-line code, without [`super::slp`]'s pairs).
+//!
+//! **Invariants**: a dot's links and terms are read by nothing outside the dot but its
+//! last link, and no lane output is one of them but the last link. Every member's start
+//! reaches (through the graph's operands) no result of a found dot at or after the
+//! group's key (its first member's last link), so each group's dependencies are on groups
+//! of smaller keys and [`Dots::order`] exists (the proof is in [`group`]).
+
+use ddx_ir::{Lane, Node, NodeId, Op};
+
+/// The fewest links a dot has. Measured (BENCHMARKS.md, "Dot loops"): 8 against 16 and
+/// 32 took the quadratic form at `n = 32` / `64` from 271 / 957 ns and 288 / 1121 ns to
+/// 245 / 953 ns; 4 made it slower at every size (loops of one iteration).
+pub(crate) const MIN_LINKS: usize = 8;
+
+/// The most dots one loop computes together: four `f64x2` sums, enough to hide an
+/// addition's latency. Measured on the quadratic form at `n = 256` with [`UNROLL`] 4:
+/// groups of 4 / 8 / 12 / 16 ran 43.9 / 20.7 / 19.5 / 19.2 µs.
+pub(crate) const GROUP: usize = 8;
+
+/// The fewest dots one loop computes together: a dot alone waits on its additions'
+/// latency, link after link, where straight-line code overlaps many sums (measured: the
+/// quadratic form at `n = 64` ran 3× slower with every dot a loop of its own).
+pub(crate) const MIN_GROUP: usize = 2;
+
+/// How many dots after a group's first one (by their last link's position) are looked at
+/// for the rest of the group: keeps the grouping linear in the lane.
+const WINDOW: usize = 64;
+
+/// Links a loop makes of each member an iteration (measured with [`GROUP`] 8, the
+/// quadratic form at `n = 64` / `256`: 2 / 4 / 8 / 16 ran 1469 / 1237 / 1121 / 1324 ns
+/// and 26.2 / 20.9 / 19.0 / 22.9 µs).
+pub(crate) const UNROLL: usize = 8;
+
+/// The least share of a lane's operations, in percent, its dots must cover to be kept.
+/// A kernel with dots emits the rest of its lane as scalar straight-line code, without
+/// the `f64x2` pairs of [`super::slp`]: measured, the gradients of the regular solution
+/// (`n = 16`, 60 % covered) and the electrolyte (`n = 32`, 37 %) ran 12 % and 15 % slower
+/// with their dots, the regular solution at `n = 32` (84 %) 1 % slower, the quadratic
+/// form at `n = 32` (90 %) 15 % faster.
+pub(crate) const MIN_COVERED_PERCENT: usize = 85;
+
+/// The share [`find`] asks for: [`MIN_COVERED_PERCENT`], or none in this crate's unit
+/// tests, whose small random models then reach the dot loops wherever they hold dots.
+const COVERED_PERCENT: usize = if cfg!(test) { 0 } else { MIN_COVERED_PERCENT };
+
+/// One chain of links computed as a loop.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Dot {
+    /// The running value the first link reads (made before the dot).
+    pub(crate) start: NodeId,
+    /// The links, in order; the last one's value is the dot's.
+    pub(crate) links: Vec<NodeId>,
+    /// The input slot of the first link's term.
+    pub(crate) slot: usize,
+    /// The slots from one link's input to the next's.
+    pub(crate) stride: i64,
+    /// Whether each link is `Add(s, term)` (`true`) or `Add(term, s)`.
+    pub(crate) term_second: bool,
+    /// Whether each term is `Mul(x, w)` (`true`) or `Mul(w, x)`.
+    pub(crate) weight_second: bool,
+    /// Each link's weight, in order.
+    pub(crate) weights: Vec<f64>,
+}
+
+/// Dots computed together by one loop, [`GROUP`] at most: link `k` of every member in
+/// one iteration, so that their sums overlap instead of each waiting on its own
+/// additions' latency.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Group {
+    /// The members (indices into [`Dots::dots`]), by their last link's position; all of
+    /// one stride.
+    pub(crate) members: Vec<usize>,
+    /// The links of each member the loop makes (its last ones; a multiple of
+    /// [`UNROLL`], at most the shortest member's length): member `m`'s first
+    /// `len − steps` links are straight-line, before the loop.
+    pub(crate) steps: usize,
+}
+
+/// What a kernel emits next: a node of the lane, or a group's loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    Node(NodeId),
+    Group(usize),
+}
+
+/// The dots of a lane, their groups, which nodes they hold and the order to emit in.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Dots {
+    /// The dots in groups, group by group.
+    pub(crate) dots: Vec<Dot>,
+    pub(crate) groups: Vec<Group>,
+    /// Per node: `NONE`, or the dot whose link or term it is.
+    member: Vec<u32>,
+    /// Nodes inside dots (links and terms).
+    pub(crate) covered: usize,
+    /// The lane's operations (nodes that are neither constants nor inputs).
+    ops: usize,
+    /// Every node but the dots' links and terms, and every group, in the order a kernel
+    /// emits them (see the module doc).
+    pub(crate) order: Vec<Step>,
+}
+
+impl Dots {
+    const NONE: u32 = u32::MAX;
+
+    /// Whether no chain became a loop.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.dots.is_empty()
+    }
+
+    /// The operations outside every dot: those a kernel computes in straight-line code
+    /// (0 when there are no dots: then nothing was counted).
+    pub(crate) fn straight(&self) -> usize {
+        self.ops - self.covered
+    }
+
+    /// The dot node `id` belongs to (as a link or a term), if any.
+    pub(crate) fn dot_of(&self, id: NodeId) -> Option<usize> {
+        match self.member.get(id.index()) {
+            Some(&d) if d != Dots::NONE => Some(d as usize),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+/// How many times [`order`] found no order in this process (never, by [`group`]'s proof;
+/// tests check).
+pub(crate) static ORDERS_REFUSED: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// A link's shape: its running operand, its term, its input's slot, its weight, and the
+/// two sides.
+#[derive(Clone, Copy)]
+struct Link {
+    running: NodeId,
+    term: NodeId,
+    slot: usize,
+    weight: f64,
+    term_second: bool,
+    weight_second: bool,
+}
+
+/// The dots of `lane` (see the module doc), grouped, with the order to emit in; empty
+/// when no group forms. Linear in the lane but for the order's heap (`O(n log n)`).
+pub(crate) fn find(lane: &Lane) -> Dots {
+    let g = &lane.graph;
+    let len = g.len();
+    // Uses of every node, lane outputs counted (saturating at 2: only "once" matters).
+    let mut uses = vec![0u8; len];
+    let mut operands = Vec::new();
+    for id in 0..len {
+        g.operands_into(NodeId::from_index(id), &mut operands);
+        for a in &operands {
+            let u = &mut uses[a.index()];
+            *u = u.saturating_add(1).min(2);
+        }
+    }
+    for o in &lane.outputs {
+        let u = &mut uses[o.index()];
+        *u = u.saturating_add(1).min(2);
+    }
+    let input_slot = |id: NodeId| match *g.node(id) {
+        Node::Symbol(s) => Some(s.index()),
+        Node::Seed(s) => Some(lane.seed_base() + s.index()),
+        _ => None,
+    };
+    // The term `t` as `(slot, weight, weight_second)`: a product of an input and a
+    // constant, read once.
+    let term = |t: NodeId| {
+        let Node::Apply(Op::Mul, args) = *g.node(t) else {
+            return None;
+        };
+        if uses[t.index()] != 1 {
+            return None;
+        }
+        match (g.constant_of(args[0]), g.constant_of(args[1])) {
+            (None, Some(w)) => Some((input_slot(args[0])?, w, true)),
+            (Some(w), None) => Some((input_slot(args[1])?, w, false)),
+            _ => None,
+        }
+    };
+    let link = |k: usize| {
+        let Node::Apply(Op::Add, args) = *g.node(NodeId::from_index(k)) else {
+            return None;
+        };
+        // A term on the second side first: `s + x·w` is how sums are written.
+        for (t, r, term_second) in [(args[1], args[0], true), (args[0], args[1], false)] {
+            if let Some((slot, weight, weight_second)) = term(t) {
+                return Some(Link {
+                    running: r,
+                    term: t,
+                    slot,
+                    weight,
+                    term_second,
+                    weight_second,
+                });
+            }
+        }
+        None
+    };
+    // `inner[k]`: link `k`'s only reader is a link that runs on it.
+    let mut inner = vec![false; len];
+    for l in (0..len).filter_map(link) {
+        let r = l.running.index();
+        if uses[r] == 1 && link(r).is_some() {
+            inner[r] = true;
+        }
+    }
+    // Every chain piece long enough, with its terms.
+    let mut found: Vec<(Dot, Vec<NodeId>)> = Vec::new();
+    let mut chain: Vec<Link> = Vec::new();
+    let mut ids: Vec<usize> = Vec::new();
+    for top in 0..len {
+        if inner[top] {
+            continue;
+        }
+        let Some(mut l) = link(top) else {
+            continue;
+        };
+        // Down from the chain's last link to its first.
+        chain.clear();
+        ids.clear();
+        let mut at = top;
+        loop {
+            chain.push(l);
+            ids.push(at);
+            let r = l.running.index();
+            if !inner[r] {
+                break;
+            }
+            at = r;
+            l = link(r).unwrap_or_else(|| unreachable!("an inner link is a link"));
+        }
+        chain.reverse();
+        ids.reverse();
+        // Cut where the sides or the stride change; each long piece a dot.
+        let mut from = 0;
+        while from < chain.len() {
+            let first = chain[from];
+            let mut to = from + 1;
+            let mut stride = None;
+            while to < chain.len() {
+                let (p, l) = (chain[to - 1], chain[to]);
+                let step = l.slot as i64 - p.slot as i64;
+                if l.term_second != first.term_second
+                    || l.weight_second != first.weight_second
+                    || stride.is_some_and(|s| s != step)
+                {
+                    break;
+                }
+                stride = Some(step);
+                to += 1;
+            }
+            let piece = from..to;
+            from = to;
+            if piece.len() < MIN_LINKS {
+                continue;
+            }
+            let dot = Dot {
+                start: first.running,
+                links: ids[piece.clone()]
+                    .iter()
+                    .map(|&k| NodeId::from_index(k))
+                    .collect(),
+                slot: first.slot,
+                stride: stride.unwrap_or(0),
+                term_second: first.term_second,
+                weight_second: first.weight_second,
+                weights: chain[piece.clone()].iter().map(|l| l.weight).collect(),
+            };
+            found.push((dot, chain[piece].iter().map(|l| l.term).collect()));
+        }
+    }
+    // Grouping only drops dots: a lane whose found dots cannot cover enough stops here.
+    let ops = g
+        .nodes()
+        .iter()
+        .filter(|n| matches!(n, Node::Apply(..)))
+        .count();
+    let most: usize = found.iter().map(|(d, _)| 2 * d.links.len()).sum();
+    if found.is_empty() || most * 100 < COVERED_PERCENT * ops {
+        return Dots::default();
+    }
+    // reach[v]: 1 + the latest last link of a found dot that `v` is or reads through its
+    // operands (0: none).
+    let mut is_last = vec![false; len];
+    for (d, _) in &found {
+        is_last[last(d)] = true;
+    }
+    let mut reach = vec![0u32; len];
+    for id in 0..len {
+        g.operands_into(NodeId::from_index(id), &mut operands);
+        let mut r = 0;
+        for a in &operands {
+            let a = a.index();
+            r = r.max(reach[a]);
+        }
+        if is_last[id] {
+            r = id as u32 + 1;
+        }
+        reach[id] = r;
+    }
+    let mut dots = group(found, &reach, len);
+    if dots.is_empty() {
+        return Dots::default();
+    }
+    dots.ops = ops;
+    if dots.covered * 100 < COVERED_PERCENT * dots.ops {
+        return Dots::default();
+    }
+    match order(lane, &dots) {
+        Some(o) => dots.order = o,
+        None => {
+            #[cfg(test)]
+            ORDERS_REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Dots::default();
+        }
+    }
+    dots
+}
+
+/// The index of `d`'s last link.
+fn last(d: &Dot) -> usize {
+    d.links.last().map_or(0, |l| l.index())
+}
+
+/// The groups of `found` (dots with their terms, of a lane of `len` nodes), and those
+/// dots that are in a group of at least [`MIN_GROUP`]: taken by their last link's
+/// position, each group is the next dot free and the free dots after it (among the
+/// [`WINDOW`] next, up to [`GROUP`]) of its stride whose lengths keep the loop to at
+/// least half of the longest member and whose start reaches (`reach`, see [`find`]) no
+/// found dot's result at or after the group's key, its first member's last link.
+///
+/// That last condition makes every group's dependencies groups of smaller keys: if a
+/// member's start of group `H` reads a result of a member of `G`, that result is at or
+/// after `key(G)` and (the condition) before `key(H)`; a path between groups through
+/// straight-line nodes only moves later. So no chain of dependencies returns to a group.
+fn group(mut found: Vec<(Dot, Vec<NodeId>)>, reach: &[u32], len: usize) -> Dots {
+    found.sort_by_key(|(d, _)| last(d));
+    let mut dots = Dots {
+        member: vec![Dots::NONE; len],
+        ..Dots::default()
+    };
+    let mut taken = vec![false; found.len()];
+    for a in 0..found.len() {
+        if taken[a] {
+            continue;
+        }
+        let head = &found[a].0;
+        let key = last(head) as u32 + 1;
+        let mut members = vec![a];
+        let (mut short, mut long) = (head.links.len(), head.links.len());
+        for b in a + 1..found.len().min(a + 1 + WINDOW) {
+            if members.len() == GROUP {
+                break;
+            }
+            let d = &found[b].0;
+            let n = d.links.len();
+            if taken[b]
+                || d.stride != head.stride
+                || d.term_second != head.term_second
+                || d.weight_second != head.weight_second
+                || reach[d.start.index()] >= key
+                || short.min(n) * 2 < long.max(n)
+            {
+                continue;
+            }
+            members.push(b);
+            (short, long) = (short.min(n), long.max(n));
+        }
+        if members.len() < MIN_GROUP {
+            continue;
+        }
+        let mut kept = Vec::with_capacity(members.len());
+        for &m in &members {
+            taken[m] = true;
+            let d = dots.dots.len();
+            let (dot, terms) = &found[m];
+            for &id in dot.links.iter().chain(terms) {
+                dots.member[id.index()] = d as u32;
+            }
+            dots.covered += 2 * dot.links.len();
+            dots.dots.push(dot.clone());
+            kept.push(d);
+        }
+        dots.groups.push(Group {
+            members: kept,
+            steps: short / UNROLL * UNROLL,
+        });
+    }
+    dots
+}
+
+/// The order a kernel emits `lane` in with `dots` (see the module doc): a topological
+/// order of the lane with each group one step (reading its members' starts, read where
+/// its members' results are), the dots' other nodes left out, taking at each point the
+/// ready step that comes first in the graph (a group at its key). `None` if some step
+/// never becomes ready (no grouping [`group`] makes allows that).
+fn order(lane: &Lane, dots: &Dots) -> Option<Vec<Step>> {
+    use std::cmp::Reverse;
+    let g = &lane.graph;
+    let len = g.len();
+    let groups = dots.groups.len();
+    // Step ids: nodes `0..len`, group `k` at `len + k`.
+    let group_of_dot: Vec<usize> = {
+        let mut v = vec![0; dots.dots.len()];
+        for (k, gr) in dots.groups.iter().enumerate() {
+            for &m in &gr.members {
+                v[m] = k;
+            }
+        }
+        v
+    };
+    // The step that stands for node `a` as an operand: itself, its dot's group for a
+    // dot's last link, none for another link or a term.
+    let step_of = |a: usize| match dots.dot_of(NodeId::from_index(a)) {
+        None => Some(a),
+        Some(d) if last(&dots.dots[d]) == a => Some(len + group_of_dot[d]),
+        Some(_) => None,
+    };
+    let key = |s: usize| {
+        if s < len {
+            s
+        } else {
+            last(&dots.dots[dots.groups[s - len].members[0]])
+        }
+    };
+    // Each step's operands (as steps), counted, and its readers, in compressed rows.
+    let steps = len + groups;
+    let mut waiting = vec![0u32; steps];
+    let mut degree = vec![0u32; steps + 1];
+    let mut operands = Vec::new();
+    let mut edges = |visit: &mut dyn FnMut(usize, usize)| {
+        for id in 0..len {
+            let Some(s) = step_of(id) else { continue };
+            if s != id {
+                continue;
+            }
+            g.operands_into(NodeId::from_index(id), &mut operands);
+            for a in &operands {
+                if let Some(from) = step_of(a.index()) {
+                    visit(from, id);
+                }
+            }
+        }
+        for (k, gr) in dots.groups.iter().enumerate() {
+            for &m in &gr.members {
+                if let Some(from) = step_of(dots.dots[m].start.index()) {
+                    visit(from, len + k);
+                }
+            }
+        }
+    };
+    edges(&mut |from, _| degree[from + 1] += 1);
+    for k in 0..steps {
+        degree[k + 1] += degree[k];
+    }
+    let mut readers = vec![0u32; degree[steps] as usize];
+    let mut fill = degree.clone();
+    edges(&mut |from, to| {
+        readers[fill[from] as usize] = to as u32;
+        fill[from] += 1;
+        waiting[to] += 1;
+    });
+    let mut ready = std::collections::BinaryHeap::new();
+    for (s, &w) in waiting.iter().enumerate() {
+        let live = s >= len || step_of(s) == Some(s);
+        if live && w == 0 {
+            ready.push(Reverse((key(s), s)));
+        }
+    }
+    let live = (0..len).filter(|&s| step_of(s) == Some(s)).count() + groups;
+    let mut out = Vec::with_capacity(live);
+    while let Some(Reverse((_, s))) = ready.pop() {
+        out.push(if s < len {
+            Step::Node(NodeId::from_index(s))
+        } else {
+            Step::Group(s - len)
+        });
+        for &r in &readers[degree[s] as usize..degree[s + 1] as usize] {
+            let r = r as usize;
+            waiting[r] -= 1;
+            if waiting[r] == 0 {
+                ready.push(Reverse((key(r), r)));
+            }
+        }
+    }
+    (out.len() == live).then_some(out)
+}
