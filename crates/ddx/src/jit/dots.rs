@@ -81,7 +81,8 @@ pub(crate) const UNROLL: usize = 8;
 pub(crate) const MIN_COVERED_PERCENT: usize = 85;
 
 /// The share [`find`] asks for: [`MIN_COVERED_PERCENT`], or none in this crate's unit
-/// tests, whose small random models then reach the dot loops wherever they hold dots.
+/// tests, whose small random models then reach the dot loops wherever they hold dots (and
+/// keep their runs where they hold none).
 const COVERED_PERCENT: usize = if cfg!(test) { 0 } else { MIN_COVERED_PERCENT };
 
 /// One chain of links computed as a loop.

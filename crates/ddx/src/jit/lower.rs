@@ -23,8 +23,9 @@
 //! or sit in its own constant pool), so its machine code needs no relocation; the compiler
 //! checks that and refuses the code otherwise.
 //!
-//! A [`Shape::Point`] kernel of a lane that is not split into segments, and that
-//! [`reroll::Rule::KERNEL`] re-rolls (long lanes nearly all made of copies), computes each
+//! A [`Shape::Point`] kernel of a lane that is not split into segments, has no dot loops
+//! (below), and that [`reroll::Rule::KERNEL`] re-rolls (long lanes nearly all made of
+//! copies), computes each
 //! run of repeated structure that [`reroll::find`] finds (many copies of one subgraph, as a model
 //! looping over data leaves them) as one loop over the copies instead of straight-line
 //! copies ([`Emit::rolled`]): each copy does the same operations on the same operands as
@@ -41,8 +42,7 @@
 //! every sum still takes its terms in copy order; an odd copy left over runs after the
 //! loop.
 //!
-//! A [`Shape::Point`] kernel of a lane that does not re-roll but is nearly all long sums
-//! of weighted inputs (a quadratic form, a linear layer: [`dots`]) computes each group of
+//! A [`Shape::Point`] kernel of a lane that is nearly all long sums of weighted inputs (a quadratic form, a linear layer: [`dots`]) computes each group of
 //! such sums as one loop over a table of weights ([`Emit::dot_group`]), the sums in `f64x2`
 //! pairs, each sum's links in order; the rest of the lane is scalar straight-line code,
 //! emitted in [`dots::Dots::order`]. Such a lane is one function however long, provided
@@ -169,7 +169,7 @@ pub(crate) const BATCH_POINT_CALLS: usize = 128;
 /// the number of `f64`s of heap scratch a point kernel's loops use through its fifth
 /// argument (0 for a column kernel and a kernel without loops), and how many of the
 /// lane's nodes it computes in straight-line code. A point kernel is, by the first that
-/// applies: re-rolled ([`reroll`]), with dot loops ([`dots`]), with `f64x2` pairs
+/// applies: with dot loops ([`dots`]), re-rolled ([`reroll`]), with `f64x2` pairs
 /// ([`slp`]), or straight-line.
 pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowered {
     let ptr = isa.pointer_type();
@@ -196,25 +196,14 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowere
             let (inputs, outputs, table, consts, scratch) =
                 (args[0], args[1], args[2], args[3], args[4]);
             let mut e = Emit::new(&mut b, types::F64, 1, table, ptr, &math, fma);
-            // Runs first, then dots; in this crate's unit tests dots first, so that their
-            // small models (whose chains `Rule::LOWERING` would re-roll) reach the dot
-            // loops.
-            let (rolls, dots) = if cfg!(test) {
-                let dots = dots::find(lane);
-                let rolls = if dots.is_empty() {
-                    reroll::find(&lane.graph, reroll::Rule::LOWERING)
-                } else {
-                    Rolls::default()
-                };
-                (rolls, dots)
+            // Dots first: rows of weighted inputs re-roll too, into loops of one row's
+            // links that wait on their sums (a quadratic form's value lane at n = 256:
+            // 34.8 µs re-rolled, 6.9 µs with dot loops, the interpreter 15.4 µs).
+            let dots = dots::find(lane);
+            let rolls = if dots.is_empty() {
+                reroll::find(&lane.graph, reroll::Rule::LOWERING)
             } else {
-                let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
-                let dots = if rolls.runs.is_empty() {
-                    dots::find(lane)
-                } else {
-                    Dots::default()
-                };
-                (rolls, dots)
+                Rolls::default()
             };
             let packs = if rolls.runs.is_empty() && dots.is_empty() {
                 slp::find(lane, fma, &[0])
@@ -365,8 +354,8 @@ impl Plan {
 
     /// The plan of `lane` in segments of at most `per` nodes (a `per` under 2 is taken as
     /// 2), or `None` when one function computes the lane: when it has no more than `per`
-    /// nodes, or when its point kernel re-rolls ([`reroll::Rule::KERNEL`]) or, not
-    /// re-rolling, has dot loops ([`dots::find`]), leaving no more than `per` operations in
+    /// nodes, or when its point kernel has dot loops ([`dots::find`]) or, having none,
+    /// re-rolls ([`reroll::Rule::KERNEL`]), leaving no more than `per` operations in
     /// straight-line code (the dense quadratic form's gradient at `n = 256`: 28.8 µs in
     /// segments, 13.7 µs as one function with dot loops, BENCHMARKS.md "Dot loops"). A re-rolled kernel's code and frame
     /// grow with that straight-line part alone (its loops keep their values in heap
@@ -380,13 +369,15 @@ impl Plan {
         if len <= per {
             return None;
         }
-        let rolls = reroll::find(g, reroll::Rule::KERNEL);
-        if !rolls.runs.is_empty() && rolls.straight() <= per {
-            return None;
-        }
-        if rolls.runs.is_empty() {
-            let dots = dots::find(lane);
-            if !dots.is_empty() && dots.straight() <= per {
+        // As `function` chooses: dots first, then runs.
+        let dots = dots::find(lane);
+        if !dots.is_empty() {
+            if dots.straight() <= per {
+                return None;
+            }
+        } else {
+            let rolls = reroll::find(g, reroll::Rule::KERNEL);
+            if !rolls.runs.is_empty() && rolls.straight() <= per {
                 return None;
             }
         }
@@ -849,6 +840,12 @@ fn count_loop(_paired: bool) {
         v[usize::from(_paired)] += 1;
         c.set(v);
     });
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The dot groups this thread's lowering has emitted as loops.
+    pub(crate) static DOT_GROUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// A loop's copy index `c` and the products `c·stride` made from it, each made once.
@@ -1905,6 +1902,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         consts: Value,
         table: &mut Vec<f64>,
     ) -> Vec<Value> {
+        #[cfg(test)]
+        DOT_GROUPS.set(DOT_GROUPS.get() + 1);
         let members: Vec<&Dot> = group.members.iter().map(|&m| &dots.dots[m]).collect();
         // One link: its product and its sum, at the type of its operands.
         let (weight_second, term_second) = (members[0].weight_second, members[0].term_second);

@@ -1,0 +1,101 @@
+"""A dense quadratic form and a linear layer through Python, interpreted and compiled.
+
+Their lanes are almost all long sums of inputs times constants, which the JIT computes in
+loops over a table of weights (issue 20, `jit::dots` in the Rust crate). Whatever code it
+makes, a compiled kernel answers the interpreter's bits; here that is checked through the
+Python API, against NumPy's closed forms too (the gradient ``Qx + c``, the Hessian ``Q``
+exactly, the Jacobian of ``Ax + b`` exactly ``A``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ddx
+
+N = 48
+
+
+def problem(seed: int = 7):
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-1.0, 1.0, (N, N))
+    q = (q + q.T) / 2.0
+    c = rng.uniform(-1.0, 1.0, N)
+    return q, c
+
+
+def quadratic(q: np.ndarray, c: np.ndarray) -> ddx.Equation:
+    """``½ xᵀQx + cᵀx``, summed over the upper triangle row by row."""
+
+    def build():
+        # Zero-padded names: symbols are ordered by name.
+        x = [ddx.var(f"x{i:02d}") for i in range(N)]
+        f = None
+        for i in range(N):
+            s = x[i] * float(q[i, i] * 0.5) + float(c[i])
+            for j in range(i + 1, N):
+                s = s + x[j] * float(q[i, j])
+            t = x[i] * s
+            f = t if f is None else f + t
+        return f
+
+    return ddx.equation(build)
+
+
+def bits(a) -> list[int]:
+    return np.asarray(a, dtype=np.float64).view(np.uint64).ravel().tolist()
+
+
+def test_a_quadratic_forms_compiled_gradient_and_hessian_are_the_interpreters():
+    q, c = problem()
+    eq = quadratic(q, c)
+    rng = np.random.default_rng(11)
+    xs = rng.uniform(-2.0, 2.0, (N, 5))
+    xs[:, 4] = [(-0.0, 1e300, 5e-324, 3.5)[i % 4] for i in range(N)]
+    before = [eq.jacobian(xs[:, k]) for k in range(xs.shape[1])]
+    batch_before = eq.jacobian(xs)
+    hessian_before = eq.hessian(xs[:, 0])
+    eq.compile(points=1)
+    assert eq.wait_for_kernel(want=ddx.Want.HESSIAN) is ddx.has_jit
+    for k in range(xs.shape[1]):
+        value, gradient = eq.jacobian(xs[:, k])
+        assert bits(value) == bits(before[k][0])
+        assert bits(gradient) == bits(before[k][1])
+    values, gradients = eq.jacobian(xs)
+    assert bits(values) == bits(batch_before[0])
+    assert bits(gradients) == bits(batch_before[1])
+    value, gradient, hessian = eq.hessian(xs[:, 0])
+    assert bits(hessian) == bits(hessian_before[2])
+    # Closed forms: the gradient Qx + c to rounding, the Hessian Q exactly.
+    x = xs[:, 0]
+    exact = q @ x + c
+    scale = np.abs(q) @ np.abs(x) + 1.0
+    assert np.all(np.abs(gradient - exact) <= 1e-13 * scale)
+    assert np.abs(value - (0.5 * x @ q @ x + c @ x)) <= 1e-12 * (np.abs(x) @ np.abs(q) @ np.abs(x) + 1.0)
+    assert bits(hessian) == bits(q)
+
+
+def test_a_linear_layers_compiled_jacobian_is_its_matrix():
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1.0, 1.0, (12, N))
+    b = rng.uniform(-1.0, 1.0, 12)
+
+    def build():
+        x = [ddx.var(f"x{j:02d}") for j in range(N)]
+        rows = []
+        for i in range(12):
+            s = x[0] * float(a[i, 0]) + float(b[i])
+            for j in range(1, N):
+                s = s + x[j] * float(a[i, j])
+            rows.append(s)
+        return rows
+
+    eq = ddx.equation(build)
+    x = rng.uniform(-3.0, 3.0, N)
+    values, jacobian = eq.jacobian(x)
+    eq.compile(points=1)
+    got_values, got_jacobian = eq.jacobian(x)
+    assert bits(got_values) == bits(values)
+    assert bits(got_jacobian) == bits(jacobian)
+    assert bits(got_jacobian) == bits(a)
+    assert np.all(np.abs(got_values - (a @ x + b)) <= 1e-13 * (np.abs(a) @ np.abs(x) + 1.0))
