@@ -82,6 +82,12 @@ impl Prepared {
             .get_or_init(|| Program::lower(&self.lane, Schedule::Level))
     }
 
+    /// The per-point program, if a call has lowered it.
+    #[cfg(all(test, feature = "jit"))]
+    pub(crate) fn program_if_built(&self) -> Option<&Program> {
+        self.program.get()
+    }
+
     /// The tape program (one slot per value), for the last-call cache.
     pub(crate) fn tape(&self) -> &Tape {
         self.tape.get_or_init(|| Tape::new(&self.lane))

@@ -1933,3 +1933,30 @@ fn rows_of_weighted_inputs_take_dot_loops_before_runs() {
     assert_eq!(super::lower::LOOPS.with(std::cell::Cell::get), [0, 0]);
     check_model(&model, &mut rng, &[1, 3]).expect("bits");
 }
+
+/// A lane a kernel answers never lowers its interpreter's program: `evaluate` sized its
+/// answer from the program, which lowered it (100 ms on the first call of a
+/// million-node lane; tester 37). The interpreted equation lowers it on its first call.
+#[test]
+fn evaluate_through_a_kernel_lowers_no_program() {
+    let model = dot_model(5, 6);
+    let interpreted = Equation::<System>::from_model(model.clone());
+    let mut eq = Equation::<System>::from_model(model);
+    eq.set_options(Options::with_backend(Backend::Compile));
+    assert!(
+        eq.wait_for_kernel_of(LaneKind::Value),
+        "{:?}",
+        eq.jit_status()
+    );
+    let x: Vec<f64> = (0..eq.symbols().len())
+        .map(|k| 0.1 * k as f64 - 2.0)
+        .collect();
+    let got = eq.evaluate(x.as_slice()).expect("fits");
+    assert!(eq.prepared(LaneKind::Value).program_if_built().is_none());
+    let want = interpreted.evaluate(x.as_slice()).expect("fits");
+    assert!(interpreted
+        .prepared(LaneKind::Value)
+        .program_if_built()
+        .is_some());
+    assert!(same(&got, &want));
+}
