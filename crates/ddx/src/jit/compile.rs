@@ -333,8 +333,8 @@ pub(crate) struct Compiled {
 /// the rest: [`lower::Lowered::straight`]), is large: more than [`BACKTRACKING_INSTS`]
 /// instructions and `straight` over [`BACKTRACKING_NODES`], which the optimised tier
 /// compiles with the single-pass allocator unless refined. (A dot kernel's loops keep few
-/// values live: the quadratic form's gradient at `n = 256`, 2 600 straight-line
-/// operations and about 20 000 instructions, compiles in the same 0.3 s with either
+/// values live: the quadratic form's gradient at `n = 256`, over 10 000 instructions with
+/// a short straight-line part, compiles in the same 0.3 s with either
 /// allocator, and runs 1.36× faster with the backtracking one: BENCHMARKS.md, "Dot
 /// loops".)
 fn large(straight: usize, func: &cranelift_codegen::ir::Function) -> bool {

@@ -2,14 +2,14 @@
 //! a table of weights instead of as straight-line code (issue 20).
 //!
 //! A model that multiplies its inputs by a matrix of constants (a quadratic form, a linear
-//! layer, a design matrix) leaves in its lanes long chains of links
-//! `s ← s + x·w` — `Add` of the running sum and a product of an input by a constant — in
-//! its value (a row of `Qx`) and in its adjoints (a column of `Qᵀx̄`, where the adjoint
-//! reaching each term is itself an input or a constant multiple of one). Straight-line,
-//! each link is three instructions and a constant, and a 256-symbol quadratic form's
-//! gradient is 165 000 nodes (1.3 MB of code, run from L2, in segments). A loop reads the same inputs
-//! and the same weights (from the kernel's constant table) and makes the same product and
-//! the same sum, link after link: the same IEEE operations on the same operands in the same
+//! layer, a design matrix) leaves in its lanes long chains of links `s ← s + x·w` — `Add`
+//! of the running sum and a product of an input by a constant — in its value (a row of
+//! `Qx`) and in its adjoints (a column of `Qᵀx̄`, where the adjoint reaching each term is
+//! itself an input or a constant multiple of one). Straight-line, each link is three
+//! instructions and a constant, and a 256-symbol quadratic form's gradient is 165 000
+//! nodes (1.3 MB of code, run from L2, in segments). A loop reads the same inputs and the
+//! same weights (from the kernel's constant table) and makes the same product and the
+//! same sum, link after link: the same IEEE operations on the same operands in the same
 //! order, so every bit is the straight-line code's.
 //!
 //! [`find`] takes a chain as a loop when
@@ -54,8 +54,9 @@ use ddx_ir::{Lane, Node, NodeId, Op};
 pub(crate) const MIN_LINKS: usize = 8;
 
 /// The most dots one loop computes together: four `f64x2` sums, enough to hide an
-/// addition's latency. Measured on the quadratic form at `n = 256` with [`UNROLL`] 4:
-/// groups of 4 / 8 / 12 / 16 ran 43.9 / 20.7 / 19.5 / 19.2 µs.
+/// addition's latency. Measured on the quadratic form at `n = 256`: groups of 4 with 2
+/// links an iteration ran 43.9 µs, groups of 8 / 12 / 16 with 4 links an iteration 20.7 /
+/// 19.5 / 19.2 µs.
 pub(crate) const GROUP: usize = 8;
 
 /// The fewest dots one loop computes together: a dot alone waits on its additions'

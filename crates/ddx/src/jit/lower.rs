@@ -25,28 +25,28 @@
 //!
 //! A [`Shape::Point`] kernel of a lane that is not split into segments, has no dot loops
 //! (below), and that [`reroll::Rule::KERNEL`] re-rolls (long lanes nearly all made of
-//! copies), computes each
-//! run of repeated structure that [`reroll::find`] finds (many copies of one subgraph, as a model
-//! looping over data leaves them) as one loop over the copies instead of straight-line
-//! copies ([`Emit::rolled`]): each copy does the same operations on the same operands as
-//! its straight-line nodes would, so the answers are the same bits, and the code no longer
-//! grows with the number of copies. A loop reads a stream of per-copy constants in place
-//! from the kernel's constant table (built here, carried at the end of the kernel's code,
-//! passed to the kernel as its fourth argument), and writes the outputs its copies are
-//! itself where their slots are evenly spaced. Column kernels and segments stay
-//! straight-line. Where it pays ([`Pairing::new`]), a loop takes two copies an iteration
-//! ([`Emit::copy_pair`]): the template's operations that depend on nothing the copy before
-//! carries in (per observation: the model, its residual and derivative terms, every
-//! `exp`) run as `f64x2` operations, copy `c` in lane 0 and `c + 1` in lane 1, and the
-//! carried ones (the running sums) as scalars, copy `c`'s before copy `c + 1`'s, so that
-//! every sum still takes its terms in copy order; an odd copy left over runs after the
-//! loop.
+//! copies), computes each run of repeated structure that [`reroll::find`] finds (many
+//! copies of one subgraph, as a model looping over data leaves them) as one loop over the
+//! copies instead of straight-line copies ([`Emit::rolled`]): each copy does the same
+//! operations on the same operands as its straight-line nodes would, so the answers are the
+//! same bits, and the code no longer grows with the number of copies. A loop reads a stream
+//! of per-copy constants in place from the kernel's constant table (built here, carried at
+//! the end of the kernel's code, passed to the kernel as its fourth argument), and writes
+//! the outputs its copies are itself where their slots are evenly spaced. Column kernels
+//! and segments stay straight-line. Where it pays ([`Pairing::new`]), a loop takes two
+//! copies an iteration ([`Emit::copy_pair`]): the template's operations that depend on
+//! nothing the copy before carries in (per observation: the model, its residual and
+//! derivative terms, every `exp`) run as `f64x2` operations, copy `c` in lane 0 and `c + 1`
+//! in lane 1, and the carried ones (the running sums) as scalars, copy `c`'s before copy
+//! `c + 1`'s, so that every sum still takes its terms in copy order; an odd copy left over
+//! runs after the loop.
 //!
-//! A [`Shape::Point`] kernel of a lane that is nearly all long sums of weighted inputs (a quadratic form, a linear layer: [`dots`]) computes each group of
-//! such sums as one loop over a table of weights ([`Emit::dot_group`]), the sums in `f64x2`
-//! pairs, each sum's links in order; the rest of the lane is scalar straight-line code,
-//! emitted in [`dots::Dots::order`]. Such a lane is one function however long, provided
-//! its straight-line part is at most a segment ([`Plan::new`]).
+//! A [`Shape::Point`] kernel of a lane that is nearly all long sums of weighted inputs (a
+//! quadratic form, a linear layer: [`dots`]) computes each group of such sums as one loop
+//! over a table of weights ([`Emit::dot_group`]), the sums in `f64x2` pairs, each sum's
+//! links in order; the rest of the lane is scalar straight-line code, emitted in
+//! [`dots::Dots::order`]. Such a lane is one function however long, provided its
+//! straight-line part is at most a segment ([`Plan::new`]).
 //!
 //! A [`Shape::Point`] kernel of any other lane that is not split into segments computes
 //! the pairs [`slp::find`] finds (two operations of one kind that do not depend on each
@@ -356,12 +356,12 @@ impl Plan {
     /// 2), or `None` when one function computes the lane: when it has no more than `per`
     /// nodes, or when its point kernel has dot loops ([`dots::find`]) or, having none,
     /// re-rolls ([`reroll::Rule::KERNEL`]), leaving no more than `per` operations in
-    /// straight-line code (the dense quadratic form's gradient at `n = 256`: 28.8 µs in
-    /// segments, 13.7 µs as one function with dot loops, BENCHMARKS.md "Dot loops"). A re-rolled kernel's code and frame
-    /// grow with that straight-line part alone (its loops keep their values in heap
-    /// scratch), and its loops would be lost to a split: the long_lanes chain of 3000
-    /// links ran 2.2× faster as one re-rolled function than in segments (BENCHMARKS.md,
-    /// "Long lanes that re-roll").
+    /// straight-line code (the dense quadratic form's gradient at `n = 256`: 38.1 µs in
+    /// segments, 13.8 µs as one function with dot loops, BENCHMARKS.md "Dot loops"). A
+    /// re-rolled kernel's code and frame grow with that straight-line part alone (its loops
+    /// keep their values in heap scratch), and its loops would be lost to a split: the
+    /// long_lanes chain of 3000 links ran 2.2× faster as one re-rolled function than in
+    /// segments (BENCHMARKS.md, "Long lanes that re-roll").
     pub(crate) fn new(lane: &Lane, per: usize) -> Option<Plan> {
         let g = &lane.graph;
         let per = per.max(2);
