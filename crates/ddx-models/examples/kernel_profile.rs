@@ -3,7 +3,7 @@
 //!
 //! `kernel_profile <model> <arm> <calls> [cache_dir]`: `model` is `electrolyte-16`/`-32`,
 //! `chain-<n>` (`ddx_models::trend::Chain`), `quadratic-<n>` (`trend::Quadratic`),
-//! `uniquac-16`/`-32`, `regular-16`/`-32`, `peng-robinson-17`/`-33`, `coverage-16`, `gauss1` (NIST Gauss1's residual sum of
+//! `uniquac-16`/`-32`, `regular-<n>`, `electrolyte-<n>`, `peng-robinson-17`/`-33`, `coverage-16`, `gauss1` (NIST Gauss1's residual sum of
 //! squares) or `nist-<dataset>` (any NIST StRD dataset's, `nist-ENSO`); `arm` is `native` (one `f64` evaluation), `jit` (`gradient_into` through the
 //! kernel, after `wait_for_kernel`), `interp` (`gradient_into`, interpreted), `batch`
 //! (`gradient_batch` over 1024 points a call, the block interpreter, on one thread),
@@ -363,6 +363,10 @@ fn main() {
                 nist_rss(name, arm, calls, cache)
             } else if let Some(n) = size("quadratic-") {
                 run(&Quadratic::new(n).expect("n"), arm, calls, cache)
+            } else if let Some(n) = size("regular-") {
+                run(&RegularSolution::new(n), arm, calls, cache)
+            } else if let Some(n) = size("electrolyte-") {
+                run(&Electrolyte::new(n).expect("n"), arm, calls, cache)
             } else {
                 panic!("unknown model {other}")
             }

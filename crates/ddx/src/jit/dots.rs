@@ -37,8 +37,15 @@
 //! member's place once every member's start is made, the readers of its results after it.
 //! The loop runs its members in `f64x2` pairs (lane 0 one member's link, lane 1 the
 //! next's: each lane the IEEE operation of its scalar node), and a lane keeps its dots
-//! only when they cover at least [`MIN_COVERED_PERCENT`] of its operations (the rest of
-//! it is then scalar straight-line code, without [`super::slp`]'s pairs).
+//! only when they cover at least [`MIN_COVERED`] nodes: a loop saves code, which pays
+//! only where the straight-line kernel outgrows the instruction cache.
+//!
+//! The rest of the lane is paired as any other ([`super::slp`], the dots' nodes left
+//! out), and [`Dots::order_with`] emits pairs, single nodes and loops in one topological
+//! order. A pair and a group can wait on each other (one node of the pair feeds a
+//! member's start, the other reads another member's result), which no grouping rule here
+//! excludes; such a lane has no order with its pairs and is emitted without them, the
+//! dots among scalar straight-line code.
 //!
 //! **Invariants**: a dot's links and terms are read by nothing outside the dot but its
 //! last link, and no lane output is one of them but the last link. Every member's start
@@ -46,6 +53,7 @@
 //! group's key (its first member's last link), so each group's dependencies are on groups
 //! of smaller keys and [`Dots::order`] exists (the proof is in [`group`]).
 
+use super::slp::Packs;
 use ddx_ir::{Lane, Node, NodeId, Op};
 
 /// The fewest links a dot has. Measured (BENCHMARKS.md, "Dot loops"): 8 against 16 and
@@ -73,18 +81,22 @@ const WINDOW: usize = 64;
 /// and 26.2 / 20.9 / 19.0 / 22.9 µs).
 pub(crate) const UNROLL: usize = 8;
 
-/// The least share of a lane's operations, in percent, its dots must cover to be kept.
-/// A kernel with dots emits the rest of its lane as scalar straight-line code, without
-/// the `f64x2` pairs of [`super::slp`]: measured, the gradients of the regular solution
-/// (`n = 16`, 60 % covered) and the electrolyte (`n = 32`, 37 %) ran 12 % and 15 % slower
-/// with their dots, the regular solution at `n = 32` (84 %) 1 % slower, the quadratic
-/// form at `n = 32` (90 %) 15 % faster.
-pub(crate) const MIN_COVERED_PERCENT: usize = 85;
+/// The fewest nodes (links and terms) a lane's dots must cover to be kept. A loop saves
+/// code, not operations: where the straight-line kernel fits the instruction cache, its
+/// `f64x2` pairs ([`super::slp`], which pair the chains' links too) run level with or
+/// ahead of the loops. Measured (BENCHMARKS.md, "Dot loops among pairs"), gradient lanes,
+/// dots among pairs against pairs alone, by nodes covered: the regular solution at
+/// `n = 16 / 20 / 24 / 32` (334 / 606 / 942 / 1 806) +3 / +5 / +2 / −2 %, the quadratic form
+/// (368 / 648 / 992 / 1 872) +12 / +8 / −5 / −17 %, the electrolyte at `n = 16 / 24 / 32`
+/// (308 / 900 / 1 748) 0 / −1 / −7 %, Peng–Robinson at 17 / 33 (184 / 936) −3 / −4 %.
+pub(crate) const MIN_COVERED: usize = 900;
 
-/// The share [`find`] asks for: [`MIN_COVERED_PERCENT`], or none in this crate's unit
-/// tests, whose small random models then reach the dot loops wherever they hold dots (and
-/// keep their runs where they hold none).
-const COVERED_PERCENT: usize = if cfg!(test) { 0 } else { MIN_COVERED_PERCENT };
+/// Whether dots covering `nodes` nodes are kept: at least [`MIN_COVERED`], or any in
+/// this crate's unit tests, whose small random models then reach the dot loops wherever
+/// they hold dots (and keep their runs where they hold none).
+fn enough(nodes: usize) -> bool {
+    cfg!(test) || nodes >= MIN_COVERED
+}
 
 /// One chain of links computed as a loop.
 #[derive(Clone, Debug, PartialEq)]
@@ -157,6 +169,24 @@ impl Dots {
         self.ops - self.covered
     }
 
+    /// Per node of the lane, whether it is a dot's link or term: the nodes
+    /// [`super::slp::find`] leaves unpaired around the dots.
+    pub(crate) fn except(&self) -> Vec<bool> {
+        self.member.iter().map(|&d| d != Dots::NONE).collect()
+    }
+
+    /// The order to emit `lane` in with these dots and `packs` (pairs found with
+    /// [`Dots::except`]): each pair one step at its low node, leaves made where first
+    /// read; `None` where a pair and a group wait on each other (see [`order`]).
+    pub(crate) fn order_with(&self, lane: &Lane, packs: &Packs) -> Option<Vec<Step>> {
+        let o = order(lane, self, Some(packs));
+        #[cfg(test)]
+        if o.is_none() {
+            PAIRED_ORDERS_REFUSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        o
+    }
+
     /// The dot node `id` belongs to (as a link or a term), if any.
     pub(crate) fn dot_of(&self, id: NodeId) -> Option<usize> {
         match self.member.get(id.index()) {
@@ -165,6 +195,12 @@ impl Dots {
         }
     }
 }
+
+#[cfg(test)]
+/// How many times [`Dots::order_with`] found no order with pairs in this process (then
+/// the kernel is emitted without pairs).
+pub(crate) static PAIRED_ORDERS_REFUSED: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
 
 #[cfg(test)]
 /// How many times [`order`] found no order in this process (never, by [`group`]'s proof;
@@ -322,7 +358,7 @@ pub(crate) fn find(lane: &Lane) -> Dots {
         .filter(|n| matches!(n, Node::Apply(..)))
         .count();
     let most: usize = found.iter().map(|(d, _)| 2 * d.links.len()).sum();
-    if found.is_empty() || most * 100 < COVERED_PERCENT * ops {
+    if found.is_empty() || !enough(most) {
         return Dots::default();
     }
     // reach[v]: 1 + the latest last link of a found dot that `v` is or reads through its
@@ -349,10 +385,10 @@ pub(crate) fn find(lane: &Lane) -> Dots {
         return Dots::default();
     }
     dots.ops = ops;
-    if dots.covered * 100 < COVERED_PERCENT * dots.ops {
+    if !enough(dots.covered) {
         return Dots::default();
     }
-    match order(lane, &dots) {
+    match order(lane, &dots, None) {
         Some(o) => dots.order = o,
         None => {
             #[cfg(test)]
@@ -438,9 +474,15 @@ fn group(mut found: Vec<(Dot, Vec<NodeId>)>, reach: &[u32], len: usize) -> Dots 
 /// The order a kernel emits `lane` in with `dots` (see the module doc): a topological
 /// order of the lane with each group one step (reading its members' starts, read where
 /// its members' results are), the dots' other nodes left out, taking at each point the
-/// ready step that comes first in the graph (a group at its key). `None` if some step
-/// never becomes ready (no grouping [`group`] makes allows that).
-fn order(lane: &Lane, dots: &Dots) -> Option<Vec<Step>> {
+/// ready step that comes first in the graph (a group at its key, a pair at its first
+/// node). With `packs` (pairs found around the dots, [`super::slp::find`] with
+/// [`Dots::except`]), only operations are steps (the kernel makes leaves where first
+/// read) and a pair is one step, at its low node.
+///
+/// `None` if some step never becomes ready. Without pairs no grouping [`group`] makes
+/// allows that; with them it can happen: a pair whose one node feeds a group that the
+/// other node reads waits on itself, and the kernel then goes without pairs.
+fn order(lane: &Lane, dots: &Dots, packs: Option<&Packs>) -> Option<Vec<Step>> {
     use std::cmp::Reverse;
     let g = &lane.graph;
     let len = g.len();
@@ -455,16 +497,28 @@ fn order(lane: &Lane, dots: &Dots) -> Option<Vec<Step>> {
         }
         v
     };
-    // The step that stands for node `a` as an operand: itself, its dot's group for a
-    // dot's last link, none for another link or a term.
-    let step_of = |a: usize| match dots.dot_of(NodeId::from_index(a)) {
-        None => Some(a),
-        Some(d) if last(&dots.dots[d]) == a => Some(len + group_of_dot[d]),
-        Some(_) => None,
+    // The step that stands for node `a` as an operand: its dot's group for a dot's last
+    // link, none for another link or a term; with pairs, none for a leaf and the low
+    // node for a pair's high one; else itself.
+    let step_of = |a: usize| {
+        let id = NodeId::from_index(a);
+        match dots.dot_of(id) {
+            Some(d) if last(&dots.dots[d]) == a => Some(len + group_of_dot[d]),
+            Some(_) => None,
+            None => match packs {
+                None => Some(a),
+                Some(_) if !matches!(g.node(id), Node::Apply(..)) => None,
+                Some(p) => Some(match p.partner(id) {
+                    Some(low) if p.lane(id) == 1 => low.index(),
+                    _ => a,
+                }),
+            },
+        }
     };
     let key = |s: usize| {
         if s < len {
-            s
+            let partner = packs.and_then(|p| p.partner(NodeId::from_index(s)));
+            partner.map_or(s, |p| s.min(p.index()))
         } else {
             last(&dots.dots[dots.groups[s - len].members[0]])
         }
@@ -477,13 +531,14 @@ fn order(lane: &Lane, dots: &Dots) -> Option<Vec<Step>> {
     let mut edges = |visit: &mut dyn FnMut(usize, usize)| {
         for id in 0..len {
             let Some(s) = step_of(id) else { continue };
-            if s != id {
+            if s >= len {
                 continue;
             }
             g.operands_into(NodeId::from_index(id), &mut operands);
             for a in &operands {
-                if let Some(from) = step_of(a.index()) {
-                    visit(from, id);
+                match step_of(a.index()) {
+                    Some(from) if from != s => visit(from, s),
+                    _ => {}
                 }
             }
         }
@@ -506,14 +561,14 @@ fn order(lane: &Lane, dots: &Dots) -> Option<Vec<Step>> {
         fill[from] += 1;
         waiting[to] += 1;
     });
+    let is_step = |s: usize| s >= len || step_of(s) == Some(s);
     let mut ready = std::collections::BinaryHeap::new();
     for (s, &w) in waiting.iter().enumerate() {
-        let live = s >= len || step_of(s) == Some(s);
-        if live && w == 0 {
+        if is_step(s) && w == 0 {
             ready.push(Reverse((key(s), s)));
         }
     }
-    let live = (0..len).filter(|&s| step_of(s) == Some(s)).count() + groups;
+    let live = (0..steps).filter(|&s| is_step(s)).count();
     let mut out = Vec::with_capacity(live);
     while let Some(Reverse((_, s))) = ready.pop() {
         out.push(if s < len {

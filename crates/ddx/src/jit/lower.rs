@@ -169,8 +169,9 @@ pub(crate) const BATCH_POINT_CALLS: usize = 128;
 /// the number of `f64`s of heap scratch a point kernel's loops use through its fifth
 /// argument (0 for a column kernel and a kernel without loops), and how many of the
 /// lane's nodes it computes in straight-line code. A point kernel is, by the first that
-/// applies: with dot loops ([`dots`]), re-rolled ([`reroll`]), with `f64x2` pairs
-/// ([`slp`]), or straight-line.
+/// applies: with dot loops ([`dots`]; the rest of the lane in `f64x2` pairs where an
+/// order for both exists, [`Dots::order_with`]), re-rolled ([`reroll`]), with `f64x2`
+/// pairs ([`slp`]), or straight-line.
 pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowered {
     let ptr = isa.pointer_type();
     let call_conv = isa.default_call_conv();
@@ -205,13 +206,29 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowere
             } else {
                 Rolls::default()
             };
-            let packs = if rolls.runs.is_empty() && dots.is_empty() {
-                slp::find(lane, fma, &[0])
+            // Pairs around the dots, where an order for both exists (else the dots
+            // among scalar code).
+            let (packs, paired_order) = if !rolls.runs.is_empty() {
+                (Packs::default(), None)
+            } else if dots.is_empty() {
+                (slp::find(lane, fma, &[0], &[]), None)
             } else {
-                Packs::default()
+                let packs = slp::find(lane, fma, &[0], &dots.except());
+                match (!packs.is_empty()).then(|| dots.order_with(lane, &packs)) {
+                    Some(Some(order)) => (packs, Some(order)),
+                    _ => (Packs::default(), None),
+                }
             };
             if !packs.is_empty() {
-                constants = e.packed(lane, &packs, [inputs, outputs], Some(consts), None);
+                let with = paired_order
+                    .as_deref()
+                    .map(|order| DotSteps { dots: &dots, order });
+                if with.is_some() {
+                    straight = dots.straight();
+                    #[cfg(test)]
+                    PAIRED_DOT_KERNELS.set(PAIRED_DOT_KERNELS.get() + 1);
+                }
+                constants = e.packed(lane, &packs, [inputs, outputs], Some(consts), None, with);
             } else if rolls.runs.is_empty() {
                 if !dots.is_empty() {
                     straight = dots.straight();
@@ -555,7 +572,7 @@ pub(crate) fn segment_function(
             segment: s,
             scratch,
         };
-        e.packed(lane, packs, [inputs, outputs], None, Some(part));
+        e.packed(lane, packs, [inputs, outputs], None, Some(part), None);
     }
     b.ins().return_(&[]);
     b.seal_all_blocks();
@@ -566,7 +583,7 @@ pub(crate) fn segment_function(
 /// The pairs of a lane split by `plan` (each within one segment), for
 /// [`segment_function`].
 pub(crate) fn segment_packs(lane: &Lane, plan: &Plan, isa: &dyn TargetIsa) -> Packs {
-    slp::find(lane, native_fma(isa), &plan.starts)
+    slp::find(lane, native_fma(isa), &plan.starts, &[])
 }
 
 /// Jumps from the current block to a new loop head taking the point index `from`, and
@@ -846,6 +863,10 @@ fn count_loop(_paired: bool) {
 thread_local! {
     /// The dot groups this thread's lowering has emitted as loops.
     pub(crate) static DOT_GROUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The point kernels with dot loops this thread's lowering has emitted among `f64x2`
+    /// pairs.
+    pub(crate) static PAIRED_DOT_KERNELS: std::cell::Cell<usize> =
+        const { std::cell::Cell::new(0) };
 }
 
 /// A loop's copy index `c` and the products `c·stride` made from it, each made once.
@@ -952,6 +973,14 @@ fn direct_outputs(lane: &Lane, rolls: &Rolls) -> (Vec<Vec<Direct>>, Vec<bool>) {
 
 /// What a point kernel's dot loops read ([`Emit::dot_group`]): the lane's dots, the
 /// kernel's inputs and constant-table arguments, and the table being built.
+/// A point kernel's dots emitted among `f64x2` pairs ([`Emit::packed`]): the dots and
+/// the order of pairs, nodes and groups ([`Dots::order_with`]).
+#[derive(Clone, Copy)]
+struct DotSteps<'d> {
+    dots: &'d Dots,
+    order: &'d [Step],
+}
+
 struct DotTable<'t> {
     dots: &'t Dots,
     inputs: Value,
@@ -1184,7 +1213,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     /// kernel's constant table (`io[2]`, its fourth argument, each use its own entry), by
     /// loads Cranelift may move to where they are read and fold into their reader (both
     /// blocks are unchanged while the kernel runs): a load placed at the top would keep
-    /// its value live, and spilled, until its last reader. Answers the table.
+    /// its value live, and spilled, until its last reader. With `dots` (a point kernel's
+    /// dot loops, their nodes in no pair), the order is theirs ([`Dots::order_with`]) and
+    /// each group one loop ([`Emit::dot_group`]), its weights in the same table. Answers
+    /// the table.
     fn packed(
         &mut self,
         lane: &Lane,
@@ -1192,10 +1224,19 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         io: [Value; 2],
         consts: Option<Value>,
         part: Option<Part<'_>>,
+        dots: Option<DotSteps<'_>>,
     ) -> Vec<f64> {
         let [inputs, outputs] = io;
         let g = &lane.graph;
         let range = part.map_or(0..g.len(), |p| p.plan.range(p.segment));
+        let plain: Vec<Step>;
+        let order = match dots {
+            Some(d) => d.order,
+            None => {
+                plain = packs.order().iter().map(|&id| Step::Node(id)).collect();
+                &plain
+            }
+        };
         let mut st = Paired {
             lane,
             packs,
@@ -1208,7 +1249,29 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             vector: vec![None; g.len()],
             built: HashMap::new(),
         };
-        for &id in packs.order() {
+        for &step in order {
+            let id = match step {
+                Step::Node(id) => id,
+                Step::Group(k) => {
+                    let (Some(d), Some(consts)) = (dots, consts) else {
+                        unreachable!("a group step comes with its dots and a table")
+                    };
+                    let group = &d.dots.groups[k];
+                    let starts: Vec<Value> = group
+                        .members
+                        .iter()
+                        .map(|&m| self.scalar_of(&mut st, d.dots.dots[m].start))
+                        .collect();
+                    let sums =
+                        self.dot_group(d.dots, group, &starts, inputs, consts, &mut st.table);
+                    for (&m, v) in group.members.iter().zip(sums) {
+                        if let Some(l) = d.dots.dots[m].links.last() {
+                            st.scalar[l.index()] = Some(v);
+                        }
+                    }
+                    continue;
+                }
+            };
             if !range.contains(&id.index()) {
                 continue;
             }

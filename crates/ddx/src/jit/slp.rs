@@ -199,7 +199,7 @@ struct Search<'l> {
 const MAX_READERS: usize = 16;
 
 impl<'l> Search<'l> {
-    fn new(lane: &'l Lane, fma: bool, starts: &'l [usize]) -> Self {
+    fn new(lane: &'l Lane, fma: bool, starts: &'l [usize], except: &[bool]) -> Self {
         let g = &lane.graph;
         let n = g.len();
         let mut depth = vec![0u32; n];
@@ -231,7 +231,15 @@ impl<'l> Search<'l> {
         }
         Search {
             lane,
-            shape: (0..n).map(|i| shape(lane, i, fma)).collect(),
+            shape: (0..n)
+                .map(|i| {
+                    if except.get(i).copied().unwrap_or(false) {
+                        None
+                    } else {
+                        shape(lane, i, fma)
+                    }
+                })
+                .collect(),
             depth,
             from,
             readers,
@@ -492,11 +500,13 @@ type Group = (Shape, u32, [Option<Shape>; 3]);
 
 /// The pairs of `lane` and its emission order (see the module doc); `fma` says whether
 /// the target has a fused multiply-add instruction; a pair's two nodes lie in one segment,
-/// the segments starting at `starts` (`[0]` for a lane emitted as one function).
-pub(crate) fn find(lane: &Lane, fma: bool, starts: &[usize]) -> Packs {
+/// the segments starting at `starts` (`[0]` for a lane emitted as one function); no node
+/// `i` with `except[i]` is paired (the links and terms of dot loops, which
+/// [`super::dots`] computes; `except` may be shorter than the lane, or empty).
+pub(crate) fn find(lane: &Lane, fma: bool, starts: &[usize], except: &[bool]) -> Packs {
     let g = &lane.graph;
     let n = g.len();
-    let mut s = Search::new(lane, fma, starts);
+    let mut s = Search::new(lane, fma, starts, except);
     // Seeds: adjacent outputs.
     for w in lane.outputs.windows(2) {
         s.try_tree(w[0].index(), w[1].index());

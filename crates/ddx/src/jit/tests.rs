@@ -408,7 +408,7 @@ fn pairs_crossing_a_cut_sit_side_by_side_in_scratch() {
                 let Some(mut plan) = super::lower::Plan::new(lane, per) else {
                     continue;
                 };
-                let packs = super::slp::find(lane, true, &plan.starts);
+                let packs = super::slp::find(lane, true, &plan.starts, &[]);
                 let before: Vec<bool> = (0..lane.graph.len()).map(|i| plan.has_slot(i)).collect();
                 plan.pair_slots(&packs);
                 let mut seen = vec![false; plan.scratch];
@@ -1585,7 +1585,7 @@ fn component_models_are_packed() {
         for kind in LaneKind::ALL {
             let lane = eq.lane(kind).unwrap();
             lanes += 1;
-            packed += usize::from(!super::slp::find(lane, true, &[0]).is_empty());
+            packed += usize::from(!super::slp::find(lane, true, &[0], &[]).is_empty());
         }
     }
     assert!(packed * 2 > lanes, "{packed} of {lanes} lanes packed");
@@ -1879,6 +1879,51 @@ fn dot_models_have_groups_of_every_kind() {
     assert!(odd > 0 && even > 0, "odd {odd}, even {even}");
     assert!(strides.iter().all(|&k| k > 0), "strides −2…2: {strides:?}");
     assert!(sides.iter().all(|&k| k > 0), "sides: {sides:?}");
+}
+
+/// The dot models' point kernels compile their loops among `f64x2` pairs where the rest
+/// of the lane pairs (a row's starting product, the gradient's adjoints) and alone where
+/// nothing outside the dots pairs, and both kinds are common; the bits of both are the
+/// proptest's above.
+#[test]
+fn dot_models_compile_with_pairs_around_their_loops() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let compiler = super::compile::compiler().expect("a host compiler");
+    let refused = super::dots::PAIRED_ORDERS_REFUSED.load(Relaxed);
+    let (mut paired, mut alone) = (0, 0);
+    for seed in 0..24u64 {
+        let model = dot_model(seed, 6 + seed as usize % 14);
+        let eq = Equation::<System>::from_model(model);
+        for kind in [LaneKind::Value, LaneKind::Gradient] {
+            let lane = eq.lane(kind).unwrap();
+            super::lower::DOT_GROUPS.set(0);
+            super::lower::PAIRED_DOT_KERNELS.set(0);
+            compiler
+                .compile(
+                    lane,
+                    Shape::Point,
+                    OptLevel::Speed,
+                    super::compile::SEGMENT_NODES,
+                    false,
+                    &|| false,
+                )
+                .expect("compiles")
+                .expect("not stopped");
+            if super::lower::DOT_GROUPS.get() > 0 {
+                if super::lower::PAIRED_DOT_KERNELS.get() > 0 {
+                    paired += 1;
+                } else {
+                    alone += 1;
+                }
+            }
+        }
+    }
+    let refused = super::dots::PAIRED_ORDERS_REFUSED.load(Relaxed) - refused;
+    eprintln!("dot kernels: {paired} among pairs, {alone} alone, {refused} orders refused");
+    assert!(
+        paired >= 8 && alone >= 4,
+        "{paired} among pairs, {alone} alone"
+    );
 }
 
 /// Rows of weighted inputs (a linear layer `y = Ax + b`, 40 rows of 48 inputs) are
