@@ -1,26 +1,35 @@
-//! Dot loops: the long sums of weighted inputs that a point kernel computes in a loop over
+//! Dot loops: the long sums of weighted values that a point kernel computes in a loop over
 //! a table of weights instead of as straight-line code (issue 20).
 //!
 //! A model that multiplies its inputs by a matrix of constants (a quadratic form, a linear
 //! layer, a design matrix) leaves in its lanes long chains of links `s ← s + x·w` — `Add`
 //! of the running sum and a product of an input by a constant — in its value (a row of
 //! `Qx`) and in its adjoints (a column of `Qᵀx̄`, where the adjoint reaching each term is
-//! itself an input or a constant multiple of one). Straight-line, each link is three
-//! instructions and a constant, and a 256-symbol quadratic form's gradient is 165 000
-//! nodes (1.3 MB of code, run from L2, in segments). A loop reads the same inputs and the
-//! same weights (from the kernel's constant table) and makes the same product and the
-//! same sum, link after link: the same IEEE operations on the same operands in the same
-//! order, so every bit is the straight-line code's.
+//! itself an input or a constant multiple of one). A mixture's sums over its components
+//! (`Σⱼ τᵢⱼ θⱼ`, `Σₗ bₖₗ xₗ` with computed `θ` or adjoints) leave the same chains over
+//! computed values. Straight-line, each link is three instructions and a constant, and a
+//! 256-symbol quadratic form's gradient is 165 000 nodes (1.3 MB of code, run from L2, in
+//! segments). A loop reads the same values and the same weights (from the kernel's
+//! constant table) and makes the same product and the same sum, link after link: the
+//! same IEEE operations on the same operands in the same order, so every bit is the
+//! straight-line code's.
 //!
 //! [`find`] takes a chain as a loop when
 //! - every link is `Add` of the running value (the link before, read by nothing else) and
-//!   a *term*: a `Mul` of an input (a symbol or a seed) and a constant, read by nothing
-//!   else;
+//!   a *term*: a `Mul` of a value and a constant, read by nothing else;
 //! - its links all put the term on the same side of the `Add`, and their terms the
 //!   constant on the same side of the `Mul` (so the loop's operations are the nodes' own,
 //!   operands in order);
-//! - the inputs' slots are evenly spaced (`first + k·stride`, `stride` of either sign or
-//!   0), so the loop steps one pointer through the inputs and one through its weights;
+//! - its values sit at evenly spaced slots (`first + k·stride`), so the loop steps one
+//!   pointer through them and one through its weights:
+//!   - when every value is an input (a symbol or a seed), the slots are the inputs' own,
+//!     at any stride of either sign or 0;
+//!   - otherwise each value gets a slot of the kernel's scratch, stored there once made,
+//!     and the chain reads them at stride 1 or −1. The slots are laid out by `lay_out`:
+//!     each value has at most one successor and one predecessor, so the values form
+//!     paths, each path on consecutive slots. The columns of a triangular sum share
+//!     their values, a long column making the path and the shorter ones reading a window
+//!     of it;
 //! - it has at least [`MIN_LINKS`] links.
 //!
 //! A chain that breaks one of these is cut there, and each piece long enough is a dot of
@@ -48,10 +57,14 @@
 //! dots among scalar straight-line code.
 //!
 //! **Invariants**: a dot's links and terms are read by nothing outside the dot but its
-//! last link, and no lane output is one of them but the last link. Every member's start
-//! reaches (through the graph's operands) no result of a found dot at or after the
-//! group's key (its first member's last link), so each group's dependencies are on groups
-//! of smaller keys and [`Dots::order`] exists (the proof is in [`group`]).
+//! last link, and no lane output is one of them but the last link; its values are never
+//! a dot's links or terms (a value is read by its term and by more). Every member's start
+//! and values reach (through the graph's operands) no result of a found dot at or after
+//! the group's key (its first member's last link), so each group's dependencies are on
+//! groups of smaller keys and [`Dots::order`] exists (the proof is in [`group`]). The
+//! members of a group read values of one kind (inputs, or the scratch), and a value's
+//! scratch slot is written before any loop reading it runs, by the step that makes it or
+//! (an input) by the loop's own step.
 
 use super::slp::Packs;
 use ddx_ir::{Lane, Node, NodeId, Op};
@@ -105,9 +118,13 @@ pub(crate) struct Dot {
     pub(crate) start: NodeId,
     /// The links, in order; the last one's value is the dot's.
     pub(crate) links: Vec<NodeId>,
-    /// The input slot of the first link's term.
+    /// Empty when the terms read inputs (the slots below are the lane's input slots);
+    /// else each link's value, in order, stored in the kernel's scratch (the slots below
+    /// are scratch slots, [`Dots::slot_of`]).
+    pub(crate) values: Vec<NodeId>,
+    /// The slot of the first link's value.
     pub(crate) slot: usize,
-    /// The slots from one link's input to the next's.
+    /// The slots from one link's value to the next's.
     pub(crate) stride: i64,
     /// Whether each link is `Add(s, term)` (`true`) or `Add(term, s)`.
     pub(crate) term_second: bool,
@@ -146,6 +163,11 @@ pub(crate) struct Dots {
     pub(crate) groups: Vec<Group>,
     /// Per node: `NONE`, or the dot whose link or term it is.
     member: Vec<u32>,
+    /// Per node: `NONE`, or its scratch slot, where it is a value a dot's terms read.
+    slot: Vec<u32>,
+    /// The scratch slots the kept dots' values need (1 + the highest; some below it may
+    /// hold nothing: the layout's paths also hold values of dots that were not kept).
+    pub(crate) scratch: usize,
     /// Nodes inside dots (links and terms).
     pub(crate) covered: usize,
     /// The lane's operations (nodes that are neither constants nor inputs).
@@ -187,6 +209,15 @@ impl Dots {
         o
     }
 
+    /// The scratch slot of node `id`, if it is a value a kept dot's terms read (stored
+    /// there once made, before the dot's loop runs).
+    pub(crate) fn slot_of(&self, id: NodeId) -> Option<usize> {
+        match self.slot.get(id.index()) {
+            Some(&s) if s != Dots::NONE => Some(s as usize),
+            _ => None,
+        }
+    }
+
     /// The dot node `id` belongs to (as a link or a term), if any.
     pub(crate) fn dot_of(&self, id: NodeId) -> Option<usize> {
         match self.member.get(id.index()) {
@@ -208,16 +239,31 @@ pub(crate) static PAIRED_ORDERS_REFUSED: std::sync::atomic::AtomicUsize =
 pub(crate) static ORDERS_REFUSED: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(0);
 
-/// A link's shape: its running operand, its term, its input's slot, its weight, and the
-/// two sides.
+/// A link's shape: its running operand, its term, the term's value (an input's slot or
+/// an operation), its weight, and the two sides.
 #[derive(Clone, Copy)]
 struct Link {
     running: NodeId,
     term: NodeId,
-    slot: usize,
+    value: NodeId,
+    input: Option<usize>,
     weight: f64,
     term_second: bool,
     weight_second: bool,
+}
+
+impl Link {
+    fn sides(&self) -> (bool, bool) {
+        (self.term_second, self.weight_second)
+    }
+}
+
+/// A dot found, before grouping: the dot, its terms, and the latest found dot's result
+/// its start or values reach (see [`find`]'s `reach`).
+struct Found {
+    dot: Dot,
+    terms: Vec<NodeId>,
+    reach: u32,
 }
 
 /// The dots of `lane` (see the module doc), grouped, with the order to emit in; empty
@@ -244,8 +290,8 @@ pub(crate) fn find(lane: &Lane) -> Dots {
         Node::Seed(s) => Some(lane.seed_base() + s.index()),
         _ => None,
     };
-    // The term `t` as `(slot, weight, weight_second)`: a product of an input and a
-    // constant, read once.
+    // The term `t` as `(value, weight, weight_second)`: a product of a value (an input
+    // or an operation) and a constant, read once.
     let term = |t: NodeId| {
         let Node::Apply(Op::Mul, args) = *g.node(t) else {
             return None;
@@ -254,8 +300,8 @@ pub(crate) fn find(lane: &Lane) -> Dots {
             return None;
         }
         match (g.constant_of(args[0]), g.constant_of(args[1])) {
-            (None, Some(w)) => Some((input_slot(args[0])?, w, true)),
-            (Some(w), None) => Some((input_slot(args[1])?, w, false)),
+            (None, Some(w)) => Some((args[0], w, true)),
+            (Some(w), None) => Some((args[1], w, false)),
             _ => None,
         }
     };
@@ -265,11 +311,12 @@ pub(crate) fn find(lane: &Lane) -> Dots {
         };
         // A term on the second side first: `s + x·w` is how sums are written.
         for (t, r, term_second) in [(args[1], args[0], true), (args[0], args[1], false)] {
-            if let Some((slot, weight, weight_second)) = term(t) {
+            if let Some((value, weight, weight_second)) = term(t) {
                 return Some(Link {
                     running: r,
                     term: t,
-                    slot,
+                    value,
+                    input: input_slot(value),
                     weight,
                     term_second,
                     weight_second,
@@ -286,10 +333,11 @@ pub(crate) fn find(lane: &Lane) -> Dots {
             inner[r] = true;
         }
     }
-    // Every chain piece long enough, with its terms.
-    let mut found: Vec<(Dot, Vec<NodeId>)> = Vec::new();
-    let mut chain: Vec<Link> = Vec::new();
-    let mut ids: Vec<usize> = Vec::new();
+    // Every chain piece long enough: pieces over inputs read them where they are, the
+    // others (`valued`, laid out below) read their values from the scratch.
+    let mut found: Vec<Found> = Vec::new();
+    let mut valued: Vec<Vec<(usize, Link)>> = Vec::new();
+    let mut chain: Vec<(usize, Link)> = Vec::new();
     for top in 0..len {
         if inner[top] {
             continue;
@@ -299,11 +347,9 @@ pub(crate) fn find(lane: &Lane) -> Dots {
         };
         // Down from the chain's last link to its first.
         chain.clear();
-        ids.clear();
         let mut at = top;
         loop {
-            chain.push(l);
-            ids.push(at);
+            chain.push((at, l));
             let r = l.running.index();
             if !inner[r] {
                 break;
@@ -312,60 +358,68 @@ pub(crate) fn find(lane: &Lane) -> Dots {
             l = link(r).unwrap_or_else(|| unreachable!("an inner link is a link"));
         }
         chain.reverse();
-        ids.reverse();
-        // Cut where the sides or the stride change; each long piece a dot.
-        let mut from = 0;
-        while from < chain.len() {
-            let first = chain[from];
-            let mut to = from + 1;
-            let mut stride = None;
-            while to < chain.len() {
-                let (p, l) = (chain[to - 1], chain[to]);
-                let step = l.slot as i64 - p.slot as i64;
-                if l.term_second != first.term_second
-                    || l.weight_second != first.weight_second
-                    || stride.is_some_and(|s| s != step)
-                {
-                    break;
-                }
-                stride = Some(step);
-                to += 1;
-            }
-            let piece = from..to;
-            from = to;
-            if piece.len() < MIN_LINKS {
+        // Cut where the sides change; a run of inputs also where their stride does.
+        for run in chain.chunk_by(|a, b| a.1.sides() == b.1.sides()) {
+            if run.len() < MIN_LINKS {
                 continue;
             }
-            let dot = Dot {
-                start: first.running,
-                links: ids[piece.clone()]
-                    .iter()
-                    .map(|&k| NodeId::from_index(k))
-                    .collect(),
-                slot: first.slot,
-                stride: stride.unwrap_or(0),
-                term_second: first.term_second,
-                weight_second: first.weight_second,
-                weights: chain[piece.clone()].iter().map(|l| l.weight).collect(),
-            };
-            found.push((dot, chain[piece].iter().map(|l| l.term).collect()));
+            if run.iter().any(|(_, l)| l.input.is_none()) {
+                valued.push(run.to_vec());
+                continue;
+            }
+            let slot = |k: usize| run[k].1.input.unwrap_or(0) as i64;
+            let mut from = 0;
+            while from < run.len() {
+                let mut to = from + 1;
+                while to < run.len()
+                    && (to == from + 1 || slot(to) - slot(to - 1) == slot(from + 1) - slot(from))
+                {
+                    to += 1;
+                }
+                let stride = if to > from + 1 {
+                    slot(from + 1) - slot(from)
+                } else {
+                    0
+                };
+                found.push(piece(
+                    &run[from..to],
+                    Vec::new(),
+                    slot(from) as usize,
+                    stride,
+                ));
+                from = to;
+            }
         }
     }
+    let layout = lay_out(&mut valued, len);
+    for (run, cuts) in valued.iter().zip(&layout.cuts) {
+        for w in cuts.windows(2) {
+            let part = &run[w[0]..w[1]];
+            let values: Vec<NodeId> = part.iter().map(|(_, l)| l.value).collect();
+            let first = layout.slot[values[0].index()] as usize;
+            let stride = match values.get(1) {
+                Some(v) => layout.slot[v.index()] as i64 - first as i64,
+                None => 0,
+            };
+            found.push(piece(part, values, first, stride));
+        }
+    }
+    found.retain(|f| f.dot.links.len() >= MIN_LINKS);
     // Grouping only drops dots: a lane whose found dots cannot cover enough stops here.
     let ops = g
         .nodes()
         .iter()
         .filter(|n| matches!(n, Node::Apply(..)))
         .count();
-    let most: usize = found.iter().map(|(d, _)| 2 * d.links.len()).sum();
+    let most: usize = found.iter().map(|f| 2 * f.dot.links.len()).sum();
     if found.is_empty() || !enough(most) {
         return Dots::default();
     }
     // reach[v]: 1 + the latest last link of a found dot that `v` is or reads through its
     // operands (0: none).
     let mut is_last = vec![false; len];
-    for (d, _) in &found {
-        is_last[last(d)] = true;
+    for f in &found {
+        is_last[last(&f.dot)] = true;
     }
     let mut reach = vec![0u32; len];
     for id in 0..len {
@@ -380,11 +434,28 @@ pub(crate) fn find(lane: &Lane) -> Dots {
         }
         reach[id] = r;
     }
-    let mut dots = group(found, &reach, len);
+    for f in &mut found {
+        let d = &f.dot;
+        f.reach = d
+            .values
+            .iter()
+            .map(|v| reach[v.index()])
+            .fold(reach[d.start.index()], u32::max);
+    }
+    let mut dots = group(found, len);
     if dots.is_empty() {
         return Dots::default();
     }
     dots.ops = ops;
+    // Scratch slots for the kept dots' values; the layout's other values stay unstored.
+    dots.slot = vec![Dots::NONE; len];
+    for d in &dots.dots {
+        for v in &d.values {
+            let slot = layout.slot[v.index()];
+            dots.slot[v.index()] = slot;
+            dots.scratch = dots.scratch.max(slot as usize + 1);
+        }
+    }
     if !enough(dots.covered) {
         return Dots::default();
     }
@@ -399,6 +470,116 @@ pub(crate) fn find(lane: &Lane) -> Dots {
     dots
 }
 
+/// The dot of the links `part` (with their indices), reading `values` (empty for inputs)
+/// from `slot` on, `stride` apart.
+fn piece(part: &[(usize, Link)], values: Vec<NodeId>, slot: usize, stride: i64) -> Found {
+    let first = part[0].1;
+    Found {
+        dot: Dot {
+            start: first.running,
+            links: part.iter().map(|&(k, _)| NodeId::from_index(k)).collect(),
+            values,
+            slot,
+            stride,
+            term_second: first.term_second,
+            weight_second: first.weight_second,
+            weights: part.iter().map(|(_, l)| l.weight).collect(),
+        },
+        terms: part.iter().map(|(_, l)| l.term).collect(),
+        reach: 0,
+    }
+}
+
+/// Where the values of dots over operations go in the scratch, and where their runs
+/// are cut.
+struct Layout {
+    /// Per node: its scratch slot, or [`Dots::NONE`].
+    slot: Vec<u32>,
+    /// Per run (as given to [`lay_out`]): the places its pieces start, and its length.
+    cuts: Vec<Vec<usize>>,
+}
+
+/// Lays out the values of `runs` (chains of links of one pair of sides, some term over an
+/// operation) in the scratch so that each piece of a run reads its values at evenly
+/// spaced slots: values become paths, each value with at most one successor and one
+/// predecessor, and each path consecutive slots. The runs' neighbouring values are linked
+/// longest run first (the columns of a triangular matrix share their values: a long
+/// column makes the path, the shorter ones read a window of it, in either direction); a
+/// pair of neighbours that would give a value a second successor or predecessor, or close
+/// a loop, cuts the run there. Runs are sorted by length (longest first) in place, and
+/// cut pieces may be shorter than [`MIN_LINKS`] (the caller drops them).
+fn lay_out(runs: &mut [Vec<(usize, Link)>], len: usize) -> Layout {
+    const NONE: u32 = Dots::NONE;
+    runs.sort_by_key(|r| std::cmp::Reverse(r.len()));
+    let (mut next, mut prev) = (vec![NONE; len], vec![NONE; len]);
+    // The paths as disjoint sets (a representative per path, halving on each find), so
+    // that a link closing a loop is seen in near-constant time however long the path.
+    let mut root: Vec<u32> = (0..len as u32).collect();
+    let mut cuts = Vec::with_capacity(runs.len());
+    for run in runs.iter() {
+        let mut at = vec![0];
+        let mut dir = 0i8;
+        for k in 1..run.len() {
+            let (a, b) = (run[k - 1].1.value.index(), run[k].1.value.index());
+            let ok = if dir >= 0 && next[a] == b as u32 {
+                dir = 1;
+                true
+            } else if dir <= 0 && prev[a] == b as u32 {
+                dir = -1;
+                true
+            } else if dir >= 0 && next[a] == NONE && prev[b] == NONE && join(&mut root, a, b) {
+                next[a] = b as u32;
+                prev[b] = a as u32;
+                dir = 1;
+                true
+            } else {
+                false
+            };
+            if !ok {
+                at.push(k);
+                dir = 0;
+            }
+        }
+        at.push(run.len());
+        cuts.push(at);
+    }
+    let mut slot = vec![NONE; len];
+    let mut slots = 0u32;
+    for v in 0..len {
+        if prev[v] == NONE && next[v] != NONE {
+            let mut w = v;
+            loop {
+                slot[w] = slots;
+                slots += 1;
+                if next[w] == NONE {
+                    break;
+                }
+                w = next[w] as usize;
+            }
+        }
+    }
+    Layout { slot, cuts }
+}
+
+/// Joins the sets of `a` and `b` in `root` (disjoint sets, a representative each, paths
+/// halved on each find); `false`, joining nothing, when they are one set already.
+fn join(root: &mut [u32], a: usize, b: usize) -> bool {
+    let mut find = |mut v: usize| {
+        while root[v] as usize != v {
+            let up = root[root[v] as usize];
+            root[v] = up;
+            v = up as usize;
+        }
+        v
+    };
+    let (ra, rb) = (find(a), find(b));
+    if ra == rb {
+        return false;
+    }
+    root[rb] = ra as u32;
+    true
+}
+
 /// The index of `d`'s last link.
 fn last(d: &Dot) -> usize {
     d.links.last().map_or(0, |l| l.index())
@@ -407,16 +588,18 @@ fn last(d: &Dot) -> usize {
 /// The groups of `found` (dots with their terms, of a lane of `len` nodes), and those
 /// dots that are in a group of at least [`MIN_GROUP`]: taken by their last link's
 /// position, each group is the next dot free and the free dots after it (among the
-/// [`WINDOW`] next, up to [`GROUP`]) of its stride whose lengths keep the loop to at
-/// least half of the longest member and whose start reaches (`reach`, see [`find`]) no
-/// found dot's result at or after the group's key, its first member's last link.
+/// [`WINDOW`] next, up to [`GROUP`]) of its stride and kind of values whose lengths keep
+/// the loop to at least half of the longest member and whose start and values reach
+/// ([`Found::reach`]) no found dot's result at or after the group's key, its first
+/// member's last link.
 ///
 /// That last condition makes every group's dependencies groups of smaller keys: if a
-/// member's start of group `H` reads a result of a member of `G`, that result is at or
-/// after `key(G)` and (the condition) before `key(H)`; a path between groups through
-/// straight-line nodes only moves later. So no chain of dependencies returns to a group.
-fn group(mut found: Vec<(Dot, Vec<NodeId>)>, reach: &[u32], len: usize) -> Dots {
-    found.sort_by_key(|(d, _)| last(d));
+/// member's start or value of group `H` reads a result of a member of `G`, that result is
+/// at or after `key(G)` and (the condition) before `key(H)`; a path between groups
+/// through straight-line nodes only moves later. So no chain of dependencies returns to a
+/// group. (The first member needs no check: its start and values come before its links.)
+fn group(mut found: Vec<Found>, len: usize) -> Dots {
+    found.sort_by_key(|f| last(&f.dot));
     let mut dots = Dots {
         member: vec![Dots::NONE; len],
         ..Dots::default()
@@ -426,7 +609,7 @@ fn group(mut found: Vec<(Dot, Vec<NodeId>)>, reach: &[u32], len: usize) -> Dots 
         if taken[a] {
             continue;
         }
-        let head = &found[a].0;
+        let head = &found[a].dot;
         let key = last(head) as u32 + 1;
         let mut members = vec![a];
         let (mut short, mut long) = (head.links.len(), head.links.len());
@@ -434,13 +617,14 @@ fn group(mut found: Vec<(Dot, Vec<NodeId>)>, reach: &[u32], len: usize) -> Dots 
             if members.len() == GROUP {
                 break;
             }
-            let d = &found[b].0;
+            let d = &found[b].dot;
             let n = d.links.len();
             if taken[b]
                 || d.stride != head.stride
+                || d.values.is_empty() != head.values.is_empty()
                 || d.term_second != head.term_second
                 || d.weight_second != head.weight_second
-                || reach[d.start.index()] >= key
+                || found[b].reach >= key
                 || short.min(n) * 2 < long.max(n)
             {
                 continue;
@@ -455,7 +639,7 @@ fn group(mut found: Vec<(Dot, Vec<NodeId>)>, reach: &[u32], len: usize) -> Dots 
         for &m in &members {
             taken[m] = true;
             let d = dots.dots.len();
-            let (dot, terms) = &found[m];
+            let Found { dot, terms, .. } = &found[m];
             for &id in dot.links.iter().chain(terms) {
                 dots.member[id.index()] = d as u32;
             }
@@ -544,8 +728,11 @@ fn order(lane: &Lane, dots: &Dots, packs: Option<&Packs>) -> Option<Vec<Step>> {
         }
         for (k, gr) in dots.groups.iter().enumerate() {
             for &m in &gr.members {
-                if let Some(from) = step_of(dots.dots[m].start.index()) {
-                    visit(from, len + k);
+                let d = &dots.dots[m];
+                for v in std::iter::once(&d.start).chain(&d.values) {
+                    if let Some(from) = step_of(v.index()) {
+                        visit(from, len + k);
+                    }
                 }
             }
         }

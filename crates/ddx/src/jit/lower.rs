@@ -220,11 +220,19 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowere
                 }
             };
             if !packs.is_empty() {
-                let with = paired_order
-                    .as_deref()
-                    .map(|order| DotSteps { dots: &dots, order });
+                let memory = DotMemory {
+                    inputs,
+                    scratch,
+                    consts,
+                };
+                let with = paired_order.as_deref().map(|order| DotSteps {
+                    dots: &dots,
+                    order,
+                    memory,
+                });
                 if with.is_some() {
                     straight = dots.straight();
+                    scratch_len = dots.scratch;
                     #[cfg(test)]
                     PAIRED_DOT_KERNELS.set(PAIRED_DOT_KERNELS.get() + 1);
                 }
@@ -232,11 +240,15 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowere
             } else if rolls.runs.is_empty() {
                 if !dots.is_empty() {
                     straight = dots.straight();
+                    scratch_len = dots.scratch;
                 }
                 let table = (!dots.is_empty()).then_some(DotTable {
                     dots: &dots,
-                    inputs,
-                    consts,
+                    memory: DotMemory {
+                        inputs,
+                        scratch,
+                        consts,
+                    },
                     table: &mut constants,
                 });
                 e.body(
@@ -973,18 +985,29 @@ fn direct_outputs(lane: &Lane, rolls: &Rolls) -> (Vec<Vec<Direct>>, Vec<bool>) {
 
 /// What a point kernel's dot loops read ([`Emit::dot_group`]): the lane's dots, the
 /// kernel's inputs and constant-table arguments, and the table being built.
-/// A point kernel's dots emitted among `f64x2` pairs ([`Emit::packed`]): the dots and
-/// the order of pairs, nodes and groups ([`Dots::order_with`]).
+/// The memory a point kernel's dot loops read: the lane's inputs, the scratch their
+/// values of operations are stored in ([`Dots::slot_of`]), the constant table their
+/// weights are appended to.
+#[derive(Clone, Copy)]
+struct DotMemory {
+    inputs: Value,
+    scratch: Value,
+    consts: Value,
+}
+
+/// A point kernel's dots emitted among `f64x2` pairs ([`Emit::packed`]): the dots, the
+/// order of pairs, nodes and groups ([`Dots::order_with`]), and the memory they read.
 #[derive(Clone, Copy)]
 struct DotSteps<'d> {
     dots: &'d Dots,
     order: &'d [Step],
+    memory: DotMemory,
 }
 
+/// A point kernel's dots emitted among scalar code ([`Emit::body`]).
 struct DotTable<'t> {
     dots: &'t Dots,
-    inputs: Value,
-    consts: Value,
+    memory: DotMemory,
     table: &'t mut Vec<f64>,
 }
 
@@ -1023,7 +1046,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     /// Emits every node of `lane` in order, reading inputs through `load` and writing each
     /// output through `store`; with `dots` (a point kernel's), in the dots' order
     /// ([`Dots::order`]), each group of dots one loop ([`Emit::dot_group`]), the dots'
-    /// links and terms emitted by nothing else.
+    /// links and terms emitted by nothing else, and each value a loop reads from the
+    /// scratch stored to its slot where made.
     fn body(
         &mut self,
         lane: &Lane,
@@ -1052,7 +1076,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                         .iter()
                         .map(|&m| vals[t.dots.dots[m].start.index()])
                         .collect();
-                    let sums = self.dot_group(t.dots, group, &starts, t.inputs, t.consts, t.table);
+                    let sums = self.dot_group(t.dots, group, &starts, t.memory, t.table);
                     for (&m, v) in group.members.iter().zip(sums) {
                         if let Some(l) = t.dots.dots[m].links.last() {
                             vals[l.index()] = v;
@@ -1088,6 +1112,13 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 }
             };
             vals[id] = v;
+            // A value a dot loop reads, to its scratch slot (every one is a step here).
+            if let Some(t) = &dots {
+                if let Some(slot) = t.dots.slot_of(NodeId::from_index(id)) {
+                    let at = offset(slot, 8);
+                    self.b.ins().store(data(), v, t.memory.scratch, at);
+                }
+            }
         }
         for (k, o) in lane.outputs.iter().enumerate() {
             store(self.b, k, vals[o.index()]);
@@ -1249,21 +1280,28 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             vector: vec![None; g.len()],
             built: HashMap::new(),
         };
+        // Per node: stored to its dot scratch slot already.
+        let mut stored = vec![false; if dots.is_some() { g.len() } else { 0 }];
         for &step in order {
             let id = match step {
                 Step::Node(id) => id,
                 Step::Group(k) => {
-                    let (Some(d), Some(consts)) = (dots, consts) else {
-                        unreachable!("a group step comes with its dots and a table")
+                    let Some(d) = dots else {
+                        unreachable!("a group step comes with its dots")
                     };
                     let group = &d.dots.groups[k];
+                    // Values not stored where made (inputs, made where first read).
+                    for &m in &group.members {
+                        for &v in &d.dots.dots[m].values {
+                            self.store_value(&mut st, d, &mut stored, v);
+                        }
+                    }
                     let starts: Vec<Value> = group
                         .members
                         .iter()
                         .map(|&m| self.scalar_of(&mut st, d.dots.dots[m].start))
                         .collect();
-                    let sums =
-                        self.dot_group(d.dots, group, &starts, inputs, consts, &mut st.table);
+                    let sums = self.dot_group(d.dots, group, &starts, d.memory, &mut st.table);
                     for (&m, v) in group.members.iter().zip(sums) {
                         if let Some(l) = d.dots.dots[m].links.last() {
                             st.scalar[l.index()] = Some(v);
@@ -1306,6 +1344,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                         self.keep(&mut st, hi);
                     }
                 }
+                if let Some(d) = dots {
+                    self.store_value(&mut st, d, &mut stored, id);
+                    self.store_value(&mut st, d, &mut stored, hi);
+                }
                 continue;
             }
             let v = match op {
@@ -1328,6 +1370,9 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             };
             st.scalar[id.index()] = Some(v);
             self.keep(&mut st, id);
+            if let Some(d) = dots {
+                self.store_value(&mut st, d, &mut stored, id);
+            }
         }
         let outs = &lane.outputs;
         let mut k = 0;
@@ -1349,6 +1394,25 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             k += 1;
         }
         st.table
+    }
+
+    /// Stores node `id` (made, or a leaf made now) to its slot in the dots' scratch if a
+    /// dot loop reads it and it is not `stored` there yet.
+    fn store_value(
+        &mut self,
+        st: &mut Paired<'_>,
+        dots: DotSteps<'_>,
+        stored: &mut [bool],
+        id: NodeId,
+    ) {
+        let Some(slot) = dots.dots.slot_of(id) else {
+            return;
+        };
+        if !std::mem::replace(&mut stored[id.index()], true) {
+            let v = self.scalar_of(st, id);
+            let at = offset(slot, 8);
+            self.b.ins().store(data(), v, dots.memory.scratch, at);
+        }
     }
 
     /// In a segment, stores node `id` (just made) to its scratch slot if a later segment
@@ -1947,10 +2011,11 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     /// The values of `group`'s dots (see [`dots`]) from their running values `starts`,
     /// by one loop: each member's first `len − group.steps` links straight-line (weights
     /// as immediates), then `group.steps / UNROLL` iterations each making
-    /// [`dots::UNROLL`] links of every member, one pointer stepping through the inputs
-    /// (the members share a stride; each reads at its own offset from it) and one through
-    /// the weights, appended to `table` (the kernel's constant table, `consts` at run
-    /// time) link by link, member by member. Members go in pairs, one `f64x2` sum each
+    /// [`dots::UNROLL`] links of every member, one pointer stepping through the values
+    /// (the lane's inputs, or the scratch where the members' values of operations were
+    /// stored; the members share a stride; each reads at its own offset from it) and one
+    /// through the weights, appended to `table` (the kernel's constant table,
+    /// `memory.consts` at run time) link by link, member by member. Members go in pairs, one `f64x2` sum each
     /// (lane 0 the first's; their inputs one load where the two offsets are equal or
     /// adjacent), the last alone where their number is odd. Every link makes its product
     /// and its sum as its nodes do, operands in their order (the members share their
@@ -1961,13 +2026,24 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         dots: &Dots,
         group: &dots::Group,
         starts: &[Value],
-        inputs: Value,
-        consts: Value,
+        memory: DotMemory,
         table: &mut Vec<f64>,
     ) -> Vec<Value> {
+        let DotMemory {
+            inputs,
+            scratch,
+            consts,
+        } = memory;
         #[cfg(test)]
         DOT_GROUPS.set(DOT_GROUPS.get() + 1);
         let members: Vec<&Dot> = group.members.iter().map(|&m| &dots.dots[m]).collect();
+        // Values of operations from the scratch, which this kernel writes (so no load of
+        // it is read-only or moved); inputs from the lane's inputs.
+        let (values, flags) = if members[0].values.is_empty() {
+            (inputs, unchanging())
+        } else {
+            (scratch, data())
+        };
         // One link: its product and its sum, at the type of its operands.
         let (weight_second, term_second) = (members[0].weight_second, members[0].term_second);
         let link = |e: &mut Self, s: Value, x: Value, w: Value| {
@@ -1992,7 +2068,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 let x = self
                     .b
                     .ins()
-                    .load(types::F64, data(), inputs, byte(slot(dot, k)));
+                    .load(types::F64, data(), values, byte(slot(dot, k)));
                 let w = self.constant(dot.weights[k]);
                 *s = link(self, *s, x, w);
             }
@@ -2010,7 +2086,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             .iter()
             .map(|d| slot(d, d.links.len() - steps) - base)
             .collect();
-        let px = self.b.ins().iadd_imm_s(inputs, base * 8);
+        let px = self.b.ins().iadd_imm_s(values, base * 8);
         let pw = self.b.ins().iadd_imm_s(consts, (at * 8) as i64);
         let end = self
             .b
@@ -2049,7 +2125,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             let mut scalar = |e: &mut Self, off: i64| {
                 *loaded
                     .entry(off)
-                    .or_insert_with(|| e.b.ins().load(types::F64, unchanging(), hx, byte(off + at)))
+                    .or_insert_with(|| e.b.ins().load(types::F64, flags, hx, byte(off + at)))
             };
             for (c, &(m, end)) in chunks.iter().enumerate() {
                 let w_at = offset(t * members.len() + m, 8);
@@ -2059,9 +2135,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                         let v = scalar(self, lo);
                         self.b.ins().splat(types::F64X2, v)
                     } else if hi == lo + 1 {
-                        self.b
-                            .ins()
-                            .load(types::F64X2, unchanging(), hx, byte(lo + at))
+                        self.b.ins().load(types::F64X2, flags, hx, byte(lo + at))
                     } else {
                         let (a, b) = (scalar(self, lo), scalar(self, hi));
                         self.vector_from_lanes(types::F64X2, &[a, b])

@@ -1810,6 +1810,113 @@ fn dot_model(seed: u64, rows: usize) -> Model {
     Model::seal(&g, &[f, last], names)
 }
 
+/// A model of `rows` weighted sums of computed values, as a mixture's sums over its
+/// components leave them (`dots` over operations): row `r` is a chain of links
+/// `s ← s + v·w` whose values `v` are a window of one of three sequences, read forwards
+/// or backwards: products of neighbouring inputs (which pair), inputs and sines of
+/// inputs alternating, or the values of the rows before (so a row waits on earlier rows'
+/// loops through its values). Blocks of rows share a sequence, a direction, sides and
+/// lengths within twice the shortest, so that they group; some rows repeat a value or
+/// read one from outside the window, which cuts them; a row starts from a constant, a
+/// product of inputs or the sine of an earlier row's value. One weight in eight is drawn
+/// with `Rng::value`. The output is `Σ_r value_r · x_r` and the last row's value, so the
+/// gradient lane holds dots over operations too (the adjoints of the values).
+fn value_dot_model(seed: u64, rows: usize) -> Model {
+    const SYMBOLS: usize = 48;
+    let mut rng = Rng(seed ^ 0x7A1E);
+    let mut g = Graph::new();
+    let xs: Vec<NodeId> = (0..SYMBOLS)
+        .map(|s| g.symbol(SymbolId::from_index(s)))
+        .collect();
+    let products: Vec<NodeId> = (0..40)
+        .map(|k| g.binary(Op::Mul, xs[k], xs[k + 1]))
+        .collect();
+    let mixed: Vec<NodeId> = (0..20)
+        .flat_map(|k| {
+            let x = xs[2 * k + 3];
+            let sin = g.unary(Op::Sin, x);
+            [x, sin]
+        })
+        .collect();
+    let mut values: Vec<NodeId> = Vec::new();
+    let mut block = 0;
+    let (mut source, mut backwards, mut term_second, mut weight_second) = (0, false, true, true);
+    let (mut shortest, mut longest) = (8, 16);
+    let mut f: Option<NodeId> = None;
+    for r in 0..rows {
+        if block == 0 {
+            block = 2 + rng.below(6);
+            source = if values.len() >= 10 {
+                rng.below(3)
+            } else {
+                rng.below(2)
+            };
+            backwards = rng.below(3) == 0;
+            term_second = rng.below(3) != 0;
+            weight_second = rng.below(3) != 0;
+            longest = 16 + rng.below(20);
+            shortest = 8 + rng.below(longest / 2 - 7);
+        }
+        block -= 1;
+        let sequence: Vec<NodeId> = match source {
+            0 => products.clone(),
+            1 => mixed.clone(),
+            _ => values.clone(),
+        };
+        let len = (shortest + rng.below(shortest.min(longest - shortest + 1))).min(sequence.len());
+        let first = rng.below(sequence.len() - len + 1);
+        let mut window: Vec<NodeId> = sequence[first..first + len].to_vec();
+        if backwards {
+            window.reverse();
+        }
+        match rng.below(6) {
+            0 => {
+                let k = rng.below(len);
+                window[k] = window[k.saturating_sub(1)];
+            }
+            1 => {
+                let k = rng.below(len);
+                window[k] = products[rng.below(products.len())];
+            }
+            _ => {}
+        }
+        let mut s = match (rng.below(3), values.is_empty()) {
+            (0, false) => g.unary(Op::Sin, values[rng.below(values.len())]),
+            (1, _) => g.constant(rng.value()),
+            _ => g.binary(Op::Mul, xs[rng.below(SYMBOLS)], xs[rng.below(SYMBOLS)]),
+        };
+        for &v in &window {
+            let w = if rng.below(8) == 0 {
+                rng.value()
+            } else {
+                ((rng.next() >> 11) as f64 / (1u64 << 53) as f64) * 8.0 - 4.0
+            };
+            let w = g.constant(w);
+            let t = if weight_second {
+                g.binary(Op::Mul, v, w)
+            } else {
+                g.binary(Op::Mul, w, v)
+            };
+            s = if term_second {
+                g.binary(Op::Add, s, t)
+            } else {
+                g.binary(Op::Add, t, s)
+            };
+        }
+        values.push(s);
+        let term = g.binary(Op::Mul, s, xs[r % SYMBOLS]);
+        f = Some(match f {
+            None => term,
+            Some(f) => g.binary(Op::Add, f, term),
+        });
+    }
+    let (Some(f), Some(&last)) = (f, values.last()) else {
+        unreachable!("at least one row")
+    };
+    let names = (0..SYMBOLS).map(|s| format!("x{s:02}")).collect();
+    Model::seal(&g, &[f, last], names)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
@@ -1824,6 +1931,18 @@ proptest! {
     ) {
         let mut rng = Rng(seed ^ 0xD07D);
         check_model(&dot_model(seed, rows), &mut rng, &[1, 3])?;
+    }
+
+    /// Point kernels with dot loops over computed values (issue 20): windows of shared
+    /// sequences read either way, values stored to the scratch where made, rows that
+    /// read earlier rows' loops, cut rows; every lane, shape and level, to the bit.
+    #[test]
+    fn value_dot_kernels_agree_with_the_interpreter_to_the_bit(
+        seed in any::<u64>(),
+        rows in 1usize..24,
+    ) {
+        let mut rng = Rng(seed ^ 0xD07E);
+        check_model(&value_dot_model(seed, rows), &mut rng, &[1, 3])?;
     }
 }
 
@@ -1881,6 +2000,50 @@ fn dot_models_have_groups_of_every_kind() {
     assert!(sides.iter().all(|&k| k > 0), "sides: {sides:?}");
 }
 
+/// The models of `value_dot_kernels_agree_with_the_interpreter_to_the_bit` reach dot
+/// loops over computed values, read forwards and backwards, in value and gradient
+/// lanes; each such dot's values sit at evenly spaced scratch slots, and every grouping
+/// has an order to emit in.
+#[test]
+fn value_dot_models_have_groups_of_every_kind() {
+    use super::dots;
+    let (mut forwards, mut backwards, mut lanes_with) = (0, 0, 0);
+    for seed in 0..24u64 {
+        let model = value_dot_model(seed, 6 + seed as usize % 18);
+        let eq = Equation::<System>::from_model(model);
+        for kind in [LaneKind::Value, LaneKind::Gradient] {
+            let lane = eq.lane(kind).unwrap();
+            let found = dots::find(lane);
+            let mut valued = 0;
+            for d in found.dots.iter().filter(|d| !d.values.is_empty()) {
+                valued += 1;
+                assert_eq!(d.values.len(), d.links.len());
+                for (k, &v) in d.values.iter().enumerate() {
+                    let want = d.slot as i64 + k as i64 * d.stride;
+                    assert_eq!(found.slot_of(v).map(|s| s as i64), Some(want));
+                    assert!(want >= 0 && (want as usize) < found.scratch);
+                }
+                match d.stride {
+                    1 => forwards += 1,
+                    -1 => backwards += 1,
+                    s => panic!("a stride of {s} over the scratch"),
+                }
+            }
+            lanes_with += usize::from(valued > 0);
+        }
+    }
+    let refused = dots::ORDERS_REFUSED.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(refused, 0, "lanes whose groups found no order");
+    assert!(
+        lanes_with >= 24,
+        "{lanes_with} of 48 lanes have dots over values"
+    );
+    assert!(
+        forwards > 0 && backwards > 0,
+        "{forwards} forwards, {backwards} backwards"
+    );
+}
+
 /// The dot models' point kernels compile their loops among `f64x2` pairs where the rest
 /// of the lane pairs (a row's starting product, the gradient's adjoints) and alone where
 /// nothing outside the dots pairs, and both kinds are common; the bits of both are the
@@ -1891,8 +2054,13 @@ fn dot_models_compile_with_pairs_around_their_loops() {
     let compiler = super::compile::compiler().expect("a host compiler");
     let refused = super::dots::PAIRED_ORDERS_REFUSED.load(Relaxed);
     let (mut paired, mut alone) = (0, 0);
-    for seed in 0..24u64 {
-        let model = dot_model(seed, 6 + seed as usize % 14);
+    let models = (0..24u64).flat_map(|seed| {
+        [
+            dot_model(seed, 6 + seed as usize % 14),
+            value_dot_model(seed, 6 + seed as usize % 18),
+        ]
+    });
+    for model in models {
         let eq = Equation::<System>::from_model(model);
         for kind in [LaneKind::Value, LaneKind::Gradient] {
             let lane = eq.lane(kind).unwrap();
