@@ -121,3 +121,18 @@ fn the_benchmark_families_compile_to_the_interpreters_bits() {
     check_family(&Chain::new(16).expect("size exists"));
     check_family(&Quadratic::new(16).expect("size exists"));
 }
+
+/// The larger sizes, whose gradient kernels run dot loops among their pairs (issue 20):
+/// over inputs (the regular solution, the quadratic form), over values stored to the
+/// scratch (UNIQUAC, Peng–Robinson), and both (the electrolyte).
+#[test]
+fn the_benchmark_families_with_dot_loops_compile_to_the_interpreters_bits() {
+    use ddx_models::thermo::{Electrolyte, PengRobinson, RegularSolution, ThermoData, Uniquac};
+    use ddx_models::trend::Quadratic;
+    let data = ThermoData::bundled().expect("thermo tables load");
+    check_family(&RegularSolution::new(32));
+    check_family(&Uniquac::new(&data, 32).expect("size exists"));
+    check_family(&PengRobinson::new(&data, 33).expect("size exists"));
+    check_family(&Electrolyte::new(32).expect("size exists"));
+    check_family(&Quadratic::new(48).expect("size exists"));
+}
