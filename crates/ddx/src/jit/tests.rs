@@ -1045,7 +1045,6 @@ fn repeated_models_are_rerolled() {
 /// them loops of two copies over odd trip counts (an odd copy left after the loop).
 #[test]
 fn repeated_models_give_loops_of_one_copy_and_of_two() {
-    let compiler = super::compile::compiler().expect("a host compiler");
     super::lower::LOOPS.with(|c| c.set([0, 0]));
     let mut odd = 0;
     for seed in 0..12u64 {
@@ -1061,17 +1060,7 @@ fn repeated_models_give_loops_of_one_copy_and_of_two() {
                 .step_by(2)
                 .filter(|r| r.copies % 2 == 1)
                 .count();
-            compiler
-                .compile(
-                    lane,
-                    Shape::Point,
-                    OptLevel::Speed,
-                    super::compile::SEGMENT_NODES,
-                    false,
-                    &|| false,
-                )
-                .expect("compiles")
-                .expect("not stopped");
+            compile_point_kernel(lane);
         }
     }
     let [one, two] = super::lower::LOOPS.with(std::cell::Cell::get);
@@ -1723,6 +1712,23 @@ fn lanes_that_call_out_often_batch_through_their_point_kernel() {
     check_model(&many, &mut rng, &[1, 2, 7]).expect("bits");
 }
 
+/// Compiles `lane` as the JIT's workers do a point kernel (optimised, segments of the
+/// default length), on this thread, so that the lowering's thread-local counters see it.
+fn compile_point_kernel(lane: &ddx_ir::Lane) {
+    super::compile::compiler()
+        .expect("a host compiler")
+        .compile(
+            lane,
+            Shape::Point,
+            OptLevel::Speed,
+            super::compile::SEGMENT_NODES,
+            false,
+            &|| false,
+        )
+        .expect("compiles")
+        .expect("not stopped");
+}
+
 /// A model of `rows` weighted sums of its 48 inputs, as a quadratic form or a linear layer
 /// leaves them (`dots`): row `r` is a chain of links `s ← s + x·w`, the sum and the
 /// product each on the side its block of rows draws (blocks of rows share a stride of
@@ -2051,7 +2057,6 @@ fn value_dot_models_have_groups_of_every_kind() {
 #[test]
 fn dot_models_compile_with_pairs_around_their_loops() {
     use std::sync::atomic::Ordering::Relaxed;
-    let compiler = super::compile::compiler().expect("a host compiler");
     let refused = super::dots::PAIRED_ORDERS_REFUSED.load(Relaxed);
     let (mut paired, mut alone) = (0, 0);
     let models = (0..24u64).flat_map(|seed| {
@@ -2066,17 +2071,7 @@ fn dot_models_compile_with_pairs_around_their_loops() {
             let lane = eq.lane(kind).unwrap();
             super::lower::DOT_GROUPS.set(0);
             super::lower::PAIRED_DOT_KERNELS.set(0);
-            compiler
-                .compile(
-                    lane,
-                    Shape::Point,
-                    OptLevel::Speed,
-                    super::compile::SEGMENT_NODES,
-                    false,
-                    &|| false,
-                )
-                .expect("compiles")
-                .expect("not stopped");
+            compile_point_kernel(lane);
             if super::lower::DOT_GROUPS.get() > 0 {
                 if super::lower::PAIRED_DOT_KERNELS.get() > 0 {
                     paired += 1;
@@ -2125,20 +2120,9 @@ fn rows_of_weighted_inputs_take_dot_loops_before_runs() {
     let rolls = super::reroll::find(&lane.graph, super::reroll::Rule::KERNEL);
     assert!(!rolls.runs.is_empty(), "the rows re-roll");
     assert!(!super::dots::find(lane).is_empty(), "the rows are dots");
-    let compiler = super::compile::compiler().expect("a host compiler");
     super::lower::LOOPS.with(|c| c.set([0, 0]));
     super::lower::DOT_GROUPS.set(0);
-    compiler
-        .compile(
-            lane,
-            Shape::Point,
-            OptLevel::Speed,
-            super::compile::SEGMENT_NODES,
-            false,
-            &|| false,
-        )
-        .expect("compiles")
-        .expect("not stopped");
+    compile_point_kernel(lane);
     assert_eq!(
         super::lower::DOT_GROUPS.get(),
         ROWS.div_ceil(super::dots::GROUP)
