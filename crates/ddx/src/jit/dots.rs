@@ -58,13 +58,15 @@
 //!
 //! **Invariants**: a dot's links and terms are read by nothing outside the dot but its
 //! last link, and no lane output is one of them but the last link; its values are never
-//! a dot's links or terms (a value is read by its term and by more). Every member's start
+//! a dot's inner links or terms (an inner link is read by its next link alone, a term by
+//! its link alone), but a value may be another dot's result, its last link. Every member's start
 //! and values reach (through the graph's operands) no result of a found dot at or after
 //! the group's key (its first member's last link), so each group's dependencies are on
 //! groups of smaller keys and [`Dots::order`] exists (the proof is in [`group`]). The
 //! members of a group read values of one kind (inputs, or the scratch), and a value's
-//! scratch slot is written before any loop reading it runs, by the step that makes it or
-//! (an input) by the loop's own step.
+//! scratch slot is written before any loop reading it runs: by the step that makes it,
+//! by the loop that makes it (another dot's result), or (an input, with pairs) by the
+//! reading loop's own step.
 
 use super::slp::Packs;
 use ddx_ir::{Lane, Node, NodeId, Op};

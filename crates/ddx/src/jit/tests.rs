@@ -1824,9 +1824,11 @@ fn dot_model(seed: u64, rows: usize) -> Model {
 /// loops through its values). Blocks of rows share a sequence, a direction, sides and
 /// lengths within twice the shortest, so that they group; some rows repeat a value or
 /// read one from outside the window, which cuts them; a row starts from a constant, a
-/// product of inputs or the sine of an earlier row's value. One weight in eight is drawn
-/// with `Rng::value`. The output is `Σ_r value_r · x_r` and the last row's value, so the
-/// gradient lane holds dots over operations too (the adjoints of the values).
+/// product of inputs (an input, in the third of the models that has no products, so
+/// nothing pairs and its kernels are scalar around the loops) or the sine of an earlier
+/// row's value. One weight in eight is drawn with `Rng::value`. The output is
+/// `Σ_r value_r · x_r` and the last row's value, so the gradient lane holds dots over
+/// operations too (the adjoints of the values).
 fn value_dot_model(seed: u64, rows: usize) -> Model {
     const SYMBOLS: usize = 48;
     let mut rng = Rng(seed ^ 0x7A1E);
@@ -1844,6 +1846,9 @@ fn value_dot_model(seed: u64, rows: usize) -> Model {
             [x, sin]
         })
         .collect();
+    // A third of the models has nothing the pairs take (no products, rows starting from
+    // inputs or constants), so their kernels take the scalar path.
+    let plain = seed % 3 == 0;
     let mut values: Vec<NodeId> = Vec::new();
     let mut block = 0;
     let (mut source, mut backwards, mut term_second, mut weight_second) = (0, false, true, true);
@@ -1857,6 +1862,9 @@ fn value_dot_model(seed: u64, rows: usize) -> Model {
             } else {
                 rng.below(2)
             };
+            if plain && source == 0 {
+                source = 1;
+            }
             backwards = rng.below(3) == 0;
             term_second = rng.below(3) != 0;
             weight_second = rng.below(3) != 0;
@@ -1882,13 +1890,15 @@ fn value_dot_model(seed: u64, rows: usize) -> Model {
             }
             1 => {
                 let k = rng.below(len);
-                window[k] = products[rng.below(products.len())];
+                let foreign = if plain { &mixed } else { &products };
+                window[k] = foreign[rng.below(foreign.len())];
             }
             _ => {}
         }
         let mut s = match (rng.below(3), values.is_empty()) {
             (0, false) => g.unary(Op::Sin, values[rng.below(values.len())]),
             (1, _) => g.constant(rng.value()),
+            _ if plain => xs[rng.below(SYMBOLS)],
             _ => g.binary(Op::Mul, xs[rng.below(SYMBOLS)], xs[rng.below(SYMBOLS)]),
         };
         for &v in &window {
@@ -2048,6 +2058,54 @@ fn value_dot_models_have_groups_of_every_kind() {
         forwards > 0 && backwards > 0,
         "{forwards} forwards, {backwards} backwards"
     );
+}
+
+/// Dots whose values are other dots' results, in a lane with nothing else to pair (the
+/// starts are inputs), so its kernel takes the scalar path: each loop's results are
+/// stored to their scratch slots when the loop ends. Tester 38: they were not, and the
+/// outer loops read a stale scratch (the compiled value was the start alone, `x0`).
+#[test]
+fn dots_over_other_dots_results_without_pairs_agree() {
+    const N: usize = 32;
+    let mut g = Graph::new();
+    let xs: Vec<NodeId> = (0..N).map(|s| g.symbol(SymbolId::from_index(s))).collect();
+    let inner: Vec<NodeId> = (0..16)
+        .map(|i| {
+            let mut s = xs[i];
+            for (j, &x) in xs.iter().enumerate() {
+                let w = g.constant(1.1 + (i * N + j) as f64 * 1e-3);
+                let t = g.binary(Op::Mul, x, w);
+                s = g.binary(Op::Add, s, t);
+            }
+            s
+        })
+        .collect();
+    let outer: Vec<NodeId> = (0..2)
+        .map(|o| {
+            let mut s = xs[o];
+            for (k, &v) in inner.iter().enumerate() {
+                let w = g.constant(0.5 + (o * 16 + k) as f64 * 1e-2);
+                let t = g.binary(Op::Mul, v, w);
+                s = g.binary(Op::Add, s, t);
+            }
+            s
+        })
+        .collect();
+    let names = (0..N).map(|s| format!("x{s:02}")).collect();
+    let model = Model::seal(&g, &outer, names);
+    let eq = Equation::<System>::from_model(model.clone());
+    let lane = eq.lane(LaneKind::Value).unwrap();
+    let found = super::dots::find(lane);
+    assert!(found
+        .dots
+        .iter()
+        .any(|d| d.values.iter().any(|v| inner.contains(v))));
+    super::lower::DOT_GROUPS.set(0);
+    super::lower::PAIRED_DOT_KERNELS.set(0);
+    compile_point_kernel(lane);
+    assert!(super::lower::DOT_GROUPS.get() >= 2);
+    assert_eq!(super::lower::PAIRED_DOT_KERNELS.get(), 0, "the scalar path");
+    check_model(&model, &mut Rng(38), &[1, 3]).expect("bits");
 }
 
 /// The dot models' point kernels compile their loops among `f64x2` pairs where the rest
