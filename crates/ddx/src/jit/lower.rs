@@ -339,7 +339,7 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowere
 /// even length), so that their random models reach the scalar path around the loops
 /// too, whatever pairs they hold (the bits do not depend on the path).
 fn pairs_around_dots(lane: &Lane) -> bool {
-    !cfg!(test) || lane.graph.len() % 2 == 0
+    !cfg!(test) || lane.graph.len().is_multiple_of(2)
 }
 
 /// A lane's kernel function as [`function`] builds it.

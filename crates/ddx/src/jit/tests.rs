@@ -1848,7 +1848,7 @@ fn value_dot_model(seed: u64, rows: usize) -> Model {
         .collect();
     // A third of the models has nothing the pairs take (no products, rows starting from
     // inputs or constants), so their kernels take the scalar path.
-    let plain = seed % 3 == 0;
+    let plain = seed.is_multiple_of(3);
     let mut values: Vec<NodeId> = Vec::new();
     let mut block = 0;
     let (mut source, mut backwards, mut term_second, mut weight_second) = (0, false, true, true);
