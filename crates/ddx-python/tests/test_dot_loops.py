@@ -46,17 +46,13 @@ def bits(a) -> list[int]:
     return np.asarray(a, dtype=np.float64).view(np.uint64).ravel().tolist()
 
 
-def test_a_quadratic_forms_compiled_gradient_and_hessian_are_the_interpreters():
-    q, c = problem()
-    eq = quadratic(q, c)
-    rng = np.random.default_rng(11)
-    xs = rng.uniform(-2.0, 2.0, (N, 5))
-    xs[:, 4] = [(-0.0, 1e300, 5e-324, 3.5)[i % 4] for i in range(N)]
+def compile_and_check_jacobians(eq: ddx.Equation, xs: np.ndarray, want: ddx.Want) -> None:
+    """Compiles ``eq`` (per-point kernels, up to ``want``) and checks that its Jacobians at
+    the columns of ``xs``, one by one and as a batch, keep the interpreter's bits."""
     before = [eq.jacobian(xs[:, k]) for k in range(xs.shape[1])]
     batch_before = eq.jacobian(xs)
-    hessian_before = eq.hessian(xs[:, 0])
     eq.compile(points=1)
-    assert eq.wait_for_kernel(want=ddx.Want.HESSIAN) is ddx.has_jit
+    assert eq.wait_for_kernel(want=want) is ddx.has_jit
     for k in range(xs.shape[1]):
         value, gradient = eq.jacobian(xs[:, k])
         assert bits(value) == bits(before[k][0])
@@ -64,6 +60,16 @@ def test_a_quadratic_forms_compiled_gradient_and_hessian_are_the_interpreters():
     values, gradients = eq.jacobian(xs)
     assert bits(values) == bits(batch_before[0])
     assert bits(gradients) == bits(batch_before[1])
+
+
+def test_a_quadratic_forms_compiled_gradient_and_hessian_are_the_interpreters():
+    q, c = problem()
+    eq = quadratic(q, c)
+    rng = np.random.default_rng(11)
+    xs = rng.uniform(-2.0, 2.0, (N, 5))
+    xs[:, 4] = [(-0.0, 1e300, 5e-324, 3.5)[i % 4] for i in range(N)]
+    hessian_before = eq.hessian(xs[:, 0])
+    compile_and_check_jacobians(eq, xs, ddx.Want.HESSIAN)
     value, gradient, hessian = eq.hessian(xs[:, 0])
     assert bits(hessian) == bits(hessian_before[2])
     # Closed forms: the gradient Qx + c to rounding, the Hessian Q exactly.
@@ -125,17 +131,7 @@ def test_a_triangular_sum_over_computed_values_compiles_to_the_interpreters_bits
     eq = ddx.equation(build)
     xs = rng.uniform(0.05, 3.0, (N, 4))
     xs[:, 3] = [(1e-300, 7.0, 5e-324, 0.5)[i % 4] for i in range(N)]
-    before = [eq.jacobian(xs[:, k]) for k in range(xs.shape[1])]
-    batch_before = eq.jacobian(xs)
-    eq.compile(points=1)
-    assert eq.wait_for_kernel(want=ddx.Want.JACOBIAN) is ddx.has_jit
-    for k in range(xs.shape[1]):
-        value, gradient = eq.jacobian(xs[:, k])
-        assert bits(value) == bits(before[k][0])
-        assert bits(gradient) == bits(before[k][1])
-    values, gradients = eq.jacobian(xs)
-    assert bits(values) == bits(batch_before[0])
-    assert bits(gradients) == bits(batch_before[1])
+    compile_and_check_jacobians(eq, xs, ddx.Want.JACOBIAN)
     x = xs[:, 0]
     _, gradient = eq.jacobian(x)
     logs = np.log(x)
