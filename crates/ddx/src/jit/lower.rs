@@ -1093,10 +1093,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                             vals[l.index()] = v;
                             // A result a later loop reads as a value (tester 38: it
                             // read a stale slot).
-                            if let Some(slot) = t.dots.slot_of(l) {
-                                let at = offset(slot, 8);
-                                self.b.ins().store(data(), v, t.memory.scratch, at);
-                            }
+                            self.store_to_slot(t.dots, t.memory, l, v);
                         }
                     }
                     continue;
@@ -1131,10 +1128,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             vals[id] = v;
             // A value a dot loop reads, to its scratch slot (every one is a step here).
             if let Some(t) = &dots {
-                if let Some(slot) = t.dots.slot_of(NodeId::from_index(id)) {
-                    let at = offset(slot, 8);
-                    self.b.ins().store(data(), v, t.memory.scratch, at);
-                }
+                self.store_to_slot(t.dots, t.memory, NodeId::from_index(id), v);
             }
         }
         for (k, o) in lane.outputs.iter().enumerate() {
@@ -1277,13 +1271,9 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let [inputs, outputs] = io;
         let g = &lane.graph;
         let range = part.map_or(0..g.len(), |p| p.plan.range(p.segment));
-        let plain: Vec<Step>;
-        let order = match dots {
-            Some(d) => d.order,
-            None => {
-                plain = packs.order().iter().map(|&id| Step::Node(id)).collect();
-                &plain
-            }
+        let order: Box<dyn Iterator<Item = Step>> = match dots {
+            Some(d) => Box::new(d.order.iter().copied()),
+            None => Box::new(packs.order().iter().map(|&id| Step::Node(id))),
         };
         let mut st = Paired {
             lane,
@@ -1299,7 +1289,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         };
         // Per node: stored to its dot scratch slot already.
         let mut stored = vec![false; if dots.is_some() { g.len() } else { 0 }];
-        for &step in order {
+        for step in order {
             let id = match step {
                 Step::Node(id) => id,
                 Step::Group(k) => {
@@ -1422,13 +1412,21 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         stored: &mut [bool],
         id: NodeId,
     ) {
-        let Some(slot) = dots.dots.slot_of(id) else {
+        if dots.dots.slot_of(id).is_none() {
             return;
-        };
+        }
         if !std::mem::replace(&mut stored[id.index()], true) {
             let v = self.scalar_of(st, id);
+            self.store_to_slot(dots.dots, dots.memory, id, v);
+        }
+    }
+
+    /// Stores `v`, node `id`'s value, to its slot in the dots' scratch if a dot loop
+    /// reads it there ([`Dots::slot_of`]).
+    fn store_to_slot(&mut self, dots: &Dots, memory: DotMemory, id: NodeId, v: Value) {
+        if let Some(slot) = dots.slot_of(id) {
             let at = offset(slot, 8);
-            self.b.ins().store(data(), v, dots.memory.scratch, at);
+            self.b.ins().store(data(), v, memory.scratch, at);
         }
     }
 
