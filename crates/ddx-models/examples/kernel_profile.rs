@@ -269,14 +269,14 @@ fn dot_terms(p: &Program) {
         let (mut chains, mut terms, mut per_run, mut lengths) = (0, 0, Vec::new(), Vec::new());
         for r in p.run_list().iter().filter(|r| r.code == code) {
             per_run.push(r.end - r.start);
-            for i in &p.instructions()[r.start as usize..r.end as usize] {
+            for k in r.start as usize..r.end as usize {
                 chains += 1;
-                let list = &p.lists()[i.args[1] as usize..][..i.args[2] as usize];
+                let list: Vec<u32> = p.terms(r, k).collect();
                 if matches!(code, Code::DotConst | Code::SubSum) {
                     terms += list.len();
                     lengths.push(list.len());
                     let other = if code == Code::SubSum { "-" } else { "weight" };
-                    for &x in list {
+                    for &x in &list {
                         *kinds.entry((kind(x), other)).or_default() += 1;
                     }
                     continue;

@@ -15,7 +15,7 @@
 //! Output slots are never freed. Under [`Schedule::Tape`] nothing is freed: every value
 //! keeps its slot.
 
-use super::{next_id, Code, Instr, Program, Run};
+use super::{dot_const_groups, next_id, Code, Instr, Program, Run};
 use ddx_ir::{Lane, Node, NodeId, Op};
 
 /// Sentinel for "this node has no slot yet".
@@ -205,7 +205,7 @@ impl Program {
         let outputs = lane.outputs.iter().map(|o| slot[o.index()]).collect();
         drop((last_use, slot));
         let slots = next_free as usize;
-        let program = Program {
+        let mut program = Program {
             id: next_id(),
             block: block_size(slots - consts.len()),
             slots,
@@ -218,8 +218,71 @@ impl Program {
             lists,
             weights,
         };
+        if schedule == Schedule::Level {
+            program.lay_out_steps();
+        }
         program.check();
         program
+    }
+
+    /// Lays out the terms of every [`Code::DotConst`] run's chains group by group
+    /// ([`dot_const_groups`]), step by step ([`super::StepTerms`]), each chain's `args[1]` its
+    /// group's block (a [`Schedule::Level`] program's layout; the lists hold each chain's
+    /// terms in order before). The blocks take the lists' and weights' place, in the
+    /// runs' order.
+    fn lay_out_steps(&mut self) {
+        let mut lists = Vec::with_capacity(self.weights.len());
+        let mut weights = Vec::with_capacity(self.weights.len());
+        for r in self.runs.iter().filter(|r| r.code == Code::DotConst) {
+            let run = &mut self.instrs[r.start as usize..r.end as usize];
+            for g in dot_const_groups(run.len()) {
+                let members = &mut run[g];
+                let block = lists.len() as u32;
+                let longest = members.iter().map(|i| i.args[2]).max().unwrap_or(0);
+                for k in 0..longest {
+                    for i in members.iter().filter(|i| k < i.args[2]) {
+                        let at = (i.args[1] + k) as usize;
+                        lists.push(self.lists[at]);
+                        weights.push(self.weights[at]);
+                    }
+                }
+                for i in members {
+                    i.args[1] = block;
+                }
+            }
+        }
+        debug_assert_eq!(weights.len(), self.weights.len());
+        self.lists[..lists.len()].copy_from_slice(&lists);
+        self.weights = weights;
+    }
+
+    /// Checks the step layout of a [`Schedule::Level`] program's [`Code::DotConst`]
+    /// groups ([`super::StepTerms`]): a group's chains share their block, sorted by length, and
+    /// the block lies inside the lists and the weights.
+    fn check_steps(&self) {
+        if self.schedule != Schedule::Level {
+            return;
+        }
+        for r in self.runs.iter().filter(|r| r.code == Code::DotConst) {
+            let run = &self.instrs[r.start as usize..r.end as usize];
+            for g in dot_const_groups(run.len()) {
+                let members = &run[g];
+                let block = members[0].args[1] as usize;
+                let len: usize = members.iter().map(|i| i.args[2] as usize).sum();
+                assert!(
+                    members.iter().all(|i| i.args[1] as usize == block),
+                    "a group's chains share their block: {members:?}"
+                );
+                assert!(
+                    members.windows(2).all(|p| p[0].args[2] <= p[1].args[2]),
+                    "a group's chains are sorted by length: {members:?}"
+                );
+                assert!(
+                    block + len <= self.lists.len().min(self.weights.len()),
+                    "a group's block out of range: {members:?}"
+                );
+            }
+        }
     }
 
     /// Checks every slot index against the slot count and every run against the
@@ -227,9 +290,11 @@ impl Program {
     /// destination never overlaps an operand.
     fn check(&self) {
         let n = self.slots as u32;
+        self.check_steps();
         for r in &self.runs {
             let instrs = self.instrs.get(r.start as usize..r.end as usize);
-            for i in instrs.expect("runs lie inside the instructions") {
+            let instrs = instrs.expect("runs lie inside the instructions");
+            for (k, i) in (r.start as usize..).zip(instrs) {
                 if r.code.has_list() {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(
@@ -249,7 +314,7 @@ impl Program {
                     assert!(i.args.iter().all(|&a| a < n), "slot out of range in {i:?}");
                 }
                 assert!(
-                    i.dst < n && self.reads(r.code, i).all(|a| a < n),
+                    i.dst < n && self.reads(r, k).all(|a| a < n),
                     "slot out of range in {i:?}"
                 );
                 assert!(
@@ -258,7 +323,7 @@ impl Program {
                 );
                 if self.schedule == Schedule::Graph {
                     assert!(
-                        self.reads(r.code, i).all(|a| a != i.dst),
+                        self.reads(r, k).all(|a| a != i.dst),
                         "block destination overlaps an operand"
                     );
                 }

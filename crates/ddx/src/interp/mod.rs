@@ -273,20 +273,43 @@ impl Program {
             + self.weights.capacity() * size_of::<f64>()
     }
 
-    /// The slots instruction `i` (computing `code`) reads: its operands, and a
-    /// [`Code::CallN`]'s argument list.
-    pub(crate) fn reads(&self, code: Code, i: &Instr) -> impl Iterator<Item = u32> + '_ {
-        let args = i.args;
-        let list: &[u32] = match code {
-            c if c.has_list() => {
-                let (start, k) = (i.args[1] as usize, i.args[2] as usize);
-                self.lists.get(start..start + k).unwrap_or(&[])
-            }
-            _ => &[],
+    /// The slots instruction `k` of run `r` reads: its operands, then the slots of a
+    /// [`Code::CallN`]'s argument list or a chain's terms, in the order it reads them
+    /// ([`Program::terms`]).
+    pub(crate) fn reads(&self, r: &Run, k: usize) -> impl Iterator<Item = u32> + '_ {
+        let args = self.instrs[k].args;
+        (0..r.code.arity())
+            .map(move |a| args[a])
+            .chain(self.terms(r, k))
+    }
+
+    /// The slots instruction `k` (an index into [`Program::instructions`]) of run `r`
+    /// reads through the program's lists, in term order: a [`Code::CallN`]'s arguments, a
+    /// [`Code::Dot`]'s factors (two a term), a [`Code::DotConst`]'s variables (each term's
+    /// weight is its other factor); empty for codes without a list. For tools that profile
+    /// programs.
+    ///
+    /// A chain's list is `lists[start..start + len]` (`args[1]`, `args[2]`), except a
+    /// `DotConst`'s in a [`Schedule::Level`] program, whose chains run in groups
+    /// ([`dot_const_groups`]) with their terms laid out step by step
+    /// ([`StepTerms`]).
+    pub fn terms(&self, r: &Run, k: usize) -> impl Iterator<Item = u32> + '_ {
+        let i = self.instrs[k];
+        let (start, len) = (i.args[1] as usize, i.args[2] as usize);
+        let stepped = r.code == Code::DotConst && self.schedule == Schedule::Level;
+        let plain = match r.code.has_list() && !stepped {
+            true => self.lists.get(start..start + len).unwrap_or(&[]),
+            false => &[],
         };
-        (0..code.arity())
-            .map(move |k| args[k])
-            .chain(list.iter().copied())
+        let steps = stepped.then(|| {
+            let at = k - r.start as usize;
+            let group = dot_const_groups((r.end - r.start) as usize)
+                .find(|g| g.contains(&at))
+                .unwrap_or(at..at + 1);
+            let members = &self.instrs[r.start as usize..][group.clone()];
+            StepTerms::new(members, at - group.start).filter_map(|pos| self.lists.get(pos).copied())
+        });
+        plain.iter().copied().chain(steps.into_iter().flatten())
     }
 
     /// Points per block when running over columns.
@@ -377,6 +400,22 @@ impl Program {
             lists: &self.lists,
             weights: &self.weights,
         }
+    }
+}
+
+#[cfg(test)]
+impl Program {
+    /// [`Program::run`]'s outputs at `inputs` (checked by the caller), through the build
+    /// that CPUs without AVX2 and FMA run: tests compare its bits with the build this CPU
+    /// gets.
+    pub(crate) fn run_portable(&self, inputs: &[f64]) -> Vec<f64> {
+        let mut s = vec![0.0; self.slots];
+        let base = self.consts.len();
+        s[..base].copy_from_slice(&self.consts);
+        s[base..base + self.inputs].copy_from_slice(inputs);
+        // SAFETY: `lower` checked every slot index against `self.slots`, the length of `s`.
+        unsafe { execute::<false>(&self.runs, &self.instrs, &self.tables(), s.as_mut_ptr()) };
+        self.outputs.iter().map(|&o| s[o as usize]).collect()
     }
 }
 
@@ -737,13 +776,99 @@ unsafe fn dots<const WIDTH: usize, const SUB: bool>(run: &[Instr], lists: &[u32]
     }
 }
 
-/// Runs `run`, a run of [`Code::DotConst`] instructions (independent chains, as
-/// [`dots`]'), over the slot array at `s`: four chains at a time in step while all four
-/// have terms, then each alone; the four results stored after every operand of the four
-/// is read. `AVX`: the CPU has AVX (its build is chosen).
+/// The groups of chains a [`Code::DotConst`] run of `n` chains runs in, in step (index
+/// ranges into the run): the first `n % 4` chains, the shortest (the lowering sorts a
+/// run's chains by length), then fours. A [`Schedule::Level`] program lays each group's
+/// terms out step by step ([`StepTerms`]).
+pub(crate) fn dot_const_groups(n: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let first = n % DOT_CONST_GROUP;
+    (first > 0).then_some(0..first).into_iter().chain(
+        (first..n)
+            .step_by(DOT_CONST_GROUP)
+            .map(|s| s..s + DOT_CONST_GROUP),
+    )
+}
+
+/// The most [`Code::DotConst`] chains that run in step (measured: two groups of four in
+/// step, eight chains, ran no faster than one, see `BENCHMARKS.md`).
+const DOT_CONST_GROUP: usize = 4;
+
+/// The positions, in a [`Schedule::Level`] program's lists and weights, of one chain's
+/// terms in its group of [`Code::DotConst`] chains ([`dot_const_groups`]).
+///
+/// **Layout.** A group's chains, `G ≤ 4` of them with lengths `m₀ ≤ m₁ ≤ … ≤ m_{G-1}`,
+/// share one block starting at their common `args[1]`. The block holds the chains' terms
+/// step by step: step `k` holds term `k` of every chain longer than `k`, in the group's
+/// order (a suffix of the group, as the lengths ascend). So the first `m₀` steps hold
+/// `G` terms each, the next `m₁ − m₀` steps `G − 1`, and so on: the block is `Σ mⱼ` long,
+/// and the chains that run in step read neighbouring entries (four weights in one load).
+pub(crate) struct StepTerms {
+    lens: [usize; DOT_CONST_GROUP],
+    /// Chains in the group.
+    n: usize,
+    /// The chain whose terms are walked.
+    j: usize,
+    /// The step.
+    k: usize,
+    /// How many chains have no term at step `k` (the first `a`).
+    a: usize,
+    /// Where step `k` begins.
+    pos: usize,
+}
+
+impl StepTerms {
+    /// Member `j`'s terms in `members`, a group laid out as the type describes.
+    pub(crate) fn new(members: &[Instr], j: usize) -> StepTerms {
+        let mut lens = [0; DOT_CONST_GROUP];
+        for (l, i) in lens.iter_mut().zip(members) {
+            *l = i.args[2] as usize;
+        }
+        let mut terms = StepTerms {
+            lens,
+            n: members.len().min(DOT_CONST_GROUP),
+            j,
+            k: 0,
+            a: 0,
+            pos: members.first().map_or(0, |i| i.args[1] as usize),
+        };
+        terms.settle();
+        terms
+    }
+
+    /// Counts the chains that have ended by step `k`.
+    fn settle(&mut self) {
+        while self.a < self.n && self.lens[self.a] <= self.k {
+            self.a += 1;
+        }
+    }
+}
+
+impl Iterator for StepTerms {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        if self.j >= self.n || self.k >= self.lens[self.j] || self.a > self.j {
+            return None;
+        }
+        let at = self.pos + (self.j - self.a);
+        self.pos += self.n - self.a;
+        self.k += 1;
+        self.settle();
+        Some(at)
+    }
+}
+
+/// Runs `run`, a run of [`Code::DotConst`] instructions of a [`Schedule::Level`] program
+/// (independent chains, as [`dots`]'), over the slot array at `s`: group by group
+/// ([`dot_const_groups`]), the chains of a group in step while they have terms (four,
+/// then three, two, one, as the shorter end), each group's results stored after every
+/// operand of the group is read. `AVX`: the CPU has AVX (its build is chosen), and four
+/// chains in step run in its four lanes: the four products in one multiplication and the
+/// four sums in one addition, each lane rounded as the scalar operation is.
 ///
 /// # Safety
-/// As [`dots`], every list inside `t.lists` and `t.weights`.
+/// As [`dots`]; every group laid out as [`StepTerms`] describes, inside `t.lists` and
+/// `t.weights`.
 #[inline(never)]
 unsafe fn dot_consts<const AVX: bool>(run: &[Instr], t: &Tables<'_>, s: *mut f64) {
     #[cfg(target_arch = "x86_64")]
@@ -755,7 +880,7 @@ unsafe fn dot_consts<const AVX: bool>(run: &[Instr], t: &Tables<'_>, s: *mut f64
     unsafe { dot_consts_in::<false>(run, t, s) }
 }
 
-/// [`dot_consts`] compiled for AVX: the sums in its three-operand form, with no copies.
+/// [`dot_consts`] compiled for AVX.
 ///
 /// # Safety
 /// The CPU must have AVX; otherwise as [`dot_consts`].
@@ -763,7 +888,10 @@ unsafe fn dot_consts<const AVX: bool>(run: &[Instr], t: &Tables<'_>, s: *mut f64
 #[target_feature(enable = "avx")]
 unsafe fn dot_consts_avx(run: &[Instr], t: &Tables<'_>, s: *mut f64) {
     // SAFETY: the caller's contract.
-    unsafe { dot_consts_in::<true>(run, t, s) }
+    unsafe { dot_consts_in::<true>(run, t, s) };
+    // The upper halves back to zero before the run loop's legacy-SSE `addsd`s (as in
+    // [`exps`]).
+    std::arch::x86_64::_mm256_zeroupper();
 }
 
 /// The body of [`dot_consts`]; `AVX`: the CPU has AVX.
@@ -772,60 +900,182 @@ unsafe fn dot_consts_avx(run: &[Instr], t: &Tables<'_>, s: *mut f64) {
 /// As [`dot_consts`].
 #[inline(always)]
 unsafe fn dot_consts_in<const AVX: bool>(run: &[Instr], t: &Tables<'_>, s: *mut f64) {
-    // SAFETY (the closures and the loops): the caller's contract puts every list inside
-    // both tables and every slot in bounds.
-    let chain = |i: &Instr| unsafe {
-        let start = i.args[1] as usize;
-        (
-            t.lists.as_ptr().add(start),
-            t.weights.as_ptr().add(start),
-            i.args[2] as usize,
-            *s.add(i.args[0] as usize),
-        )
-    };
-    let term = |x: *const u32, w: *const f64, k: usize, p: f64| unsafe {
-        add_regs_ordered::<AVX>(*w.add(k) * *s.add(*x.add(k) as usize), p)
-    };
-    let mut fours = run.chunks_exact(4);
-    for four in &mut fours {
-        let (x0, w0, m0, mut p0) = chain(&four[0]);
-        let (x1, w1, m1, mut p1) = chain(&four[1]);
-        let (x2, w2, m2, mut p2) = chain(&four[2]);
-        let (x3, w3, m3, mut p3) = chain(&four[3]);
-        let common = m0.min(m1).min(m2).min(m3);
-        for k in 0..common {
-            p0 = term(x0, w0, k, p0);
-            p1 = term(x1, w1, k, p1);
-            p2 = term(x2, w2, k, p2);
-            p3 = term(x3, w3, k, p3);
-        }
-        for k in common..m0 {
-            p0 = term(x0, w0, k, p0);
-        }
-        for k in common..m1 {
-            p1 = term(x1, w1, k, p1);
-        }
-        for k in common..m2 {
-            p2 = term(x2, w2, k, p2);
-        }
-        for k in common..m3 {
-            p3 = term(x3, w3, k, p3);
-        }
-        // SAFETY: destinations are in bounds (the caller's contract).
+    for g in dot_const_groups(run.len()) {
+        // SAFETY: the caller's contract; the group is inside the run.
         unsafe {
-            *s.add(four[0].dst as usize) = p0;
-            *s.add(four[1].dst as usize) = p1;
-            *s.add(four[2].dst as usize) = p2;
-            *s.add(four[3].dst as usize) = p3;
+            let g = run.get_unchecked(g);
+            match g.len() {
+                4 => dot_const_group::<AVX, 4>(g, t, s),
+                3 => dot_const_group::<AVX, 3>(g, t, s),
+                2 => dot_const_group::<AVX, 2>(g, t, s),
+                _ => dot_const_group::<AVX, 1>(g, t, s),
+            }
         }
     }
-    for i in fours.remainder() {
-        let (x, w, m, mut p) = chain(i);
-        for k in 0..m {
-            p = term(x, w, k, p);
+}
+
+/// One group of `N` chains (`g`, `N` long) of [`dot_consts`]: in step while all have
+/// terms, then the longer ones in step, and so on (the chains sorted by length; each
+/// width's running values at constant places, so that they stay in registers).
+///
+/// # Safety
+/// As [`dot_consts`], for the group `g`.
+#[inline(always)]
+unsafe fn dot_const_group<const AVX: bool, const N: usize>(
+    g: &[Instr],
+    t: &Tables<'_>,
+    s: *mut f64,
+) {
+    // SAFETY: the caller's contract: the group's block inside both tables (`Σ mⱼ`
+    // entries from `args[1]`, the lengths ascending), every slot in bounds; no chain
+    // reads another's destination, and the results are stored after every read.
+    unsafe {
+        let mut p = [0.0f64; N];
+        let mut m = [0usize; N];
+        for j in 0..N {
+            let i = g.get_unchecked(j);
+            p[j] = *s.add(i.args[0] as usize);
+            m[j] = i.args[2] as usize;
         }
-        // SAFETY: as above.
-        unsafe { *s.add(i.dst as usize) = p };
+        let mut pos = g.get_unchecked(0).args[1] as usize;
+        let mut done = 0;
+        let (x, w) = (t.lists.as_ptr(), t.weights.as_ptr());
+        // The chains from `a` on run in step to the end of chain `a`.
+        macro_rules! width {
+            ($a:literal, $width:literal) => {
+                if $a < N {
+                    let steps = m[$a] - done;
+                    let chains = p[$a..].first_chunk_mut::<$width>();
+                    in_step_lanes::<AVX, $width>(chains, x.add(pos), w.add(pos), steps, s);
+                    pos += $width * steps;
+                    done = m[$a];
+                }
+            };
+        }
+        match N {
+            4 => {
+                width!(0, 4);
+                width!(1, 3);
+                width!(2, 2);
+                width!(3, 1);
+            }
+            3 => {
+                width!(0, 3);
+                width!(1, 2);
+                width!(2, 1);
+            }
+            2 => {
+                width!(0, 2);
+                width!(1, 1);
+            }
+            _ => width!(0, 1),
+        }
+        let _ = (pos, done);
+        for (i, p) in g.iter().zip(p) {
+            *s.add(i.dst as usize) = p;
+        }
+    }
+}
+
+/// `steps` steps of `W` chains in step (running values `p`), step `k`'s terms at
+/// `x[W·k + j]` (slots) and `w[W·k + j]` (weights): `p[j] = w·s[x] + p[j]`, rounded
+/// twice, the product as the sum's first operand ([`add_regs_ordered`]; `AVX`: the
+/// CPU has AVX, and the caller is compiled for it).
+///
+/// # Safety
+/// The `W · steps` entries inside both tables, every slot in bounds of `s`.
+#[inline(always)]
+unsafe fn in_step<const AVX: bool, const W: usize>(
+    p: Option<&mut [f64; W]>,
+    x: *const u32,
+    w: *const f64,
+    steps: usize,
+    s: *const f64,
+) {
+    let Some(p) = p else { return };
+    let mut q = *p;
+    for k in 0..steps {
+        for (j, q) in q.iter_mut().enumerate() {
+            // SAFETY: the caller's contract.
+            *q = unsafe {
+                let at = W * k + j;
+                add_regs_ordered::<AVX>(*w.add(at) * *s.add(*x.add(at) as usize), *q)
+            };
+        }
+    }
+    *p = q;
+}
+
+/// [`in_step`]; four chains in AVX's four lanes where `AVX`.
+///
+/// # Safety
+/// As [`in_step`]; where `AVX`, the CPU has AVX.
+#[inline(always)]
+unsafe fn in_step_lanes<const AVX: bool, const W: usize>(
+    p: Option<&mut [f64; W]>,
+    x: *const u32,
+    w: *const f64,
+    steps: usize,
+    s: *const f64,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if AVX && W == 4 {
+        if let Some(p) = p.and_then(|p| p.first_chunk_mut::<4>()) {
+            // SAFETY: the caller's contract.
+            unsafe { in_step_four_avx(p, x, w, steps, s) };
+        }
+        return;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { in_step::<AVX, W>(p, x, w, steps, s) }
+}
+
+/// [`in_step_lanes`] of four chains, in AVX's lanes: each step's four slots read as two 8-byte words, the
+/// four values gathered by scalar loads into one register, multiplied by the step's four
+/// weights (one load) and added to the four running values in one `vaddpd`, the products
+/// as its first operand, so every lane rounds and answers (a NaN's payload too) as
+/// [`in_step`]'s scalar operations do. A weight is never NaN, so the product's bits do
+/// not depend on the order of its factors.
+///
+/// # Safety
+/// As [`in_step`]; the CPU has AVX.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+#[inline]
+unsafe fn in_step_four_avx(
+    p: &mut [f64; 4],
+    x: *const u32,
+    w: *const f64,
+    steps: usize,
+    s: *const f64,
+) {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's contract: `4 · steps` entries from `x` and `w`, every slot in
+    // bounds of `s`; the CPU has AVX.
+    unsafe {
+        let mut acc = _mm256_loadu_pd(p.as_ptr());
+        for k in 0..steps {
+            let at = x.add(4 * k).cast::<u64>();
+            let (x01, x23) = (at.read_unaligned(), at.add(1).read_unaligned());
+            let slot = |v: u64| s.add(v as u32 as usize);
+            let lo = _mm_loadh_pd(_mm_load_sd(slot(x01)), slot(x01 >> 32));
+            let hi = _mm_loadh_pd(_mm_load_sd(slot(x23)), slot(x23 >> 32));
+            let values = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(lo), hi);
+            let products = _mm256_mul_pd(_mm256_loadu_pd(w.add(4 * k)), values);
+            let sum: __m256d;
+            // `vaddpd` with the products as its first source: where both are NaN, the
+            // product's payload, as the scalar `vaddsd` gives (the compiler could swap
+            // the operands of `_mm256_add_pd`).
+            std::arch::asm!(
+                "vaddpd {sum}, {a}, {b}",
+                sum = lateout(ymm_reg) sum,
+                a = in(ymm_reg) products,
+                b = in(ymm_reg) acc,
+                options(pure, nomem, nostack, preserves_flags)
+            );
+            acc = sum;
+        }
+        _mm256_storeu_pd(p.as_mut_ptr(), acc);
     }
 }
 

@@ -364,9 +364,9 @@ impl Tape {
         // consumers[slot] = instructions reading `slot` (CSR over slots).
         let mut start = vec![0u32; p.slots + 1];
         let mut used: Vec<u32> = Vec::new();
-        for (k, i) in p.instrs.iter().enumerate() {
+        for (k, &r) in run_of.iter().enumerate() {
             used.clear();
-            used.extend(p.reads(p.runs[run_of[k] as usize].code, i));
+            used.extend(p.reads(&p.runs[r as usize], k));
             for (j, &a) in used.iter().enumerate() {
                 if !used[..j].contains(&a) {
                     start[a as usize + 1] += 1;
@@ -378,9 +378,9 @@ impl Tape {
         }
         let mut fill = start.clone();
         let mut consumers = vec![0u32; start[p.slots] as usize];
-        for (k, i) in p.instrs.iter().enumerate() {
+        for (k, &r) in run_of.iter().enumerate() {
             used.clear();
-            used.extend(p.reads(p.runs[run_of[k] as usize].code, i));
+            used.extend(p.reads(&p.runs[r as usize], k));
             for (j, &a) in used.iter().enumerate() {
                 if !used[..j].contains(&a) {
                     consumers[fill[a as usize] as usize] = k as u32;

@@ -117,6 +117,14 @@ fn agrees_at_points(p: &Program, lane: &Lane, rng: &mut Rng, points: usize, case
         let (out, from_tape) = run_both(p, &tape, &x);
         assert!(same(&out, &reference(lane, &x)), "{case} at {x:?}");
         assert_eq!(bits(&out), bits(&from_tape), "{case} at {x:?}");
+        if p.schedule == Schedule::Level {
+            let portable = p.run_portable(&x);
+            assert_eq!(
+                bits(&out),
+                bits(&portable),
+                "{case}, portable build, at {x:?}"
+            );
+        }
     }
 }
 
@@ -564,6 +572,9 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
     const { assert!(MIN_DOT_CONST <= 8) };
     let mut rng = Rng::new(30);
     let (mut chains, mut fours, mut remainders, mut pieces) = (0, false, false, false);
+    // Groups run in step, by size, and fours whose chains end at different steps (so the
+    // three, two and one longest run on in step after the vector lanes).
+    let (mut sizes, mut stairs) = ([0usize; 5], 0);
     for seed in 0..100 {
         let eq = weighted_sums(seed, 2 + (seed as usize % 6), 1 + (seed as usize % 11));
         for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
@@ -574,6 +585,12 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
                 chains += n;
                 fours |= n >= 4;
                 remainders |= !n.is_multiple_of(4);
+                let run = &p.instructions()[r.start as usize..r.end as usize];
+                for g in super::dot_const_groups(n) {
+                    let lens: Vec<u32> = run[g].iter().map(|i| i.args[2]).collect();
+                    sizes[lens.len()] += 1;
+                    stairs += usize::from(lens.len() == 4 && lens[0] < lens[3]);
+                }
             }
             pieces |= split(&p);
             chains_independent(&p);
@@ -584,6 +601,10 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
     assert!(
         fours && remainders && pieces,
         "{fours} {remainders} {pieces}"
+    );
+    assert!(
+        sizes[1..].iter().all(|&n| n >= 5) && stairs >= 5,
+        "groups by size {sizes:?}, {stairs} fours of unequal chains"
     );
 }
 
@@ -597,9 +618,9 @@ fn chains_independent(p: &Program) {
         // A later chain may reuse a slot an earlier one read last (all reads come first),
         // but none may read what an earlier one writes.
         for (k, i) in run.iter().enumerate() {
-            for j in &run[k + 1..] {
+            for (l, j) in run.iter().enumerate().skip(k + 1) {
                 assert!(
-                    !p.reads(r.code, j).any(|x| x == i.dst),
+                    !p.reads(r, r.start as usize + l).any(|x| x == i.dst),
                     "{:?}: {j:?} reads {i:?}'s destination",
                     r.code
                 );
