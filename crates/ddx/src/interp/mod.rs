@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One instruction: `slot[dst] = op(slot[args[0]], slot[args[1]], slot[args[2]])`, its
 /// operation given by the [`Run`] it belongs to; unused operands are zero.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct Instr {
     /// Destination slot.
@@ -89,15 +89,17 @@ pub enum Code {
     /// it too, one chain a run; tape programs never.
     Dot,
     /// A [`Code::Dot`] whose every product has a constant factor that is not NaN (a
-    /// *weight*): `args = [c, start, m]`, the other factors' slots at
-    /// `lists[start..start + m]` and their weights at `weights[start..start + m]` of its
-    /// [`Program`], computing `w_m·x_m + (… + (w₁·x₁ + c))`, each product and sum rounded,
-    /// in the chain's order. A product with a factor that is not NaN has the same bits
-    /// whichever factor comes first (IEEE multiplication commutes, and with one NaN
-    /// operand that NaN, quieted, is the answer), so the chain's bits, NaN payloads
-    /// included. The weights are read from the program (not copied into the slot array),
-    /// one load folded into each product; the chains of a run (one level, independent,
-    /// sorted by length) run four at a time.
+    /// *weight*): `args = [c, start, m]`, the other factors' slots in the lists of its
+    /// [`Program`] and their weights at the same places in its weights, computing
+    /// `w_m·x_m + (… + (w₁·x₁ + c))`, each product and sum rounded, in the chain's order.
+    /// A product with a factor that is not NaN has the same bits whichever factor comes
+    /// first (IEEE multiplication commutes, and with one NaN operand that NaN, quieted, is
+    /// the answer), so the chain's bits, NaN payloads included. The weights are read from
+    /// the program (not copied into the slot array). A block program's chain has its terms
+    /// at `start..start + m`. A [`Schedule::Level`] program's chains of a run (one level,
+    /// independent, sorted by length) run in groups of four, in step, in AVX's four lanes
+    /// where the CPU has it; a group's chains share one block at `start`, their terms laid
+    /// out step by step (`StepTerms`; [`Program::terms`] reads one chain's).
     DotConst,
     /// A chain of [`Code::SubMul`]s, each but the first taking the one before's result as
     /// its `c`, every partial difference used only there: `args = [c, start, 2m]`, the
@@ -256,8 +258,9 @@ impl Program {
         self.consts.len()
     }
 
-    /// The slot lists that [`Code::CallN`] and [`Code::Dot`] instructions index (`args[1]`
-    /// the start, `args[2]` the length): for tools that profile programs.
+    /// The slot lists that [`Code::CallN`] and the chain instructions index, end to end:
+    /// for tools that profile programs. [`Program::terms`] reads one instruction's list
+    /// (a level program's [`Code::DotConst`] chains share blocks laid out step by step).
     pub fn lists(&self) -> &[u32] {
         &self.lists
     }
@@ -290,24 +293,31 @@ impl Program {
     /// programs.
     ///
     /// A chain's list is `lists[start..start + len]` (`args[1]`, `args[2]`), except a
-    /// `DotConst`'s in a [`Schedule::Level`] program, whose chains run in groups
-    /// ([`dot_const_groups`]) with their terms laid out step by step
-    /// ([`StepTerms`]).
+    /// `DotConst`'s in a [`Schedule::Level`] program, whose chains run in groups of up to
+    /// four, their terms laid out step by step (step `j` holds term `j` of each chain of
+    /// the group longer than `j`). Empty where `r` is not one of the program's runs or
+    /// does not hold `k`.
     pub fn terms(&self, r: &Run, k: usize) -> impl Iterator<Item = u32> + '_ {
-        let i = self.instrs[k];
+        let run = r.start as usize..r.end as usize;
+        let found = self.instrs.get(run.clone()).filter(|_| run.contains(&k));
+        let (members, i) = match found {
+            Some(members) => (members, members[k - run.start]),
+            None => (&[][..], Instr::default()),
+        };
         let (start, len) = (i.args[1] as usize, i.args[2] as usize);
         let stepped = r.code == Code::DotConst && self.schedule == Schedule::Level;
-        let plain = match r.code.has_list() && !stepped {
+        let plain = match r.code.has_list() && !stepped && found.is_some() {
             true => self.lists.get(start..start + len).unwrap_or(&[]),
             false => &[],
         };
-        let steps = stepped.then(|| {
-            let at = k - r.start as usize;
-            let group = dot_const_groups((r.end - r.start) as usize)
+        let steps = (stepped && found.is_some()).then(|| {
+            let at = k - run.start;
+            let group = dot_const_groups(members.len())
                 .find(|g| g.contains(&at))
                 .unwrap_or(at..at + 1);
-            let members = &self.instrs[r.start as usize..][group.clone()];
-            StepTerms::new(members, at - group.start).filter_map(|pos| self.lists.get(pos).copied())
+            let j = at - group.start;
+            let group = members.get(group).unwrap_or(&[]);
+            StepTerms::new(group, j).filter_map(|pos| self.lists.get(pos).copied())
         });
         plain.iter().copied().chain(steps.into_iter().flatten())
     }

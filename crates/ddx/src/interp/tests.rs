@@ -669,6 +669,17 @@ fn independent_chains_of_different_lengths_share_one_run() {
         .collect();
     assert_eq!(weighted.len(), 1, "{:?}", p.run_list());
     assert_eq!(weighted[0].end - weighted[0].start, 8);
+    // Each chain's terms, read back from the groups' step-by-step blocks: the symbols
+    // `x00 … x(7+k)` in order (the chains sorted by length, the first term `x_k` its
+    // start), and nothing for an instruction outside the run.
+    let r = weighted[0];
+    for (k, at) in (r.start as usize..r.end as usize).enumerate() {
+        let want: Vec<u32> = (0..8 + k as u32)
+            .map(|j| (p.constant_count() as u32) + j)
+            .collect();
+        assert_eq!(p.terms(r, at).collect::<Vec<_>>(), want, "chain {k}");
+    }
+    assert_eq!(p.terms(r, r.end as usize).count(), 0);
     let x: Vec<f64> = (0..16).map(|i| 0.25 * i as f64 - 1.0).collect();
     let mut out = vec![0.0; 8];
     p.run(&x, &mut out).expect("runs");
