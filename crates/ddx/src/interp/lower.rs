@@ -15,7 +15,7 @@
 //! Output slots are never freed. Under [`Schedule::Tape`] nothing is freed: every value
 //! keeps its slot.
 
-use super::{dot_const_groups, next_id, Code, Instr, Program, Run};
+use super::{dot_const_groups, next_id, shape, step_shape, Code, Instr, Program, Run};
 use ddx_ir::{Lane, Node, NodeId, Op};
 
 /// Sentinel for "this node has no slot yet".
@@ -246,8 +246,14 @@ impl Program {
                         weights.push(self.weights[at]);
                     }
                 }
-                for i in members {
+                for i in members.iter_mut() {
                     i.args[1] = block;
+                }
+                // A four: the shape its four-wide steps share (`shape::GATHER` where they
+                // differ) in the second chain's `args[1]`.
+                if let [first, second, _, _] = members {
+                    let block = &lists[block as usize..];
+                    second.args[1] = four_wide_shape(block, first.args[2] as usize);
                 }
             }
         }
@@ -257,8 +263,9 @@ impl Program {
     }
 
     /// Checks the step layout of a [`Schedule::Level`] program's [`Code::DotConst`]
-    /// groups ([`super::StepTerms`]): a group's chains share their block, sorted by length, and
-    /// the block lies inside the lists and the weights.
+    /// groups ([`super::StepTerms`]): a group's chains share their block (in a four, the
+    /// second holds the shape of its four-wide steps instead, and every such step has that
+    /// shape), sorted by length, and the block lies inside the lists and the weights.
     fn check_steps(&self) {
         if self.schedule != Schedule::Level {
             return;
@@ -269,8 +276,10 @@ impl Program {
                 let members = &run[g];
                 let block = members[0].args[1] as usize;
                 let len: usize = members.iter().map(|i| i.args[2] as usize).sum();
+                let four = members.len() == 4;
                 assert!(
-                    members.iter().all(|i| i.args[1] as usize == block),
+                    (members.iter().enumerate())
+                        .all(|(j, i)| (four && j == 1) || i.args[1] as usize == block),
                     "a group's chains share their block: {members:?}"
                 );
                 assert!(
@@ -281,6 +290,15 @@ impl Program {
                     block + len <= self.lists.len().min(self.weights.len()),
                     "a group's block out of range: {members:?}"
                 );
+                if four {
+                    let form = members[1].args[1];
+                    let steps = &self.lists[block..];
+                    let shared = four_wide_shape(steps, members[0].args[2] as usize);
+                    assert!(
+                        form == shape::GATHER || form == shared,
+                        "a four's steps have their shape {form}: {members:?}"
+                    );
+                }
             }
         }
     }
@@ -295,7 +313,9 @@ impl Program {
             let instrs = self.instrs.get(r.start as usize..r.end as usize);
             let instrs = instrs.expect("runs lie inside the instructions");
             for (k, i) in (r.start as usize..).zip(instrs) {
-                if r.code.has_list() {
+                // A level program's `DotConst` lists are checked by `check_steps`.
+                let stepped = r.code == Code::DotConst && self.schedule == Schedule::Level;
+                if r.code.has_list() && !stepped {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(
                         start + k <= self.lists.len(),
@@ -309,6 +329,8 @@ impl Program {
                         !matches!(r.code, Code::Dot | Code::DotSub) || k % 2 == 0,
                         "odd factor list in {i:?}"
                     );
+                    assert!(i.args[0] < n, "slot out of range in {i:?}");
+                } else if stepped {
                     assert!(i.args[0] < n, "slot out of range in {i:?}");
                 } else {
                     assert!(i.args.iter().all(|&a| a < n), "slot out of range in {i:?}");
@@ -343,6 +365,20 @@ impl Program {
             "output slot out of range"
         );
         assert!(self.consts.len() + self.inputs <= self.slots);
+    }
+}
+
+/// The [`shape`] every one of the first `steps` four-wide steps of a group's block
+/// (`block`, from its start) has; [`shape::GATHER`] where they differ.
+fn four_wide_shape(block: &[u32], steps: usize) -> u32 {
+    let mut shapes = block
+        .chunks_exact(4)
+        .take(steps)
+        .map(|x| step_shape([x[0], x[1], x[2], x[3]]));
+    let first = shapes.next().unwrap_or(shape::GATHER);
+    match shapes.all(|s| s == first) {
+        true => first,
+        false => shape::GATHER,
     }
 }
 

@@ -803,11 +803,46 @@ pub(crate) fn dot_const_groups(n: usize) -> impl Iterator<Item = std::ops::Range
 /// step, eight chains, ran no faster than one, see `BENCHMARKS.md`).
 const DOT_CONST_GROUP: usize = 4;
 
+/// How the four slots of a step of four [`Code::DotConst`] chains in step lie, relative to
+/// the first chain's slot `x₀` ([`step_shape`]). Where every step of a group's four-wide
+/// part has one shape, the lowering records it in the group's second chain's `args[1]`
+/// ([`StepTerms`]), and the AVX loop reads the step's four values with one load (and a
+/// permutation) instead of four: a chain's terms over a run of inputs, or over values the
+/// neighbouring chains read too, are common in mixtures' sums and their adjoints.
+pub(crate) mod shape {
+    /// Any four slots: four loads.
+    pub const GATHER: u32 = 0;
+    /// `x₀, x₀+1, x₀+2, x₀+3`.
+    pub const ASCENDING: u32 = 1;
+    /// `x₀, x₀−1, x₀−2, x₀−3`.
+    pub const DESCENDING: u32 = 2;
+    /// `x₀` four times.
+    pub const SAME: u32 = 3;
+    /// `x₀, x₀, x₀+1, x₀+1`.
+    pub const PAIRS_UP: u32 = 4;
+    /// `x₀, x₀, x₀−1, x₀−1`.
+    pub const PAIRS_DOWN: u32 = 5;
+}
+
+/// The [`shape`] of one step's four slots.
+pub(crate) fn step_shape(x: [u32; 4]) -> u32 {
+    let d = x.map(|v| i64::from(v) - i64::from(x[0]));
+    match d {
+        [0, 1, 2, 3] => shape::ASCENDING,
+        [0, -1, -2, -3] => shape::DESCENDING,
+        [0, 0, 0, 0] => shape::SAME,
+        [0, 0, 1, 1] => shape::PAIRS_UP,
+        [0, 0, -1, -1] => shape::PAIRS_DOWN,
+        _ => shape::GATHER,
+    }
+}
+
 /// The positions, in a [`Schedule::Level`] program's lists and weights, of one chain's
 /// terms in its group of [`Code::DotConst`] chains ([`dot_const_groups`]).
 ///
 /// **Layout.** A group's chains, `G ≤ 4` of them with lengths `m₀ ≤ m₁ ≤ … ≤ m_{G-1}`,
-/// share one block starting at their common `args[1]`. The block holds the chains' terms
+/// share one block starting at the first chain's `args[1]` (every chain's, but in a group
+/// of four the second chain's `args[1]` is the [`shape`] of the first `m₀` steps). The block holds the chains' terms
 /// step by step: step `k` holds term `k` of every chain longer than `k`, in the group's
 /// order (a suffix of the group, as the lengths ascend). So the first `m₀` steps hold
 /// `G` terms each, the next `m₁ − m₀` steps `G − 1`, and so on: the block is `Σ mⱼ` long,
@@ -872,7 +907,7 @@ impl Iterator for StepTerms {
 /// (independent chains, as [`dots`]'), over the slot array at `s`: group by group
 /// ([`dot_const_groups`]), the chains of a group in step while they have terms (four,
 /// then three, two, one, as the shorter end), each group's results stored after every
-/// operand of the group is read. `AVX`: the CPU has AVX (its build is chosen), and four
+/// operand of the group is read. `AVX`: the CPU has AVX2 (its build is chosen), and four
 /// chains in step run in its four lanes: the four products in one multiplication and the
 /// four sums in one addition, each lane rounded as the scalar operation is.
 ///
@@ -890,12 +925,12 @@ unsafe fn dot_consts<const AVX: bool>(run: &[Instr], t: &Tables<'_>, s: *mut f64
     unsafe { dot_consts_in::<false>(run, t, s) }
 }
 
-/// [`dot_consts`] compiled for AVX.
+/// [`dot_consts`] compiled for AVX2.
 ///
 /// # Safety
-/// The CPU must have AVX; otherwise as [`dot_consts`].
+/// The CPU must have AVX2; otherwise as [`dot_consts`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
+#[target_feature(enable = "avx2")]
 unsafe fn dot_consts_avx(run: &[Instr], t: &Tables<'_>, s: *mut f64) {
     // SAFETY: the caller's contract.
     unsafe { dot_consts_in::<true>(run, t, s) };
@@ -950,13 +985,19 @@ unsafe fn dot_const_group<const AVX: bool, const N: usize>(
         let mut pos = g.get_unchecked(0).args[1] as usize;
         let mut done = 0;
         let (x, w) = (t.lists.as_ptr(), t.weights.as_ptr());
+        // The shape of the four-wide steps (a group of four only).
+        let form = match N {
+            4 => g.get_unchecked(1).args[1],
+            _ => shape::GATHER,
+        };
         // The chains from `a` on run in step to the end of chain `a`.
         macro_rules! width {
             ($a:literal, $width:literal) => {
                 if $a < N {
                     let steps = m[$a] - done;
                     let chains = p[$a..].first_chunk_mut::<$width>();
-                    in_step_lanes::<AVX, $width>(chains, x.add(pos), w.add(pos), steps, s);
+                    let (x, w) = (x.add(pos), w.add(pos));
+                    in_step_lanes::<AVX, $width>(chains, x, w, steps, s, form);
                     pos += $width * steps;
                     done = m[$a];
                 }
@@ -1016,10 +1057,12 @@ unsafe fn in_step<const AVX: bool, const W: usize>(
     *p = q;
 }
 
-/// [`in_step`]; four chains in AVX's four lanes where `AVX`.
+/// [`in_step`]; four chains in AVX's four lanes where `AVX`, every step's slots of the
+/// [`shape`] `form`.
 ///
 /// # Safety
-/// As [`in_step`]; where `AVX`, the CPU has AVX.
+/// As [`in_step`]; where `AVX`, the CPU has AVX2; every step's four slots of the shape
+/// `form` (where `W` is 4).
 #[inline(always)]
 unsafe fn in_step_lanes<const AVX: bool, const W: usize>(
     p: Option<&mut [f64; W]>,
@@ -1027,30 +1070,36 @@ unsafe fn in_step_lanes<const AVX: bool, const W: usize>(
     w: *const f64,
     steps: usize,
     s: *const f64,
+    form: u32,
 ) {
     #[cfg(target_arch = "x86_64")]
     if AVX && W == 4 {
         if let Some(p) = p.and_then(|p| p.first_chunk_mut::<4>()) {
             // SAFETY: the caller's contract.
-            unsafe { in_step_four_avx(p, x, w, steps, s) };
+            unsafe { in_step_four_avx(p, x, w, steps, s, form) };
         }
         return;
     }
+    let _ = form;
     // SAFETY: the caller's contract.
     unsafe { in_step::<AVX, W>(p, x, w, steps, s) }
 }
 
-/// [`in_step_lanes`] of four chains, in AVX's lanes: each step's four slots read as two 8-byte words, the
-/// four values gathered by scalar loads into one register, multiplied by the step's four
-/// weights (one load) and added to the four running values in one `vaddpd`, the products
-/// as its first operand, so every lane rounds and answers (a NaN's payload too) as
-/// [`in_step`]'s scalar operations do. A weight is never NaN, so the product's bits do
-/// not depend on the order of its factors.
+/// [`in_step_lanes`] of four chains, in AVX's lanes: each step's four values in one
+/// register, multiplied by the step's four weights (one load) and added to the four
+/// running values in one `vaddpd`, the products as its first operand, so every lane
+/// rounds and answers (a NaN's payload too) as [`in_step`]'s scalar operations do. A
+/// weight is never NaN, so the product's bits do not depend on the order of its factors.
+///
+/// The values are read by the steps' [`shape`] `form`: one 32-byte load for a run of
+/// slots (reversed by a permutation where it descends), one broadcast for one slot, one
+/// 16-byte load and a permutation for two pairs; otherwise the four slots as two 8-byte
+/// words and four scalar loads. Every address read is one of the step's own slots.
 ///
 /// # Safety
-/// As [`in_step`]; the CPU has AVX.
+/// As [`in_step`]; every step's slots of the shape `form`; the CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
+#[target_feature(enable = "avx2")]
 #[inline]
 unsafe fn in_step_four_avx(
     p: &mut [f64; 4],
@@ -1058,32 +1107,59 @@ unsafe fn in_step_four_avx(
     w: *const f64,
     steps: usize,
     s: *const f64,
+    form: u32,
 ) {
     use std::arch::x86_64::*;
-    // SAFETY: the caller's contract: `4 · steps` entries from `x` and `w`, every slot in
-    // bounds of `s`; the CPU has AVX.
+    // SAFETY (every access): the caller's contract: `4 · steps` entries from `x` and `w`,
+    // every slot in bounds of `s`, every step of the shape `form`; the CPU has AVX2.
     unsafe {
         let mut acc = _mm256_loadu_pd(p.as_ptr());
-        for k in 0..steps {
-            let at = x.add(4 * k).cast::<u64>();
-            let (x01, x23) = (at.read_unaligned(), at.add(1).read_unaligned());
-            let slot = |v: u64| s.add(v as u32 as usize);
-            let lo = _mm_loadh_pd(_mm_load_sd(slot(x01)), slot(x01 >> 32));
-            let hi = _mm_loadh_pd(_mm_load_sd(slot(x23)), slot(x23 >> 32));
-            let values = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(lo), hi);
-            let products = _mm256_mul_pd(_mm256_loadu_pd(w.add(4 * k)), values);
-            let sum: __m256d;
-            // `vaddpd` with the products as its first source: where both are NaN, the
-            // product's payload, as the scalar `vaddsd` gives (the compiler could swap
-            // the operands of `_mm256_add_pd`).
-            std::arch::asm!(
-                "vaddpd {sum}, {a}, {b}",
-                sum = lateout(ymm_reg) sum,
-                a = in(ymm_reg) products,
-                b = in(ymm_reg) acc,
-                options(pure, nomem, nostack, preserves_flags)
-            );
-            acc = sum;
+        // Slot `j` of step `k`.
+        let slot = |k: usize, j: usize| s.add(*x.add(4 * k + j) as usize);
+        macro_rules! steps {
+            (|$k:ident| $values:expr) => {
+                for $k in 0..steps {
+                    let values = $values;
+                    let products = _mm256_mul_pd(_mm256_loadu_pd(w.add(4 * $k)), values);
+                    let sum: __m256d;
+                    // `vaddpd` with the products as its first source: where both are
+                    // NaN, the product's payload, as the scalar `vaddsd` gives (the
+                    // compiler could swap the operands of `_mm256_add_pd`).
+                    std::arch::asm!(
+                        "vaddpd {sum}, {a}, {b}",
+                        sum = lateout(ymm_reg) sum,
+                        a = in(ymm_reg) products,
+                        b = in(ymm_reg) acc,
+                        options(pure, nomem, nostack, preserves_flags)
+                    );
+                    acc = sum;
+                }
+            };
+        }
+        match form {
+            // `x₀ … x₀+3`.
+            shape::ASCENDING => steps!(|k| _mm256_loadu_pd(slot(k, 0))),
+            // `x₃ … x₃+3` (`x₃ = x₀−3`), reversed.
+            shape::DESCENDING => {
+                steps!(|k| _mm256_permute4x64_pd::<0x1B>(_mm256_loadu_pd(slot(k, 3))))
+            }
+            shape::SAME => steps!(|k| _mm256_broadcast_sd(&*slot(k, 0))),
+            // `(x₀, x₀+1)`, lanes 0 0 1 1.
+            shape::PAIRS_UP => steps!(|k| _mm256_permute4x64_pd::<0x50>(_mm256_castpd128_pd256(
+                _mm_loadu_pd(slot(k, 0))
+            ))),
+            // `(x₂, x₂+1) = (x₀−1, x₀)`, lanes 1 1 0 0.
+            shape::PAIRS_DOWN => steps!(|k| _mm256_permute4x64_pd::<0x05>(_mm256_castpd128_pd256(
+                _mm_loadu_pd(slot(k, 2))
+            ))),
+            _ => steps!(|k| {
+                let at = x.add(4 * k).cast::<u64>();
+                let (x01, x23) = (at.read_unaligned(), at.add(1).read_unaligned());
+                let slot = |v: u64| s.add(v as u32 as usize);
+                let lo = _mm_loadh_pd(_mm_load_sd(slot(x01)), slot(x01 >> 32));
+                let hi = _mm_loadh_pd(_mm_load_sd(slot(x23)), slot(x23 >> 32));
+                _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(lo), hi)
+            }),
         }
         _mm256_storeu_pd(p.as_mut_ptr(), acc);
     }

@@ -608,6 +608,81 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
     );
 }
 
+#[test]
+fn fours_of_every_step_shape_give_the_tape_programs_bits() {
+    use super::shape;
+    // Five families (shape, length, the symbol chain `i` reads at step `k`) of four
+    // weighted sums over the symbols, each family of its own length
+    // (so the run, sorted by length, groups each family as one four): chain `i` of a
+    // family reads, at step `k`, the symbol that makes the family's shape.
+    type Family = (u32, usize, fn(usize, usize) -> usize);
+    let families: [Family; 5] = [
+        (shape::SAME, 12, |_, k| k),
+        (shape::ASCENDING, 13, |i, k| i + k),
+        (shape::DESCENDING, 14, |i, k| 30 - i - k),
+        (shape::PAIRS_UP, 15, |i, k| i / 2 + k),
+        (shape::PAIRS_DOWN, 16, |i, k| (3 - i) / 2 + k),
+    ];
+    let mut rng = Rng::new(40);
+    for seed in 0..20 {
+        let eq = rt::equation(|| {
+            let mut wr = Rng::new(seed);
+            let x: Vec<Expr> = (0..32).map(|i| rt::var(&format!("x{i:02}"))).collect();
+            let mut outs = Vec::new();
+            for &(_, len, at) in &families {
+                for i in 0..4 {
+                    // Weights that are no NaN (a NaN is no weight): large, tiny, signed;
+                    // all distinct, so that no two chains share a product (a product used
+                    // twice is its own instruction, and cuts both chains there).
+                    let mut w = || {
+                        let u = wr.below(1 << 24) as f64 + 0.5;
+                        match wr.below(8) {
+                            0 => 1e300 * (1.0 + u / 16777216.0),
+                            1 => -f64::MIN_POSITIVE / u,
+                            _ => u / 65536.0 - 128.0,
+                        }
+                    };
+                    // A symbol is the chain's start, then `len` links (the last chain one
+                    // more, so that it goes on alone after the four-wide steps).
+                    let mut f = x[31];
+                    for k in 0..len + usize::from(i == 3) {
+                        f += x[at(i, k)] * w();
+                    }
+                    outs.push(f);
+                }
+            }
+            outs
+        })
+        .expect("builds");
+        let lane = eq.lane(LaneKind::Value).expect("lane");
+        let p = Program::lower(lane, Schedule::Level);
+        let runs: Vec<_> = p
+            .run_list()
+            .iter()
+            .filter(|r| r.code == Code::DotConst)
+            .collect();
+        assert_eq!(runs.len(), 1, "{:?}", p.run_list());
+        let run = &p.instructions()[runs[0].start as usize..runs[0].end as usize];
+        let groups: Vec<(u32, Vec<u32>)> = (run.chunks_exact(4))
+            .map(|g| (g[1].args[1], g.iter().map(|i| i.args[2]).collect()))
+            .collect();
+        let want: Vec<(u32, Vec<u32>)> = (families.iter())
+            .map(|&(form, len, _)| {
+                (
+                    form,
+                    vec![len as u32, len as u32, len as u32, len as u32 + 1],
+                )
+            })
+            .collect();
+        assert_eq!(groups, want, "seed {seed}");
+        agrees_at_points(&p, lane, &mut rng, 16, &format!("seed {seed}"));
+        // The gradient's adjoint sums too, whatever their shapes.
+        let lane = eq.lane(LaneKind::Gradient).expect("lane");
+        let p = Program::lower(lane, Schedule::Level);
+        agrees_at_points(&p, lane, &mut rng, 8, &format!("seed {seed} gradient"));
+    }
+}
+
 /// Asserts that no chain of a chain run of `p` ([`Code::is_chain`]) reads an earlier
 /// one's destination: the per-point loop runs a run's chains in step, every read before
 /// any store (so a run must hold one level).
