@@ -250,32 +250,25 @@ fn binary_derivatives_at(idx: usize, a: f64, b: f64) -> Result<(), TestCaseError
     prop_assert_eq!(eq.evaluate([a, b]).unwrap().to_bits(), f(a, b).to_bits());
     let g = eq.jacobian([a, b]).unwrap();
     let (wa, wb) = df(a, b);
-    prop_assert!(
-        close(g[0], wa, 1e-14, 1e-15),
-        "∂{name}/∂a at ({a}, {b}) = {}, want {wa}",
-        g[0]
-    );
-    prop_assert!(
-        close(g[1], wb, 1e-14, 1e-15),
-        "∂{name}/∂b at ({a}, {b}) = {}, want {wb}",
-        g[1]
-    );
+    for (j, (var, want)) in [("a", wa), ("b", wb)].into_iter().enumerate() {
+        let got = g[j];
+        prop_assert!(
+            close(got, want, 1e-14, 1e-15),
+            "∂{name}/∂{var} at ({a}, {b}) = {got}, want {want}"
+        );
+    }
     // `max` and `min` have a kink where `a = b`: the differences in `a` (or `b`) must not
     // reach across it.
     let apart = (a - b).abs() > 2.0 * fd6_reach(a).max(fd6_reach(b));
     if !matches!(name, "max" | "min") || apart {
-        let fa = fd6(|t| f(t, b), a);
-        let fb = fd6(|t| f(a, t), b);
-        prop_assert!(
-            close(g[0], fa, 1e-8, 1e-9),
-            "∂{name}/∂a {} vs fd {fa}",
-            g[0]
-        );
-        prop_assert!(
-            close(g[1], fb, 1e-8, 1e-9),
-            "∂{name}/∂b {} vs fd {fb}",
-            g[1]
-        );
+        let fd = [fd6(|t| f(t, b), a), fd6(|t| f(a, t), b)];
+        for (j, var) in ["a", "b"].into_iter().enumerate() {
+            let (got, fd) = (g[j], fd[j]);
+            prop_assert!(
+                close(got, fd, 1e-8, 1e-9),
+                "∂{name}/∂{var} {got} vs fd {fd}"
+            );
+        }
     }
     for (j, e) in [[1.0, 0.0], [0.0, 1.0]].iter().enumerate() {
         let jv = eq.jvp(e, [a, b]).unwrap()[0];

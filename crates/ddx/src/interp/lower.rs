@@ -312,9 +312,9 @@ impl Program {
         for r in &self.runs {
             let instrs = self.instrs.get(r.start as usize..r.end as usize);
             let instrs = instrs.expect("runs lie inside the instructions");
+            // A level program's `DotConst` lists are checked by `check_steps`.
+            let stepped = r.code == Code::DotConst && self.schedule == Schedule::Level;
             for (k, i) in (r.start as usize..).zip(instrs) {
-                // A level program's `DotConst` lists are checked by `check_steps`.
-                let stepped = r.code == Code::DotConst && self.schedule == Schedule::Level;
                 if r.code.has_list() && !stepped {
                     let (start, k) = (i.args[1] as usize, i.args[2] as usize);
                     assert!(

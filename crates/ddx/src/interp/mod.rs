@@ -997,7 +997,7 @@ unsafe fn dot_const_group<const AVX: bool, const N: usize>(
                     let steps = m[$a] - done;
                     let chains = p[$a..].first_chunk_mut::<$width>();
                     let (x, w) = (x.add(pos), w.add(pos));
-                    in_step_lanes::<AVX, $width>(chains, x, w, steps, s, form);
+                    in_step::<AVX, $width>(chains, x, w, steps, s, form);
                     pos += $width * steps;
                     done = m[$a];
                 }
@@ -1030,11 +1030,13 @@ unsafe fn dot_const_group<const AVX: bool, const N: usize>(
 
 /// `steps` steps of `W` chains in step (running values `p`), step `k`'s terms at
 /// `x[W·k + j]` (slots) and `w[W·k + j]` (weights): `p[j] = w·s[x] + p[j]`, rounded
-/// twice, the product as the sum's first operand ([`add_regs_ordered`]; `AVX`: the
-/// CPU has AVX, and the caller is compiled for it).
+/// twice, the product as the sum's first operand ([`add_regs_ordered`]). `AVX`: the CPU
+/// has AVX2 and the caller is compiled for it; four chains then run in AVX's four lanes
+/// ([`in_step_four_avx`]), every step's slots of the [`shape`] `form`.
 ///
 /// # Safety
-/// The `W · steps` entries inside both tables, every slot in bounds of `s`.
+/// The `W · steps` entries inside both tables, every slot in bounds of `s`; where `AVX`
+/// and `W` is 4, every step's four slots of the shape `form`.
 #[inline(always)]
 unsafe fn in_step<const AVX: bool, const W: usize>(
     p: Option<&mut [f64; W]>,
@@ -1042,8 +1044,17 @@ unsafe fn in_step<const AVX: bool, const W: usize>(
     w: *const f64,
     steps: usize,
     s: *const f64,
+    form: u32,
 ) {
     let Some(p) = p else { return };
+    #[cfg(target_arch = "x86_64")]
+    if AVX {
+        if let Some(p) = p.first_chunk_mut::<4>().filter(|_| W == 4) {
+            // SAFETY: the caller's contract.
+            return unsafe { in_step_four_avx(p, x, w, steps, s, form) };
+        }
+    }
+    let _ = form;
     let mut q = *p;
     for k in 0..steps {
         for (j, q) in q.iter_mut().enumerate() {
@@ -1057,35 +1068,7 @@ unsafe fn in_step<const AVX: bool, const W: usize>(
     *p = q;
 }
 
-/// [`in_step`]; four chains in AVX's four lanes where `AVX`, every step's slots of the
-/// [`shape`] `form`.
-///
-/// # Safety
-/// As [`in_step`]; where `AVX`, the CPU has AVX2; every step's four slots of the shape
-/// `form` (where `W` is 4).
-#[inline(always)]
-unsafe fn in_step_lanes<const AVX: bool, const W: usize>(
-    p: Option<&mut [f64; W]>,
-    x: *const u32,
-    w: *const f64,
-    steps: usize,
-    s: *const f64,
-    form: u32,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if AVX && W == 4 {
-        if let Some(p) = p.and_then(|p| p.first_chunk_mut::<4>()) {
-            // SAFETY: the caller's contract.
-            unsafe { in_step_four_avx(p, x, w, steps, s, form) };
-        }
-        return;
-    }
-    let _ = form;
-    // SAFETY: the caller's contract.
-    unsafe { in_step::<AVX, W>(p, x, w, steps, s) }
-}
-
-/// [`in_step_lanes`] of four chains, in AVX's lanes: each step's four values in one
+/// [`in_step`] of four chains, in AVX's lanes: each step's four values in one
 /// register, multiplied by the step's four weights (one load) and added to the four
 /// running values in one `vaddpd`, the products as its first operand, so every lane
 /// rounds and answers (a NaN's payload too) as [`in_step`]'s scalar operations do. A
