@@ -624,7 +624,7 @@ const ARMS_DOC: &str = "\
 | `ddx-interp` | `Equation::gradient_into`: the gradient lane interpreted, written into the arm's buffer (as the CasADi arms write into theirs) |
 | `ddx-jit` | the same equation under `Backend::Compile`, `points = 1`, after `wait_for_refined_kernel(Gradient)` (the kernel a long lane ends with); present only where `uses_kernel(Gradient)` is then true |
 | `ddx-interp/batch` | `Equation::gradient_batch` over 1024 points (the pool tiled, one column per symbol, one per partial), time ÷ 1024: the block interpreter, on one thread (ddx's batch splitting runs inside a one-thread pool on the timing thread) |
-| `ddx-jit/batch` | the same under `Backend::Compile` with `points = 1024` (the column kernel), after `wait_for_refined_kernel(Gradient)` |
+| `ddx-jit/batch` | the same under `Backend::Compile` with `points = 1024` (the column kernel, or the block interpreter where the first batches timed it faster: `LaneStatus::batch_engine`), after `wait_for_refined_kernel(Gradient)` |
 | `num-dual` | the same generic Rust function on num-dual's dual numbers, the faster (measured per model, listed below) of one forward pass on `DualSVec64<n>` (`num_dual::gradient`, all `n` tangents at once) and `n` forward passes on `Dual64` |
 | `casadi/r` | CasADi's SX gradient `Function` (reverse mode, `casadi.gradient`), serialized, loaded into `libcasadi.so` through its C API and evaluated by CasADi's virtual machine from Rust: no Python in the loop |
 | `casadi/j` | the C that CasADi generates for that `Function`, compiled by `cc -O3 -shared -fPIC` and called from Rust through FFI |

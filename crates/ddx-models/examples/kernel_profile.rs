@@ -7,7 +7,8 @@
 //! squares) or `nist-<dataset>` (any NIST StRD dataset's, `nist-ENSO`); `arm` is `native` (one `f64` evaluation), `jit` (`gradient_into` through the
 //! kernel, after `wait_for_kernel`), `interp` (`gradient_into`, interpreted), `batch`
 //! (`gradient_batch` over 1024 points a call, the block interpreter, on one thread),
-//! `batch-jit` (the same through the JIT's column kernel, `points = 1024`) or `stats`
+//! `batch-jit` (the same under `Backend::Compile`, `points = 1024`: the column kernel, or
+//! the block interpreter where the first batches timed it faster; printed) or `stats`
 //! (the interpreted gradient program's instruction mix, printed; `calls` unused). It cycles
 //! through 256 sample points. Every timed arm prints its time per point (per call of one
 //! point) on stderr. With `cache_dir`, the kernel is
@@ -74,7 +75,15 @@ fn batches(eq: &Equation<Scalar>, n: usize, points: &[f64], calls: usize, jit: b
                 "{:?}",
                 eq.jit_status()
             );
+            // Two more batches: the trials that choose between the kernel and the block
+            // interpreter (three of 256 points each) are all in before the timing.
             eq.gradient_batch(&cols, &mut parts).expect("fits");
+            eq.gradient_batch(&cols, &mut parts).expect("fits");
+            let lane = eq.jit_status().lanes.into_iter();
+            let engine = lane
+                .filter(|l| l.kind == LaneKind::Gradient)
+                .find_map(|l| l.batch_engine);
+            eprintln!("batches run on: {engine:?}");
         }
         let mut s = 0.0;
         let t = std::time::Instant::now();

@@ -21,6 +21,7 @@
 use crate::device::HostColumns;
 use crate::equation::{Equation, Shape};
 use crate::interp::{Columns, Program};
+use crate::options::BatchEngine;
 use crate::prepared::Prepared;
 use ddx_ir::{Block, Error, LaneKind, Sparsity};
 use rayon::prelude::*;
@@ -279,67 +280,92 @@ impl<S: Shape> Equation<S> {
         failed.map_or(Ok(()), Err)
     }
 
-    /// [`Equation::batch`], answering the first failure of user code.
+    /// [`Equation::batch`], answering the first failure of user code: on the device where
+    /// one answers the lane, else on the lane's kernel or the block interpreter, whichever
+    /// [`EngineChoice`](crate::engine_choice::EngineChoice) measured faster (the
+    /// interpreter alone where no kernel answers).
     fn batch_run(&self, kind: LaneKind, table: &Table) -> Option<Error> {
-        if table.broadcasts() {
-            if let Some(full) = self
-                .device
-                .batch(&self.lanes, kind)
-                .and(table.materialised())
-            {
-                // The device reads whole columns: the broadcast ones are spelled out.
-                return self.batch_run(kind, &full.table());
-            }
-            let p = self.prepared(kind);
-            if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
-                let work = table.len.saturating_mul(p.lane.graph.len().max(1));
-                return split(table.len, work, STAGE, |start, len| {
-                    table.staged(start, len, |inputs, outputs, n| {
-                        // SAFETY: `staged` hands out pointers to `n` readable values per
-                        // input (a stage of the caller's checked columns, or a broadcast
-                        // buffer) and `n` writable ones per output, disjoint from every
-                        // other stage's.
-                        unsafe { kernel.run_columns(inputs, outputs, 0, n) }
-                    });
-                });
+        let broadcasts = table.broadcasts();
+        if let Some(kernel) = self.device.batch(&self.lanes, kind) {
+            if broadcasts {
+                if let Some(full) = table.materialised() {
+                    // The device reads whole columns: the broadcast ones are spelled out.
+                    return self.batch_run(kind, &full.table());
+                }
             } else {
-                let program = p.batch();
-                let work = table.len.saturating_mul(program.len().max(1));
-                return split(table.len, work, STAGE, |start, len| {
-                    table.staged(start, len, |inputs, outputs, n| {
-                        let stage = Stage { inputs, outputs };
-                        // SAFETY: as above.
-                        unsafe { program.run_columns(&stage, 0, n) }
-                    });
-                });
+                let host = HostColumns {
+                    len: table.len,
+                    inputs: &table.inputs,
+                    outputs: &table.outputs,
+                };
+                if self.device.run(kernel, kind, &host) {
+                    return None;
+                }
+                // The device failed (recorded in its status): the CPU answers, writing
+                // every output.
             }
         }
         let p = self.prepared(kind);
-        if let Some(kernel) = self.device.batch(&self.lanes, kind) {
-            let host = HostColumns {
-                len: table.len,
-                inputs: &table.inputs,
-                outputs: &table.outputs,
-            };
-            if self.device.run(kernel, kind, &host) {
-                return None;
+        // Each engine as a runner of points `start..start + len`; `piece` gives the points
+        // per piece (a multiple of) when a batch is split across threads.
+        let blocks = |start: usize, len: usize| {
+            let program = p.batch();
+            if broadcasts {
+                table.staged(start, len, |inputs, outputs, n| {
+                    let stage = Stage { inputs, outputs };
+                    // SAFETY: `staged` hands out pointers to `n` readable values per input
+                    // (a stage of the caller's checked columns, or a broadcast buffer) and
+                    // `n` writable ones per output, disjoint from every other stage's.
+                    unsafe { program.run_columns(&stage, 0, n) }
+                });
+            } else {
+                // SAFETY: `batch` callers checked every column holds `table.len` values,
+                // and `split` hands out disjoint point ranges inside them.
+                unsafe { program.run_columns(table, start, len) }
             }
-            // The device failed (recorded in its status): the CPU answers, writing
-            // every output.
-        }
-        if let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) {
-            let work = table.len.saturating_mul(p.lane.graph.len().max(1));
-            return split(table.len, work, KERNEL_CHUNK, |start, len| {
+        };
+        let piece = |block: usize| if broadcasts { STAGE } else { block };
+        let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) else {
+            let program = p.batch();
+            let work = table.len.saturating_mul(program.len().max(1));
+            return split(0..table.len, work, piece(program.block_size()), blocks);
+        };
+        let on_kernel = |start: usize, len: usize| {
+            if broadcasts {
+                table.staged(start, len, |inputs, outputs, n| {
+                    // SAFETY: as for the block interpreter above.
+                    unsafe { kernel.run_columns(inputs, outputs, 0, n) }
+                });
+            } else {
                 // SAFETY: `batch` callers checked every column holds `table.len` values;
-                // `split` hands out disjoint ranges inside them; inputs are `&[f64]` and
-                // outputs distinct `&mut [f64]`, so none overlap.
+                // the ranges are disjoint and inside them; inputs are `&[f64]` and outputs
+                // distinct `&mut [f64]`, so none overlap.
                 unsafe { kernel.run_columns(&table.inputs, &table.outputs, start, len) }
-            });
-        }
-        let program = p.batch();
-        debug_assert_eq!(table.inputs.len(), program.inputs());
-        debug_assert_eq!(table.outputs.len(), program.outputs());
-        run(program, table)
+            }
+        };
+        let failed =
+            kernel
+                .engine_choice()
+                .run(table.len, on_kernel, blocks, |engine, start, len| {
+                    if len == 0 {
+                        return None;
+                    }
+                    let range = start..start + len;
+                    match engine {
+                        BatchEngine::Kernel => {
+                            let work = len.saturating_mul(p.lane.graph.len().max(1));
+                            split(range, work, piece(KERNEL_CHUNK), on_kernel)
+                        }
+                        BatchEngine::Interpreter => {
+                            let program = p.batch();
+                            let work = len.saturating_mul(program.len().max(1));
+                            split(range, work, piece(program.block_size()), blocks)
+                        }
+                    }
+                });
+        // A failure of user code in a trial (on this thread) that no piece of the rest
+        // took: the rest ran on other threads, or not at all.
+        failed.or_else(ddx_ir::user::take_failure)
     }
 
     /// `f` at every point of a batch.
@@ -572,7 +598,7 @@ impl<S: Shape> Equation<S> {
         let _ = ddx_ir::user::take_failure();
         let failed = if t.broadcasts() {
             let work = t.len.saturating_mul(program.len().max(1));
-            split(t.len, work, STAGE, |start, len| {
+            split(0..t.len, work, STAGE, |start, len| {
                 t.staged(start, len, |inputs, outputs, n| {
                     let stage = Stage { inputs, outputs };
                     // SAFETY: as in `Equation::batch`.
@@ -831,35 +857,36 @@ unsafe fn mend<'a>(
 /// the first failure of user code.
 fn run(program: &Program, table: &Table) -> Option<Error> {
     let work = table.len.saturating_mul(program.len().max(1));
-    split(table.len, work, program.block_size(), |start, len| {
+    split(0..table.len, work, program.block_size(), |start, len| {
         // SAFETY: `batch` checked every column holds `table.len` values, and `split`
         // hands out disjoint point ranges inside them.
         unsafe { program.run_columns(table, start, len) }
     })
 }
 
-/// Calls `body(start, len)` over `0..len` points: at once on this thread when `work`
+/// Calls `body(start, len)` over the points of `range`: at once on this thread when `work`
 /// (instruction-points) is below [`PARALLEL_WORK`] or inside [`on_calling_thread`], else
 /// in disjoint chunks of a multiple of `block` points across rayon's threads.
 ///
 /// Answers the first failure user code recorded (`ddx_ir::user::take_failure`) on any of
 /// the threads, taken after each piece.
 fn split(
-    len: usize,
+    range: std::ops::Range<usize>,
     work: usize,
     block: usize,
     body: impl Fn(usize, usize) + Sync,
 ) -> Option<Error> {
+    let (first, len) = (range.start, range.len());
     let threads = rayon::current_num_threads();
     if threads <= 1 || work < PARALLEL_WORK || CALLING_THREAD.with(std::cell::Cell::get) {
-        body(0, len);
+        body(first, len);
         return ddx_ir::user::take_failure();
     }
     let chunk = len.div_ceil(threads * 4).div_ceil(block) * block;
     let failed = std::sync::Mutex::new(None);
     (0..len.div_ceil(chunk)).into_par_iter().for_each(|c| {
         let start = c * chunk;
-        body(start, chunk.min(len - start));
+        body(first + start, chunk.min(len - start));
         if let Some(e) = ddx_ir::user::take_failure() {
             if let Ok(mut f) = failed.lock() {
                 f.get_or_insert(e);

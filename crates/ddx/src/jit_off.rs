@@ -26,6 +26,10 @@ impl Kernel {
     ) {
         match *self {}
     }
+
+    pub(crate) fn engine_choice(&self) -> &crate::engine_choice::EngineChoice {
+        match *self {}
+    }
 }
 
 /// No compiled code. (A field, not a unit struct, so that `Jit::default()` reads the

@@ -112,6 +112,7 @@ mod equation;
 
 mod archive;
 mod batch;
+mod engine_choice;
 
 /// Hooks for the fuzz targets in the repository's `fuzz/` (hidden: not part of the API,
 /// free to change with any release).
@@ -156,7 +157,8 @@ pub use ddx_ir::{
 };
 pub use equation::{Equation, ModelOutput, Scalar, Shape, System};
 pub use options::{
-    Backend, Codegen, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming, MAX_KERNEL_NODES,
+    Backend, BatchEngine, Codegen, JitStatus, LaneStatus, Lanes, OptLevel, Options, Warming,
+    MAX_KERNEL_NODES,
 };
 pub use point::{Point, Role};
 pub use version::{VERSION, VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH};

@@ -411,4 +411,21 @@ pub struct LaneStatus {
     /// for it), or looked for: a kernel taken from the cache or a saved equation may need
     /// none, which the refine job finds out (in milliseconds for a re-rolled one).
     pub refining: bool,
+    /// The engine that runs this lane's batches while this kernel answers it, once
+    /// measured: the kernel, or the block interpreter where that ran faster on this machine
+    /// (the first batches of at least 512 points time both, three trials of 256 points
+    /// each; answers are the same bits either way). `None` while no kernel answers, or
+    /// while the trials are not all in (batches then run on the kernel).
+    pub batch_engine: Option<BatchEngine>,
+}
+
+/// The engine that runs a lane's batches under a compiling backend
+/// ([`LaneStatus::batch_engine`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchEngine {
+    /// The lane's kernel.
+    Kernel,
+    /// The block interpreter (each instruction over a block of points), measured faster
+    /// than the kernel.
+    Interpreter,
 }

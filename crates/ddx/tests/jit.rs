@@ -6,7 +6,9 @@
 
 #![cfg(feature = "jit")]
 
-use ddx::{rt, select, Backend, Equation, Errc, Expr, LaneKind, Lanes, OptLevel, Options};
+use ddx::{
+    rt, select, Backend, BatchEngine, Equation, Errc, Expr, LaneKind, Lanes, OptLevel, Options,
+};
 use std::path::Path;
 
 fn model() -> Equation {
@@ -161,6 +163,119 @@ fn batch(eq: &Equation, len: usize) -> Vec<Vec<f64>> {
     eq.jacobian_batch(&cols, &mut v, &mut p)
         .expect("columns fit");
     out
+}
+
+/// Runs a Jacobian batch of `len` points through `eq` with the column of `a` broadcast
+/// (one value for every point).
+fn broadcast_batch(eq: &Equation, len: usize) -> Vec<Vec<f64>> {
+    let a = [POINT[0]];
+    let bc: Vec<Vec<f64>> = POINT[1..]
+        .iter()
+        .map(|v| (0..len).map(|k| v * (1.0 - k as f64 * 1e-3)).collect())
+        .collect();
+    let cols = [&a[..], &bc[0], &bc[1]];
+    let mut out = vec![vec![0.0; len]; 1 + eq.jacobian_columns()];
+    let (values, partials) = out.split_at_mut(1);
+    let mut v: Vec<&mut [f64]> = values.iter_mut().map(Vec::as_mut_slice).collect();
+    let mut p: Vec<&mut [f64]> = partials.iter_mut().map(Vec::as_mut_slice).collect();
+    eq.jacobian_batch(&cols, &mut v, &mut p)
+        .expect("columns fit");
+    out
+}
+
+/// The engine measured for `kind`'s batches, if any yet.
+fn batch_engine(eq: &Equation, kind: LaneKind) -> Option<BatchEngine> {
+    eq.jit_status()
+        .lanes
+        .iter()
+        .find(|l| l.kind == kind)
+        .and_then(|l| l.batch_engine)
+}
+
+/// A compiling backend's batches time the kernel against the block interpreter, three
+/// trials of 256 points each, then run on the faster; every point answers the
+/// interpreter's bits whichever engine, or trial, took it: in a batch too short for a
+/// trial, in batches whose trials leave points over (an odd count), in broadcast batches,
+/// across calls that share the trials, and after the choice. Which engine wins is the
+/// machine's to say, and is not asserted.
+#[test]
+fn batches_run_on_the_engine_measured_faster_with_the_same_bits() {
+    let kind = LaneKind::Jacobian;
+    let oracle = model();
+    for (width, broadcast) in [(2, false), (1, false), (2, true)] {
+        let mut eq = model();
+        let mut o = options(Backend::Compile);
+        o.points = 1024;
+        o.codegen.lanes = Lanes::Exactly(width);
+        eq.set_options(o);
+        assert!(eq.wait_for_kernel_of(kind));
+        assert_eq!(batch_engine(&eq, kind), None, "nothing measured yet");
+        let run = |eq: &Equation, len| {
+            if broadcast {
+                broadcast_batch(eq, len)
+            } else {
+                batch(eq, len)
+            }
+        };
+        // 511 points: no trial.
+        assert_eq!(run(&eq, 511), run(&oracle, 511));
+        assert_eq!(batch_engine(&eq, kind), None);
+        // Two trials of each engine, 7 points over on the kernel.
+        assert_eq!(run(&eq, 1031), run(&oracle, 1031));
+        assert_eq!(batch_engine(&eq, kind), None);
+        // The third of each, then the choice for the 188 points over.
+        assert_eq!(run(&eq, 700), run(&oracle, 700));
+        let chosen = batch_engine(&eq, kind);
+        assert!(chosen.is_some(), "width {width}");
+        assert_eq!(run(&eq, 3001), run(&oracle, 3001));
+        assert_eq!(batch_engine(&eq, kind), chosen, "the choice stands");
+        // Per-point calls still run the kernel.
+        assert_eq!(eq.jacobian(POINT), oracle.jacobian(POINT));
+    }
+}
+
+/// A user function that fails inside a trial fails the batch, as it fails any batch,
+/// whichever engine's trial met it, and the next batch runs it afresh.
+#[test]
+fn a_user_function_failing_in_a_trial_fails_the_batch() {
+    let bad = ddx::UserFunction::new(
+        "fragile",
+        1,
+        |x| {
+            if x[0] > 1.0 {
+                panic!("x is too large");
+            }
+            x[0] * 2.0
+        },
+        |_, g| g[0] = 2.0,
+    )
+    .expect("a user function");
+    let eq = rt::equation(|| bad.call(&[rt::var("x")]) * rt::var("y")).expect("model builds");
+    // The failing point inside the kernel's first trial, then the interpreter's; the
+    // points no trial took run on rayon's threads (past `PARALLEL_WORK`), so the trial's
+    // failure is the calling thread's alone.
+    let len = 300_000;
+    for at in [100, 300] {
+        let mut b = eq.clone();
+        let mut o = options(Backend::Compile);
+        o.points = 1024;
+        b.set_options(o);
+        assert!(b.wait_for_kernel_of(LaneKind::Value));
+        let xs: Vec<f64> = (0..len).map(|k| if k == at { 2.0 } else { 0.5 }).collect();
+        let ys = vec![3.0; len];
+        let mut out = vec![0.0; len];
+        let e = b
+            .evaluate_batch(&[&xs, &ys], &mut [&mut out])
+            .expect_err("the point fails");
+        assert_eq!(e.code(), Errc::UserFunction, "{e}");
+        assert!(e.to_string().contains("`fragile`"), "{e}");
+        assert!(out[..100].iter().all(|&v| v == 3.0), "answered before it");
+        // The next batch, without the failing point, is answered.
+        let ok = vec![0.5; len];
+        b.evaluate_batch(&[&ok, &ys], &mut [&mut out])
+            .expect("no failure");
+        assert!(out.iter().all(|&v| v == 3.0));
+    }
 }
 
 #[test]

@@ -21,6 +21,7 @@
 
 use super::lower::{self, Plan, Shape};
 use super::reroll::MAX_AREA_BYTES;
+use crate::engine_choice::EngineChoice;
 use crate::options::OptLevel;
 use ddx_ir::math::{MathTable, MATH_TABLE};
 use ddx_ir::{Error, Lane};
@@ -59,6 +60,9 @@ pub(crate) struct Kernel {
     /// Whether every function was compiled with the backtracking allocator after a
     /// first kernel that was not (`compile::refine`).
     refined: bool,
+    /// Whether its batches run faster than the block interpreter's (measured by the
+    /// first batches it runs).
+    choice: EngineChoice,
 }
 
 /// The byte offset of the constant table of a point kernel's `code` and the length of its
@@ -197,6 +201,7 @@ impl Kernel {
             constants,
             scratch,
             refined: false,
+            choice: EngineChoice::default(),
         })
     }
 
@@ -205,6 +210,11 @@ impl Kernel {
     pub(crate) fn refined(mut self) -> Kernel {
         self.refined = true;
         self
+    }
+
+    /// The measurement that chooses between it and the block interpreter for batches.
+    pub(crate) fn engine_choice(&self) -> &EngineChoice {
+        &self.choice
     }
 
     /// Whether it is a refined kernel.

@@ -680,6 +680,10 @@ impl Jit {
                     error: last(&l.error),
                     refined: s.slot(kind).current().is_some_and(Kernel::is_refined),
                     refining: s.slot(kind).refining.load(Ordering::Acquire),
+                    batch_engine: s
+                        .slot(kind)
+                        .current()
+                        .and_then(|k| k.engine_choice().chosen()),
                 }
             })
             .collect();
