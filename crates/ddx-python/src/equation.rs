@@ -802,7 +802,13 @@ impl Equation {
         crate::device::make(py, &self.rust(), &want, &points)
     }
 
-    /// What the code generator has done: a dict of counts and the last failures.
+    /// What the code generator has done: a dict of counts and the last failures, and under
+    /// `"lanes"` (empty unless the backend compiles) one dict per lane by name
+    /// (`"gradient"`, …): the kernel's `level` (`None`
+    /// while interpreted, `"off"`, `"speed"`), its `compiled` and `loaded` counts, its last
+    /// `error`, whether it is `refined` or `refining`, and `batch_engine`: the engine its
+    /// batches run on once the first ones measured it (`"kernel"` or `"interpreter"`,
+    /// `None` before).
     #[getter]
     fn jit_status<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.rust().jit_status();
@@ -813,6 +819,23 @@ impl Equation {
         d.set_item("written", s.written)?;
         d.set_item("error", s.error.map(|e| e.to_string()))?;
         d.set_item("cache_error", s.cache_error.map(|e| e.to_string()))?;
+        let lanes = PyDict::new(py);
+        for l in s.lanes {
+            let lane = PyDict::new(py);
+            // `Off` → "off", `Speed` → "speed"; the engines likewise.
+            let name = |d: &dyn std::fmt::Debug| format!("{d:?}").to_lowercase();
+            let level = l.level.map(|o| name(&o));
+            lane.set_item("level", level)?;
+            lane.set_item("compiled", l.compiled)?;
+            lane.set_item("loaded", l.loaded)?;
+            lane.set_item("error", l.error.map(|e| e.to_string()))?;
+            lane.set_item("refined", l.refined)?;
+            lane.set_item("refining", l.refining)?;
+            let engine = l.batch_engine.map(|e| name(&e));
+            lane.set_item("batch_engine", engine)?;
+            lanes.set_item(l.kind.name(), lane)?;
+        }
+        d.set_item("lanes", lanes)?;
         Ok(d)
     }
 

@@ -138,3 +138,41 @@ def test_a_triangular_sum_over_computed_values_compiles_to_the_interpreters_bits
     exact = w @ logs + (x @ w) / x
     scale = np.abs(w) @ np.abs(logs) + (np.abs(x) @ np.abs(w)) / x + 1.0
     assert np.all(np.abs(gradient - exact) <= 1e-13 * scale)
+
+
+def test_compiled_batches_run_on_the_engine_measured_faster():
+    """Under a compiling backend, a lane's first batches time its kernel against the block
+    interpreter (three trials of 256 points each) and the faster runs every later batch:
+    ``jit_status["lanes"]["jacobian"]["batch_engine"]`` says which. Every answer keeps the
+    interpreter's bits, before, during and after the trials; which engine wins is the
+    machine's to say, so only that one was chosen is checked."""
+    q, c = problem()
+    eq = quadratic(q, c)
+    xs = np.random.default_rng(3).uniform(-1.0, 1.0, (N, 1500))
+    values, gradients = eq.jacobian(xs)
+    assert eq.jit_status["lanes"] == {}, "no lane status while nothing compiles"
+    eq.compile(points=1024)
+    assert eq.wait_for_kernel() is ddx.has_jit
+    lanes = eq.jit_status["lanes"]
+    if ddx.has_jit:
+        assert set(lanes["jacobian"]) == {
+            "level",
+            "compiled",
+            "loaded",
+            "error",
+            "refined",
+            "refining",
+            "batch_engine",
+        }
+        assert lanes["jacobian"]["level"] == "speed"
+        assert lanes["jacobian"]["error"] is None
+        assert lanes["jacobian"]["batch_engine"] is None, "no batch yet"
+    # 1500 points: two trials of each engine, then one more and the choice.
+    for _ in range(3):
+        v, g = eq.jacobian(xs)
+        assert bits(v) == bits(values)
+        assert bits(g) == bits(gradients)
+    if ddx.has_jit:
+        lane = eq.jit_status["lanes"]["jacobian"]
+        assert lane["batch_engine"] in ("kernel", "interpreter")
+        assert lane["compiled"] >= 1

@@ -422,6 +422,7 @@ pub struct LaneStatus {
 /// The engine that runs a lane's batches under a compiling backend
 /// ([`LaneStatus::batch_engine`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BatchEngine {
     /// The lane's kernel.
     Kernel,
