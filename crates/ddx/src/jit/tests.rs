@@ -2215,3 +2215,18 @@ fn evaluate_through_a_kernel_lowers_no_program() {
         .is_some());
     assert!(same(&got, &want));
 }
+
+/// The host fingerprint that keys cached and saved kernels names every code generator
+/// setting but the verifier's, which changes no code and differs between debug and
+/// release builds: a kernel saved by one loads in the other.
+#[test]
+fn the_fingerprint_leaves_out_the_verifier() {
+    let compiler = super::compile::compiler().expect("a host compiler");
+    let f = compiler.fingerprint();
+    assert!(!f.contains("enable_verifier"), "{f}");
+    assert!(
+        f.contains("opt_level") && f.contains("regalloc_algorithm"),
+        "{f}"
+    );
+    assert!(f.contains("probestack_strategy"), "{f}");
+}
