@@ -3,8 +3,10 @@
 //! per-point calls in a loop, the batch interpreter on one thread, and on all cores.
 //!
 //! A second table sets the interpreter's batch against compiled kernels (`Backend::Compile`,
-//! `points` = the batch, so an `f64x2` column kernel), one thread and all cores: the
-//! "interp ÷ jit" columns are time ratios within one repetition set.
+//! `points` = the batch, so an `f64x2` column kernel, or the block interpreter where the
+//! compiled equation's first batches timed it faster: warmed until the choice is made, and
+//! printed), one thread and all cores: the "interp ÷ jit" columns are time ratios within
+//! one repetition set.
 //!
 //! Run: `cargo bench -p ddx-models --bench batch`. Each cell is the median of 3
 //! interleaved repetitions; the ratio column is the batch rate over the per-point rate in
@@ -153,6 +155,18 @@ fn jit_table(ds: &nist::Dataset, sizes: &[usize], single: &rayon::ThreadPool) {
             Vec::new(),
         );
         time_batch(&interp, &xs, Some(single)); // lower the block program first
+        // The compiled equation's first batches time its kernel against the block
+        // interpreter (three trials of 256 points each, the block program lowered for
+        // them) and then run on the faster: warm them until the choice is made.
+        for _ in 0..6 {
+            time_batch(&jit, &xs, Some(single));
+        }
+        let engine = jit
+            .jit_status()
+            .lanes
+            .iter()
+            .find(|l| l.kind == LaneKind::Jacobian)
+            .and_then(|l| l.batch_engine);
         for _ in 0..3 {
             let (a, b) = (
                 time_batch(&interp, &xs, Some(single)),
@@ -167,7 +181,7 @@ fn jit_table(ds: &nist::Dataset, sizes: &[usize], single: &rayon::ThreadPool) {
             ja.push(len as f64 / d);
         }
         println!(
-            "{len:>9} {:>14.3e} {:>14.3e} {:>7.2}× {:>14.3e} {:>14.3e} {:>7.2}×",
+            "{len:>9} {:>14.3e} {:>14.3e} {:>7.2}× {:>14.3e} {:>14.3e} {:>7.2}×  (batches on {engine:?})",
             median(i1),
             median(j1),
             median(r1),
