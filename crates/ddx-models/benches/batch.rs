@@ -155,9 +155,9 @@ fn jit_table(ds: &nist::Dataset, sizes: &[usize], single: &rayon::ThreadPool) {
             Vec::new(),
         );
         time_batch(&interp, &xs, Some(single)); // lower the block program first
-        // The compiled equation's first batches time its kernel against the block
-        // interpreter (three trials of 256 points each, the block program lowered for
-        // them) and then run on the faster: warm them until the choice is made.
+                                                // The compiled equation's first batches time its kernel against the block
+                                                // interpreter (three trials of 256 points each, the block program lowered for
+                                                // them) and then run on the faster: warm them until the choice is made.
         for _ in 0..6 {
             time_batch(&jit, &xs, Some(single));
         }

@@ -6,6 +6,8 @@
 
 #![cfg(feature = "jit")]
 
+mod common;
+
 use ddx::{
     rt, select, Backend, BatchEngine, Equation, Errc, Expr, LaneKind, Lanes, OptLevel, Options,
 };
@@ -156,13 +158,7 @@ fn batch(eq: &Equation, len: usize) -> Vec<Vec<f64>> {
         .map(|v| (0..len).map(|k| v * (1.0 + k as f64 * 1e-3)).collect())
         .collect();
     let cols: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
-    let mut out = vec![vec![0.0; len]; 1 + eq.jacobian_columns()];
-    let (values, partials) = out.split_at_mut(1);
-    let mut v: Vec<&mut [f64]> = values.iter_mut().map(Vec::as_mut_slice).collect();
-    let mut p: Vec<&mut [f64]> = partials.iter_mut().map(Vec::as_mut_slice).collect();
-    eq.jacobian_batch(&cols, &mut v, &mut p)
-        .expect("columns fit");
-    out
+    jacobian_batch(eq, &cols, len)
 }
 
 /// Runs a Jacobian batch of `len` points through `eq` with the column of `a` broadcast
@@ -173,12 +169,16 @@ fn broadcast_batch(eq: &Equation, len: usize) -> Vec<Vec<f64>> {
         .iter()
         .map(|v| (0..len).map(|k| v * (1.0 - k as f64 * 1e-3)).collect())
         .collect();
-    let cols = [&a[..], &bc[0], &bc[1]];
+    jacobian_batch(eq, &[&a[..], &bc[0], &bc[1]], len)
+}
+
+/// The values, then the partial columns, of `eq`'s Jacobian batch over `cols`.
+fn jacobian_batch(eq: &Equation, cols: &[&[f64]], len: usize) -> Vec<Vec<f64>> {
     let mut out = vec![vec![0.0; len]; 1 + eq.jacobian_columns()];
     let (values, partials) = out.split_at_mut(1);
     let mut v: Vec<&mut [f64]> = values.iter_mut().map(Vec::as_mut_slice).collect();
     let mut p: Vec<&mut [f64]> = partials.iter_mut().map(Vec::as_mut_slice).collect();
-    eq.jacobian_batch(&cols, &mut v, &mut p)
+    eq.jacobian_batch(cols, &mut v, &mut p)
         .expect("columns fit");
     out
 }
@@ -238,18 +238,7 @@ fn batches_run_on_the_engine_measured_faster_with_the_same_bits() {
 /// whichever engine's trial met it, and the next batch runs it afresh.
 #[test]
 fn a_user_function_failing_in_a_trial_fails_the_batch() {
-    let bad = ddx::UserFunction::new(
-        "fragile",
-        1,
-        |x| {
-            if x[0] > 1.0 {
-                panic!("x is too large");
-            }
-            x[0] * 2.0
-        },
-        |_, g| g[0] = 2.0,
-    )
-    .expect("a user function");
+    let bad = common::fragile();
     let eq = rt::equation(|| bad.call(&[rt::var("x")]) * rt::var("y")).expect("model builds");
     // The failing point inside the kernel's first trial, then the interpreter's; the
     // points no trial took run on rayon's threads (past `PARALLEL_WORK`), so the trial's

@@ -5,6 +5,8 @@
 //! function whose code is `exp`/`sin` and whose partials are theirs gives the built-in
 //! model's bits), and interpreter against JIT, bit for bit.
 
+mod common;
+
 use ddx::{rt, Backend, Equation, Errc, Formula, Functions, LaneKind, Options, UserFunction};
 
 fn same_bits(a: &[f64], b: &[f64]) -> bool {
@@ -223,18 +225,7 @@ fn a_missing_order_is_refused_naming_the_function() {
 
 #[test]
 fn a_panicking_function_is_an_error_and_the_process_survives() {
-    let bad = UserFunction::new(
-        "fragile",
-        1,
-        |x| {
-            if x[0] > 1.0 {
-                panic!("x is too large");
-            }
-            x[0] * 2.0
-        },
-        |_, g| g[0] = 2.0,
-    )
-    .unwrap();
+    let bad = common::fragile();
     let nan = UserFunction::new("nan", 1, |_| f64::NAN, |_, g| g[0] = f64::NAN).unwrap();
     let eq = rt::equation(|| bad.call(&[rt::var("x")]) + nan.call(&[rt::var("y")]) * 0.0).unwrap();
     // A NaN flows as IEEE says.
@@ -361,18 +352,7 @@ fn saving_the_device_and_emitted_source_refuse_a_user_function() {
 /// point, a remembering equation calls the user's code again and answers the error again.
 #[test]
 fn a_failed_call_is_not_remembered() {
-    let bad = UserFunction::new(
-        "fragile",
-        1,
-        |x| {
-            if x[0] > 1.0 {
-                panic!("x is too large");
-            }
-            x[0] * 2.0
-        },
-        |_, g| g[0] = 2.0,
-    )
-    .unwrap();
+    let bad = common::fragile();
     let eq = rt::equation(|| bad.call(&[rt::var("x")]) * rt::var("y"))
         .unwrap()
         .with_cache(ddx::LastValue::new());

@@ -59,3 +59,20 @@ pub fn huber() -> Equation {
     })
     .expect("the Huber model builds")
 }
+
+/// `fragile(x) = 2x` for `x ≤ 1`, with its partial; above 1 its code panics with "x is too
+/// large" (the failure of user code the tests provoke).
+pub fn fragile() -> ddx::UserFunction {
+    ddx::UserFunction::new(
+        "fragile",
+        1,
+        |x| {
+            if x[0] > 1.0 {
+                panic!("x is too large");
+            }
+            x[0] * 2.0
+        },
+        |_, g| g[0] = 2.0,
+    )
+    .expect("a user function")
+}
