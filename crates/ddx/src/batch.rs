@@ -327,6 +327,8 @@ impl<S: Shape> Equation<S> {
         let piece = |block: usize| if broadcasts { STAGE } else { block };
         let Some(kernel) = self.jit.batch(&self.lanes, kind, table.len) else {
             let program = p.batch();
+            debug_assert_eq!(table.inputs.len(), program.inputs());
+            debug_assert_eq!(table.outputs.len(), program.outputs());
             let work = table.len.saturating_mul(program.len().max(1));
             return split(0..table.len, work, piece(program.block_size()), blocks);
         };
