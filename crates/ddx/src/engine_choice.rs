@@ -14,16 +14,19 @@
 //! the host's vector width, so the choice is measured, as FFTW's planner measures.
 //!
 //! **Invariants.**
-//! - Every engine gives every point the same bits, so the choice, the trials and the
-//!   moment of the decision never change an answer; each point of a batch is computed
+//! - Every engine gives every point the same bits (but for a NaN's sign and payload, which
+//!   may differ between engines, as the README states), so the choice, the trials and the
+//!   moment of the decision change no other answer; each point of a batch is computed
 //!   once, by one engine.
 //! - The choice belongs to one kernel ([`Kernel`](crate::jit::Kernel) holds it): a kernel
 //!   that replaces it (a higher tier, a refined kernel) is measured afresh.
 //! - Until [`TRIALS`] trials of each engine are in, the points no trial takes run on the
-//!   kernel, as before any measurement; afterwards the choice never changes.
+//!   kernel, as before any measurement. The choice is made once, by the trial that
+//!   completes the count, and never changes: a trial that ends later, begun before the
+//!   choice on another thread, is not counted in it.
 
 use crate::options::BatchEngine;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::Instant;
 
 /// Points of one trial: the block interpreter's largest block, so that its trial runs
@@ -35,7 +38,8 @@ pub(crate) const TRIAL_POINTS: usize = 256;
 /// was faster (the minimum, as timing on a shared machine is only ever slowed down).
 pub(crate) const TRIALS: u32 = 3;
 
-/// The measurements of one kernel's batches against the block interpreter's.
+/// The measurements of one kernel's batches against the block interpreter's, and the
+/// choice they made.
 #[derive(Debug)]
 pub(crate) struct EngineChoice {
     /// The fastest trial so far of the kernel and of the block interpreter, in
@@ -43,29 +47,34 @@ pub(crate) struct EngineChoice {
     best: [AtomicU64; 2],
     /// The trials made of each.
     trials: [AtomicU32; 2],
+    /// The choice, once made: [`UNDECIDED`], [`KERNEL`] or [`INTERPRETER`]. Set once, by
+    /// the first trial that completes the count; a trial that ends later (begun before the
+    /// choice, on another thread) changes nothing.
+    decided: AtomicU8,
 }
+
+const UNDECIDED: u8 = 0;
+const KERNEL: u8 = 1;
+const INTERPRETER: u8 = 2;
 
 impl Default for EngineChoice {
     fn default() -> Self {
         EngineChoice {
             best: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
             trials: [AtomicU32::new(0), AtomicU32::new(0)],
+            decided: AtomicU8::new(UNDECIDED),
         }
     }
 }
 
 impl EngineChoice {
-    /// The engine chosen, once every trial is in; `None` before.
+    /// The engine chosen, once every trial is in; `None` before. Never changes once set.
     pub(crate) fn chosen(&self) -> Option<BatchEngine> {
-        let done = |e: usize| self.trials[e].load(Ordering::Acquire) >= TRIALS;
-        (done(0) && done(1)).then(|| {
-            let best = |e: usize| self.best[e].load(Ordering::Acquire);
-            if best(1) < best(0) {
-                BatchEngine::Interpreter
-            } else {
-                BatchEngine::Kernel
-            }
-        })
+        match self.decided.load(Ordering::Acquire) {
+            KERNEL => Some(BatchEngine::Kernel),
+            INTERPRETER => Some(BatchEngine::Interpreter),
+            _ => None,
+        }
     }
 
     /// Runs points `0..len` of a batch. While no engine is chosen, it first runs trials of
@@ -82,12 +91,10 @@ impl EngineChoice {
         rest: impl FnOnce(BatchEngine, usize, usize) -> R,
     ) -> R {
         let mut done = 0;
-        if self.chosen().is_none() {
-            while done + 2 * TRIAL_POINTS <= len && self.chosen().is_none() {
-                self.trial(0, || kernel(done, TRIAL_POINTS));
-                self.trial(1, || blocks(done + TRIAL_POINTS, TRIAL_POINTS));
-                done += 2 * TRIAL_POINTS;
-            }
+        while done + 2 * TRIAL_POINTS <= len && self.chosen().is_none() {
+            self.trial(0, || kernel(done, TRIAL_POINTS));
+            self.trial(1, || blocks(done + TRIAL_POINTS, TRIAL_POINTS));
+            done += 2 * TRIAL_POINTS;
         }
         let engine = self.chosen().unwrap_or(BatchEngine::Kernel);
         rest(engine, done, len - done)
@@ -97,8 +104,87 @@ impl EngineChoice {
     fn trial(&self, e: usize, body: impl FnOnce()) {
         let t = Instant::now();
         body();
-        let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.record(e, u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Records a trial of engine `e` that took `ns`, and makes the choice when it completes
+    /// the count of both engines' trials and none is made yet.
+    fn record(&self, e: usize, ns: u64) {
         self.best[e].fetch_min(ns, Ordering::AcqRel);
         self.trials[e].fetch_add(1, Ordering::AcqRel);
+        let done = |e: usize| self.trials[e].load(Ordering::Acquire) >= TRIALS;
+        if done(0) && done(1) {
+            let best = |e: usize| self.best[e].load(Ordering::Acquire);
+            let engine = if best(1) < best(0) {
+                INTERPRETER
+            } else {
+                KERNEL
+            };
+            // The first to get here decides; a later trial's time changes nothing.
+            let _ = self.decided.compare_exchange(
+                UNDECIDED,
+                engine,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The choice follows the faster best trial, is made once both engines have their
+    /// trials, and stands whatever trial ends later (a trial begun before the choice on
+    /// another thread: the fresh tester of session 40 made one flip the choice).
+    #[test]
+    fn the_faster_engine_is_chosen_once_and_the_choice_stands() {
+        let c = EngineChoice::default();
+        for _ in 0..TRIALS {
+            assert_eq!(c.chosen(), None);
+            c.record(0, 1_000);
+            c.record(1, 3_000);
+        }
+        assert_eq!(c.chosen(), Some(BatchEngine::Kernel));
+        c.record(1, 10);
+        c.record(1, 10);
+        assert_eq!(
+            c.chosen(),
+            Some(BatchEngine::Kernel),
+            "a late trial changes nothing"
+        );
+
+        let c = EngineChoice::default();
+        for k in 0..TRIALS {
+            c.record(1, 500 + u64::from(k));
+            assert_eq!(c.chosen(), None, "the kernel has no trial yet");
+        }
+        for _ in 0..TRIALS {
+            c.record(0, 900);
+        }
+        assert_eq!(c.chosen(), Some(BatchEngine::Interpreter));
+        c.record(0, 1);
+        assert_eq!(c.chosen(), Some(BatchEngine::Interpreter));
+    }
+
+    /// `run` gives every point to exactly one engine: trials in turns of
+    /// [`TRIAL_POINTS`] while the batch holds a pair and the choice is open, the rest in
+    /// one piece after them.
+    #[test]
+    fn run_gives_every_point_once() {
+        use std::cell::RefCell;
+        let c = EngineChoice::default();
+        for len in [0, 1, 511, 512, 1031, 700, 3001] {
+            let seen = RefCell::new(vec![0u8; len]);
+            let mark = |start: usize, n: usize| {
+                for p in &mut seen.borrow_mut()[start..start + n] {
+                    *p += 1;
+                }
+            };
+            c.run(len, mark, mark, |_, start, n| mark(start, n));
+            assert!(seen.borrow().iter().all(|&k| k == 1), "len {len}");
+        }
+        assert!(c.chosen().is_some(), "1031 + 700 points hold three pairs");
     }
 }

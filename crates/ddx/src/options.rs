@@ -414,8 +414,9 @@ pub struct LaneStatus {
     /// The engine that runs this lane's batches while this kernel answers it, once
     /// measured: the kernel, or the block interpreter where that ran faster on this machine
     /// (the first batches of at least 512 points time both, three trials of 256 points
-    /// each; answers are the same bits either way). `None` while no kernel answers, or
-    /// while the trials are not all in (batches then run on the kernel).
+    /// each; answers are the same bits either way, but for a NaN's sign and payload). Made
+    /// once, it stands for this kernel. `None` while no kernel answers, or while the trials
+    /// are not all in (batches then run on the kernel).
     pub batch_engine: Option<BatchEngine>,
 }
 
