@@ -584,6 +584,17 @@ pub enum Error {
         /// What was given, and what was expected.
         what: String,
     },
+    /// A lane given to a public function that lowers or emits it (`ddx::interp::Program`,
+    /// `ddx::ir::emit`) breaks the invariants of the lanes ddx builds: a lane assembled or
+    /// edited by hand whose graph fails the IR verifier for its input counts, or whose
+    /// outputs name no node of its graph.
+    #[error("bad_lane: the {lane} lane is not one ddx can run: {detail}")]
+    BadLane {
+        /// The lane's kind, by name.
+        lane: &'static str,
+        /// What does not hold.
+        detail: String,
+    },
 }
 
 /// A user function's own message, each line escaped ([`crate::text::escaped`]): its line
@@ -691,6 +702,8 @@ pub enum Errc {
     TensorLane,
     /// See [`Error::WrongDtype`].
     WrongDtype,
+    /// See [`Error::BadLane`].
+    BadLane,
 }
 
 impl Errc {
@@ -734,6 +747,7 @@ impl Errc {
         Errc::UserFunction,
         Errc::TensorLane,
         Errc::WrongDtype,
+        Errc::BadLane,
     ];
 
     /// The code's spelling, e.g. `"wrong_arity"`.
@@ -776,6 +790,7 @@ impl Errc {
             Errc::UserFunction => "user_function",
             Errc::TensorLane => "tensor_lane",
             Errc::WrongDtype => "wrong_dtype",
+            Errc::BadLane => "bad_lane",
         }
     }
 }
@@ -831,6 +846,7 @@ impl Error {
             Error::UserFunction { .. } => Errc::UserFunction,
             Error::TensorLane { .. } => Errc::TensorLane,
             Error::WrongDtype { .. } => Errc::WrongDtype,
+            Error::BadLane { .. } => Errc::BadLane,
         }
     }
 }
@@ -1026,7 +1042,8 @@ mod errc_tests {
                 | Errc::TooLarge
                 | Errc::UserFunction
                 | Errc::TensorLane
-                | Errc::WrongDtype => Errc::ALL.contains(&c),
+                | Errc::WrongDtype
+                | Errc::BadLane => Errc::ALL.contains(&c),
             }
         }
         for &c in Errc::ALL {
@@ -1036,6 +1053,6 @@ mod errc_tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Errc::ALL.len(), "a code listed twice");
-        assert_eq!(Errc::ALL.len(), 37);
+        assert_eq!(Errc::ALL.len(), 38);
     }
 }

@@ -137,6 +137,38 @@ impl Lane {
 }
 
 impl Lane {
+    /// Checks the invariants that lowering and emitting rely on, for a lane that did not
+    /// come from ddx (assembled or edited by hand): its input counts add up, its graph
+    /// passes the IR verifier ([`crate::verify::verify`]) over its symbols and parameters
+    /// and its seeds, and every output names a node of its graph. Lanes ddx builds hold
+    /// them by construction.
+    ///
+    /// # Errors
+    /// [`crate::Error::BadLane`], saying what does not hold.
+    pub fn check(&self) -> Result<(), crate::Error> {
+        let bad = |detail: String| crate::Error::BadLane {
+            lane: self.kind.name(),
+            detail,
+        };
+        self.symbols
+            .checked_add(self.params)
+            .and_then(|n| n.checked_add(self.seeds))
+            .ok_or_else(|| bad("its input counts overflow".into()))?;
+        let len = self.graph.len();
+        if let Some(o) = self.outputs.iter().find(|o| o.index() >= len) {
+            return Err(bad(format!("output {o} names no node of its {len}")));
+        }
+        if let Some(v) = crate::verify::verify(&self.graph, self.symbols + self.params, self.seeds)
+            .into_iter()
+            .next()
+        {
+            return Err(bad(v.to_string()));
+        }
+        Ok(())
+    }
+}
+
+impl Lane {
     /// Checks that this lane has the layout of the module table for a model of `m`
     /// outputs, `n` symbols and `p` parameters, for a lane read from outside (a saved
     /// equation): its input counts, its value count, its pattern and Hessian layout (present exactly for

@@ -140,7 +140,7 @@ fn run_with(
         "stats" => {
             let eq = eq();
             let lane = eq.lane(LaneKind::Gradient).expect("lane");
-            let block = Program::lower(lane, Schedule::Graph);
+            let block = Program::lower(lane, Schedule::Graph).expect("a lane ddx built");
             println!(
                 "block program: instructions {} runs {} slots {} ({} constants), {} points a block",
                 block.len(),
@@ -149,7 +149,7 @@ fn run_with(
                 block.constant_count(),
                 block.block_size()
             );
-            stats(&Program::lower(lane, Schedule::Level))
+            stats(&Program::lower(lane, Schedule::Level).expect("a lane ddx built"))
         }
         "jit" => {
             let mut eq = eq();

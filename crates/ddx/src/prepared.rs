@@ -79,7 +79,7 @@ impl Prepared {
     /// The program for one point at a time.
     pub(crate) fn program(&self) -> &Program {
         self.program
-            .get_or_init(|| Program::lower(&self.lane, Schedule::Level))
+            .get_or_init(|| Program::lower_built(&self.lane, Schedule::Level))
     }
 
     /// The per-point program, if a call has lowered it.
@@ -101,7 +101,7 @@ impl Prepared {
     /// The program for blocks of points.
     pub(crate) fn batch(&self) -> &Program {
         self.batch
-            .get_or_init(|| Program::lower(&self.lane, Schedule::Graph))
+            .get_or_init(|| Program::lower_built(&self.lane, Schedule::Graph))
     }
 }
 

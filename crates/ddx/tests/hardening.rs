@@ -12,8 +12,10 @@ fn a_sink_may_run_another_program() {
         x * y.sin() + (x / y).exp()
     })
     .unwrap();
-    let value = Program::lower(eq.lane(LaneKind::Value).unwrap(), Schedule::Level);
-    let gradient = Program::lower(eq.lane(LaneKind::Gradient).unwrap(), Schedule::Level);
+    let value = Program::lower(eq.lane(LaneKind::Value).unwrap(), Schedule::Level)
+        .expect("a lane ddx built");
+    let gradient = Program::lower(eq.lane(LaneKind::Gradient).unwrap(), Schedule::Level)
+        .expect("a lane ddx built");
     let x = [0.7, 1.3];
     let mut g = [0.0; 2];
     gradient.run(&x, &mut g).unwrap();
@@ -51,7 +53,8 @@ fn a_sink_may_run_another_program() {
 fn programs_refuse_wrong_lengths() {
     // `run` and `run_with` asserted their slice lengths (a panic on user input).
     let eq = rt::equation(|| rt::var("x") * rt::var("y")).unwrap();
-    let p = Program::lower(eq.lane(LaneKind::Gradient).unwrap(), Schedule::Level);
+    let p = Program::lower(eq.lane(LaneKind::Gradient).unwrap(), Schedule::Level)
+        .expect("a lane ddx built");
     let mut out = [0.0; 2];
     assert_eq!(
         p.run(&[1.0], &mut out).unwrap_err().code(),
@@ -109,5 +112,54 @@ fn the_tensor_lane_kind_is_refused_everywhere_without_a_panic() {
         // The fixed lanes still answer, and the tensor lanes through their own call.
         assert!(eq.lane(LaneKind::Hessian).is_ok());
         assert_eq!(eq.derivative_tensor(3, [1.0, 2.0]).unwrap().len(), 8);
+    }
+}
+
+/// A lane's fields are public, so a caller can assemble or edit one by hand. Lowering one
+/// that breaks the invariants of the lanes ddx builds panicked (an output past the graph:
+/// an index out of range in the lowering; too few symbols for the graph's inputs: a slot
+/// out of range); now `Program::lower` and the emitters refuse it with `bad_lane`, and
+/// every lane ddx builds still lowers.
+#[test]
+fn a_lane_edited_by_hand_is_refused_not_lowered() {
+    use ddx::ir::{emit, Lane, NodeId};
+    let eq = rt::equation(|| rt::var("x").sin() * rt::var("y")).unwrap();
+    let good = eq.lane(LaneKind::Gradient).unwrap().clone();
+    let names = ["x".to_string(), "y".to_string()];
+    type Edit = fn(&mut Lane);
+    let edits: [(&str, Edit); 5] = [
+        ("an output past the graph", |l| {
+            l.outputs = vec![NodeId::from_index(9999)]
+        }),
+        ("no symbols for the graph's inputs", |l| l.symbols = 0),
+        ("a symbol read as a seed", |l| (l.symbols, l.seeds) = (1, 0)),
+        ("input counts that overflow", |l| l.params = usize::MAX),
+        ("an output one past the last node", |l| {
+            l.outputs.push(NodeId::from_index(l.graph.len()))
+        }),
+    ];
+    for (what, edit) in edits {
+        let mut lane = good.clone();
+        edit(&mut lane);
+        for schedule in [Schedule::Level, Schedule::Graph] {
+            let e = Program::lower(&lane, schedule).expect_err(what);
+            assert_eq!(e.code(), Errc::BadLane, "{what}: {e}");
+            assert!(
+                e.to_string().starts_with("bad_lane: the gradient lane"),
+                "{e}"
+            );
+        }
+        let e = emit::rust(&lane, &names, "f", &emit::RustStyle::default()).expect_err(what);
+        assert_eq!(e.code(), Errc::BadLane, "{what}");
+        let e = emit::c(&lane, &names, "f").expect_err(what);
+        assert_eq!(e.code(), Errc::BadLane, "{what}");
+    }
+    for kind in LaneKind::ALL {
+        let lane = eq.lane(kind).unwrap();
+        assert!(Program::lower(lane, Schedule::Level).is_ok(), "{kind:?}");
+        assert!(
+            emit::rust(lane, &names, "f", &emit::RustStyle::default()).is_ok(),
+            "{kind:?}"
+        );
     }
 }

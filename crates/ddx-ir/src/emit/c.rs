@@ -74,9 +74,11 @@ fn helpers(lanes: &[&Lane]) -> String {
 /// lane's symbol names in canonical order; they appear only in a comment.
 ///
 /// # Errors
-/// [`Error::BadName`] when `name` cannot name the function ([`super::check_name`]).
+/// [`Error::BadName`] when `name` cannot name the function ([`super::check_name`]);
+/// [`Error::BadLane`] when the lane fails [`Lane::check`] (one assembled or edited by hand).
 pub fn c(lane: &Lane, symbols: &[String], name: &str) -> Result<String, Error> {
     check_name(name)?;
+    lane.check()?;
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
     }
@@ -113,6 +115,8 @@ pub fn c_mended(
     name: &str,
 ) -> Result<String, Error> {
     check_name(name)?;
+    lane.check()?;
+    twin.check()?;
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
     }

@@ -23,7 +23,8 @@ pub struct RustStyle {
 /// function's documentation.
 ///
 /// # Errors
-/// [`Error::BadName`] when `name` cannot name the function ([`super::check_name`]).
+/// [`Error::BadName`] when `name` cannot name the function ([`super::check_name`]);
+/// [`Error::BadLane`] when the lane fails [`Lane::check`] (one assembled or edited by hand).
 pub fn rust(
     lane: &Lane,
     symbols: &[String],
@@ -31,6 +32,7 @@ pub fn rust(
     style: &RustStyle,
 ) -> Result<String, Error> {
     check_name(name)?;
+    lane.check()?;
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
     }
@@ -68,6 +70,8 @@ pub fn rust_mended(
     style: &RustStyle,
 ) -> Result<String, Error> {
     check_name(name)?;
+    lane.check()?;
+    twin.check()?;
     if let Some(tag) = crate::user::first_call(&lane.graph) {
         return Err(crate::user::unsupported(tag, "emitted source"));
     }

@@ -37,7 +37,7 @@ pub(crate) struct TensorLane {
 impl TensorLane {
     pub(crate) fn batch(&self) -> &Program {
         self.batch
-            .get_or_init(|| Program::lower(&self.lane, Schedule::Graph))
+            .get_or_init(|| Program::lower_built(&self.lane, Schedule::Graph))
     }
 }
 
@@ -76,7 +76,7 @@ impl<S: Shape> Equation<S> {
         let layout = TensorLayout::new(self.arity(), k);
         let dense = layout.dense().unwrap_or(0);
         let unique_of = (0..dense).map(|d| layout.unique_of(d) as u32).collect();
-        let program = Program::lower(&lane, Schedule::Level);
+        let program = Program::lower_built(&lane, Schedule::Level);
         Ok(self.lanes.tensors[k].get_or_init(|| TensorLane {
             lane,
             program,

@@ -65,8 +65,20 @@ impl Emit {
 }
 
 impl Program {
-    /// Lowers `lane` (a graph extracted to its outputs, so every node is live).
-    pub fn lower(lane: &Lane, schedule: Schedule) -> Program {
+    /// Lowers `lane` (a graph extracted to its outputs, so every node is live), after
+    /// checking it ([`Lane::check`]): a lane from [`Equation::lane`](crate::Equation::lane)
+    /// passes, and one assembled or edited by hand is refused rather than lowered wrong.
+    ///
+    /// # Errors
+    /// [`Error::BadLane`](ddx_ir::Error::BadLane) when `lane` fails [`Lane::check`].
+    pub fn lower(lane: &Lane, schedule: Schedule) -> Result<Program, ddx_ir::Error> {
+        lane.check()?;
+        Ok(Self::lower_built(lane, schedule))
+    }
+
+    /// [`Program::lower`] of a lane ddx built, which holds [`Lane::check`]'s invariants by
+    /// construction (so it is not checked again).
+    pub(crate) fn lower_built(lane: &Lane, schedule: Schedule) -> Program {
         let g = &lane.graph;
         let nodes = g.nodes();
         let inputs = lane.inputs();

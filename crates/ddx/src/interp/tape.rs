@@ -169,7 +169,7 @@ impl Tape {
     /// The tape program of `lane`; the reach lists are built on the first
     /// [`Tape::resweep`] that needs them.
     pub(crate) fn new(lane: &ddx_ir::Lane) -> Self {
-        let mut program = Program::lower(lane, Schedule::Tape);
+        let mut program = Program::lower_built(lane, Schedule::Tape);
         accumulate(&mut program);
         debug_assert!({
             let first = program.consts.len() + program.inputs;
@@ -583,7 +583,7 @@ mod tests {
                         .filter(|r| r.code == Code::Accumulate)
                         .count();
                     // The level program (plain `Add`s) is the reference for the values.
-                    let level = Program::lower(lane, Schedule::Level);
+                    let level = Program::lower_built(lane, Schedule::Level);
                     let inputs = tape.program.inputs;
                     let mut x: Vec<f64> = (0..inputs).map(|_| coordinate(&mut rng)).collect();
                     let mut t = Vec::new();

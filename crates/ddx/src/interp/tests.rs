@@ -136,7 +136,7 @@ fn dot_chains_give_the_reference_values_and_the_tape_programs_bits() {
         let eq = sums(seed, 2 + (seed as usize % 6), 1 + (seed as usize % 7));
         for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
             let lane = eq.lane(kind).expect("lane");
-            let p = Program::lower(lane, Schedule::Level);
+            let p = Program::lower_built(lane, Schedule::Level);
             let (count, two) = dots(&p);
             chains_independent(&p);
             total += count;
@@ -169,8 +169,8 @@ fn exp_runs_give_exps_bits_four_at_a_time_and_alone() {
         })
         .expect("builds");
         let lane = eq.lane(LaneKind::Value).expect("lane");
-        let level = Program::lower(lane, Schedule::Level);
-        let block = Program::lower(lane, Schedule::Graph);
+        let level = Program::lower_built(lane, Schedule::Level);
+        let block = Program::lower_built(lane, Schedule::Graph);
         let special = [
             f64::NAN,
             f64::INFINITY,
@@ -273,7 +273,7 @@ fn difference_chains_give_the_reference_values_and_the_tape_programs_bits() {
         let eq = differences(seed, 2 + (seed as usize % 6), 1 + (seed as usize % 7));
         for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
             let lane = eq.lane(kind).expect("lane");
-            let p = Program::lower(lane, Schedule::Level);
+            let p = Program::lower_built(lane, Schedule::Level);
             chains_independent(&p);
             for r in p.run_list() {
                 let len = (r.end - r.start) as usize;
@@ -317,7 +317,7 @@ fn a_residual_sums_gradient_runs_its_differences_as_chains() {
     for m in [3, 57, 250] {
         let eq = residual_sum(m);
         let lane = eq.lane(LaneKind::Gradient).expect("lane");
-        let p = Program::lower(lane, Schedule::Level);
+        let p = Program::lower_built(lane, Schedule::Level);
         let chains = p
             .run_list()
             .iter()
@@ -355,7 +355,7 @@ fn a_partial_sum_used_elsewhere_ends_a_chain() {
         .expect("builds")
     };
     let chained = build(false);
-    let p = Program::lower(
+    let p = Program::lower_built(
         chained.lane(LaneKind::Value).expect("lane"),
         Schedule::Level,
     );
@@ -363,7 +363,7 @@ fn a_partial_sum_used_elsewhere_ends_a_chain() {
     assert_eq!(p.len(), 1);
     let cut = build(true);
     let lane = cut.lane(LaneKind::Value).expect("lane");
-    let p = Program::lower(lane, Schedule::Level);
+    let p = Program::lower_built(lane, Schedule::Level);
     assert_eq!(dots(&p).0, 0, "{:?}", p.run_list());
     let x = [1.5, -0.0, f64::INFINITY, 3.0, -2.0, 0.0, 7.0, f64::NAN, 1.0];
     let mut out = vec![0.0; 2];
@@ -422,7 +422,7 @@ fn pair_superinstructions_give_the_reference_values_and_the_tape_programs_bits()
         let eq = pairs(seed, 2 + (seed as usize % 5), 8 + (seed as usize % 23));
         for kind in [LaneKind::Value, LaneKind::Gradient] {
             let lane = eq.lane(kind).expect("lane");
-            let p = Program::lower(lane, Schedule::Level);
+            let p = Program::lower_built(lane, Schedule::Level);
             seen.extend(p.run_list().iter().map(|r| r.code));
             agrees_at_points(&p, lane, &mut rng, 10, &format!("seed {seed} {kind:?}"));
         }
@@ -482,7 +482,7 @@ fn negation_fusions_give_the_reference_values_and_the_tape_programs_bits() {
         let eq = negations(seed, 3 + (seed as usize % 4), copies);
         for kind in [LaneKind::Value, LaneKind::Gradient] {
             let lane = eq.lane(kind).expect("lane");
-            let p = Program::lower(lane, Schedule::Level);
+            let p = Program::lower_built(lane, Schedule::Level);
             let codes: Vec<Code> = p.run_list().iter().map(|r| r.code).collect();
             let count: usize = p
                 .run_list()
@@ -579,7 +579,7 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
         let eq = weighted_sums(seed, 2 + (seed as usize % 6), 1 + (seed as usize % 11));
         for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
             let lane = eq.lane(kind).expect("lane");
-            let p = Program::lower(lane, Schedule::Level);
+            let p = Program::lower_built(lane, Schedule::Level);
             for r in p.run_list().iter().filter(|r| r.code == Code::DotConst) {
                 let n = (r.end - r.start) as usize;
                 chains += n;
@@ -655,7 +655,7 @@ fn fours_of_every_step_shape_give_the_tape_programs_bits() {
         })
         .expect("builds");
         let lane = eq.lane(LaneKind::Value).expect("lane");
-        let p = Program::lower(lane, Schedule::Level);
+        let p = Program::lower_built(lane, Schedule::Level);
         let runs: Vec<_> = p
             .run_list()
             .iter()
@@ -678,7 +678,7 @@ fn fours_of_every_step_shape_give_the_tape_programs_bits() {
         agrees_at_points(&p, lane, &mut rng, 16, &format!("seed {seed}"));
         // The gradient's adjoint sums too, whatever their shapes.
         let lane = eq.lane(LaneKind::Gradient).expect("lane");
-        let p = Program::lower(lane, Schedule::Level);
+        let p = Program::lower_built(lane, Schedule::Level);
         agrees_at_points(&p, lane, &mut rng, 8, &format!("seed {seed} gradient"));
     }
 }
@@ -736,7 +736,7 @@ fn independent_chains_of_different_lengths_share_one_run() {
     })
     .expect("builds");
     let lane = eq.lane(LaneKind::Value).expect("lane");
-    let p = Program::lower(lane, Schedule::Level);
+    let p = Program::lower_built(lane, Schedule::Level);
     let weighted: Vec<_> = p
         .run_list()
         .iter()
@@ -802,8 +802,8 @@ fn block_chains_give_the_per_point_values() {
             (&differences_eq, LaneKind::Gradient),
         ] {
             let lane = eq.lane(kind).expect("lane");
-            let block = Program::lower(lane, Schedule::Graph);
-            let level = Program::lower(lane, Schedule::Level);
+            let block = Program::lower_built(lane, Schedule::Graph);
+            let level = Program::lower_built(lane, Schedule::Level);
             for r in block.run_list() {
                 weighted |= r.code == Code::DotConst;
                 general |= r.code == Code::Dot;
