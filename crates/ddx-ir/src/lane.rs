@@ -129,8 +129,12 @@ impl Lane {
                 uses[a.index()] += 1;
             }
         }
+        // An output past the graph (a lane edited by hand, which `Lane::check` refuses)
+        // counts for nothing.
         for o in &self.outputs {
-            uses[o.index()] += 1;
+            if let Some(u) = uses.get_mut(o.index()) {
+                *u += 1;
+            }
         }
         uses
     }
@@ -138,9 +142,10 @@ impl Lane {
 
 impl Lane {
     /// Checks the invariants that lowering and emitting rely on, for a lane that did not
-    /// come from ddx (assembled or edited by hand): its input counts add up, its graph
-    /// passes the IR verifier ([`crate::verify::verify`]) over its symbols and parameters
-    /// and its seeds, and every output names a node of its graph. Lanes ddx builds hold
+    /// come from ddx (assembled or edited by hand): its inputs and nodes fit 32-bit slot
+    /// indices, its graph passes the IR verifier ([`crate::verify::verify`]) over its
+    /// symbols and parameters and its seeds, and every output names a node of its graph
+    /// that is a value (not the pack of a call's arguments). Lanes ddx builds hold
     /// them by construction.
     ///
     /// # Errors
@@ -150,13 +155,31 @@ impl Lane {
             lane: self.kind.name(),
             detail,
         };
-        self.symbols
+        let len = self.graph.len();
+        // Programs index slots (constants, inputs, values) with 32-bit words.
+        let slots = self
+            .symbols
             .checked_add(self.params)
             .and_then(|n| n.checked_add(self.seeds))
-            .ok_or_else(|| bad("its input counts overflow".into()))?;
-        let len = self.graph.len();
+            .and_then(|n| n.checked_add(len))
+            .filter(|&n| n < u32::MAX as usize);
+        if slots.is_none() {
+            return Err(bad(format!(
+                "{} symbols, {} parameters, {} seeds and {len} nodes are past 2³² − 1 slots",
+                self.symbols, self.params, self.seeds
+            )));
+        }
         if let Some(o) = self.outputs.iter().find(|o| o.index() >= len) {
             return Err(bad(format!("output {o} names no node of its {len}")));
+        }
+        if let Some(o) = self
+            .outputs
+            .iter()
+            .find(|&&o| matches!(self.graph.node(o), Node::Apply(crate::Op::Pack, _)))
+        {
+            return Err(bad(format!(
+                "output {o} is a pack of a call's arguments, not a value"
+            )));
         }
         if let Some(v) = crate::verify::verify(&self.graph, self.symbols + self.params, self.seeds)
             .into_iter()

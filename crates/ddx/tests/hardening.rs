@@ -118,8 +118,10 @@ fn the_tensor_lane_kind_is_refused_everywhere_without_a_panic() {
 /// A lane's fields are public, so a caller can assemble or edit one by hand. Lowering one
 /// that breaks the invariants of the lanes ddx builds panicked (an output past the graph:
 /// an index out of range in the lowering; too few symbols for the graph's inputs: a slot
-/// out of range); now `Program::lower` and the emitters refuse it with `bad_lane`, and
-/// every lane ddx builds still lowers.
+/// out of range; input counts past 32-bit slots or an output that is a call's argument
+/// pack, found by the third fresh tester of session 40); now `Program::lower` and the
+/// emitters refuse it with `bad_lane`, `Lane::use_counts` ignores an output past the
+/// graph, and every lane ddx builds still lowers.
 #[test]
 fn a_lane_edited_by_hand_is_refused_not_lowered() {
     use ddx::ir::{emit, Lane, NodeId};
@@ -127,13 +129,28 @@ fn a_lane_edited_by_hand_is_refused_not_lowered() {
     let good = eq.lane(LaneKind::Gradient).unwrap().clone();
     let names = ["x".to_string(), "y".to_string()];
     type Edit = fn(&mut Lane);
-    let edits: [(&str, Edit); 5] = [
+    let edits: [(&str, Edit); 8] = [
         ("an output past the graph", |l| {
             l.outputs = vec![NodeId::from_index(9999)]
         }),
         ("no symbols for the graph's inputs", |l| l.symbols = 0),
         ("a symbol read as a seed", |l| (l.symbols, l.seeds) = (1, 0)),
         ("input counts that overflow", |l| l.params = usize::MAX),
+        ("inputs past 32-bit slots", |l| l.symbols = 1 << 32),
+        ("inputs that fill the address space", |l| {
+            l.symbols = usize::MAX - l.params - l.seeds
+        }),
+        ("a pack as an output", |l| {
+            use ddx::ir::{Graph, Node, Op, SymbolId, NO_ARG};
+            let (x, y) = (NodeId::from_index(0), NodeId::from_index(1));
+            let nodes = vec![
+                Node::Symbol(SymbolId::from_index(0)),
+                Node::Symbol(SymbolId::from_index(1)),
+                Node::Apply(Op::Pack, [x, y, NO_ARG]),
+            ];
+            l.graph = Graph::from_nodes(nodes, 2, 0).expect("a valid graph");
+            l.outputs = vec![NodeId::from_index(2)];
+        }),
         ("an output one past the last node", |l| {
             l.outputs.push(NodeId::from_index(l.graph.len()))
         }),
@@ -154,6 +171,9 @@ fn a_lane_edited_by_hand_is_refused_not_lowered() {
         let e = emit::c(&lane, &names, "f").expect_err(what);
         assert_eq!(e.code(), Errc::BadLane, "{what}");
     }
+    let mut lane = good.clone();
+    lane.outputs.push(NodeId::from_index(9999));
+    assert_eq!(lane.use_counts().len(), good.graph.len());
     for kind in LaneKind::ALL {
         let lane = eq.lane(kind).unwrap();
         assert!(Program::lower(lane, Schedule::Level).is_ok(), "{kind:?}");
