@@ -246,7 +246,7 @@ impl Compiler {
                 table,
                 scratch,
                 straight,
-            } = lower::function(lane, shape, isa);
+            } = lower::function(lane, shape, level, isa);
             if stop() || (refined && !large(straight, &func)) {
                 return Ok(None);
             }

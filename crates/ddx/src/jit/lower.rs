@@ -25,7 +25,8 @@
 //!
 //! A [`Shape::Point`] kernel of a lane that is not split into segments, has no dot loops
 //! (below), and that [`reroll::Rule::KERNEL`] re-rolls (long lanes nearly all made of
-//! copies), computes each run of repeated structure that [`reroll::find`] finds (many
+//! copies), at the quick tier or, at the optimised tier, past the length where
+//! straight-line code gets the single-pass allocator ([`rerolls`]), computes each run of repeated structure that [`reroll::find`] finds (many
 //! copies of one subgraph, as a model looping over data leaves them) as one loop over the
 //! copies instead of straight-line copies ([`Emit::rolled`]): each copy does the same
 //! operations on the same operands as its straight-line nodes would, so the answers are the
@@ -61,6 +62,7 @@
 use super::dots::{self, Dot, Dots, Step};
 use super::reroll::{self, Arg, Rolls};
 use super::slp::{self, Packs};
+use crate::options::OptLevel;
 use cranelift_codegen::entity::packed_option::ReservedValue;
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -142,6 +144,38 @@ pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
     }
 }
 
+/// Whether a point kernel at `level` of a lane of `nodes` nodes computes the runs of
+/// repeated structure [`reroll::find`] keeps as loops ([`Emit::rolled`]): always at the
+/// quick tier, whose loops compile in a fraction of straight-line code's time (NIST
+/// Gauss1's gradient, 7 000 nodes: 0.01 s against 0.3 s); at the optimised tier only
+/// for a lane of more than [`BACKTRACKING_NODES`](super::compile::BACKTRACKING_NODES)
+/// nodes, whose straight-line code would get the single-pass register allocator. Below
+/// that, straight-line code with its `f64x2` pairs ([`slp`]) runs faster than the loops:
+/// Gauss1's gradient 5.2 µs against 7.0, chain-256 3.9 against 4.5, chain-900 (16 184
+/// nodes) 13.9 against 16.2; at chain-1024 (18 400 nodes, single-pass) the loops win,
+/// 18.2 against 21.7 (BENCHMARKS.md, "Loops at the quick tier only").
+///
+/// A lane split into segments ([`Plan`]) is longer than that, so a lane that [`Plan::new`]
+/// keeps in one function because it re-rolls is re-rolled at every tier.
+pub(crate) fn rerolls(level: OptLevel, nodes: usize) -> bool {
+    #[cfg(test)]
+    if !AS_SHIPPED.get() {
+        // Loops at every tier, so that the small random models of the conformance suites
+        // exercise them under the optimising compiler too.
+        return true;
+    }
+    level == OptLevel::Off || nodes > super::compile::BACKTRACKING_NODES
+}
+
+const _: () = assert!(super::compile::SEGMENT_NODES > super::compile::BACKTRACKING_NODES);
+
+#[cfg(test)]
+thread_local! {
+    /// Tests set this to lower point kernels on this thread by the tiers' rule users get
+    /// ([`rerolls`]) rather than with loops at every tier.
+    pub(crate) static AS_SHIPPED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// A batch of a lane of more nodes than this that re-rolls runs its re-rolled point kernel
 /// point by point rather than an `f64x2` column kernel: above it the column kernel's
 /// straight-line code (single-pass allocator, spills) ran slower per point (chain-1000,
@@ -172,7 +206,7 @@ pub(crate) const BATCH_POINT_CALLS: usize = 128;
 /// applies: with dot loops ([`dots`]; the rest of the lane in `f64x2` pairs where an
 /// order for both exists, [`Dots::order_with`]), re-rolled ([`reroll`]), with `f64x2`
 /// pairs ([`slp`]), or straight-line.
-pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowered {
+pub(crate) fn function(lane: &Lane, shape: Shape, level: OptLevel, isa: &dyn TargetIsa) -> Lowered {
     let ptr = isa.pointer_type();
     let call_conv = isa.default_call_conv();
     let mut sig = Signature::new(call_conv);
@@ -201,7 +235,7 @@ pub(crate) fn function(lane: &Lane, shape: Shape, isa: &dyn TargetIsa) -> Lowere
             // links that wait on their sums (a quadratic form's value lane at n = 256:
             // 34.8 µs re-rolled, 6.9 µs with dot loops, the interpreter 15.4 µs).
             let dots = dots::find(lane);
-            let rolls = if dots.is_empty() {
+            let rolls = if dots.is_empty() && rerolls(level, lane.graph.len()) {
                 reroll::find(&lane.graph, reroll::Rule::LOWERING)
             } else {
                 Rolls::default()

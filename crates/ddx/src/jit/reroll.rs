@@ -44,6 +44,12 @@
 //! operations, 9 KiB of straight-line code) 1.16× slower. The component sums of UNIQUAC,
 //! the electrolyte, the regular solution and the quadratic form leave lanes 11–69 %
 //! covered, which ran 1.3–2.2× slower re-rolled.
+//!
+//! Which tiers keep a lane's runs is the lowering's choice (`lower::rerolls`): since point
+//! kernels pair operations in `f64x2` (after the figures above), straight-line code runs
+//! faster than the loops wherever it gets the backtracking register allocator, so the
+//! optimised tier keeps the loops only for longer lanes (BENCHMARKS.md, "Loops at the
+//! quick tier only").
 
 use ddx_ir::{Graph, Node, NodeId, Op};
 use std::collections::HashSet;

@@ -1075,6 +1075,62 @@ fn repeated_models_give_loops_of_one_copy_and_of_two() {
     );
 }
 
+/// The tiers' rule as users get it (`lower::rerolls`, `AS_SHIPPED`): a lane that re-rolls
+/// keeps its loops at the quick tier and, at the optimised tier, only past
+/// `BACKTRACKING_NODES` nodes; below that the optimised kernel is straight-line with its
+/// `f64x2` pairs. Every kernel answers the interpreter's bits.
+#[test]
+fn the_optimised_tier_keeps_loops_only_past_the_allocator_limit() {
+    use super::compile::{compiler, BACKTRACKING_NODES, SEGMENT_NODES};
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            super::lower::AS_SHIPPED.set(false);
+        }
+    }
+    super::lower::AS_SHIPPED.set(true);
+    let _reset = Reset;
+    // 120 links: over 1 024 operations, under the limit; 1 500 links: over it.
+    for (links, long) in [(120, false), (1_500, true)] {
+        let model = long_chain(links);
+        let oracle = Equation::<System>::from_model(model);
+        let lane = oracle.lane(LaneKind::Gradient).unwrap();
+        assert_eq!(lane.graph.len() > BACKTRACKING_NODES, long, "{links} links");
+        assert!(lane.graph.len() <= SEGMENT_NODES);
+        let rolls = super::reroll::find(&lane.graph, super::reroll::Rule::KERNEL);
+        assert!(!rolls.runs.is_empty(), "{links} links re-roll");
+        let mut rng = Rng(23);
+        for level in [OptLevel::Off, OptLevel::Speed] {
+            super::lower::LOOPS.with(|c| c.set([0, 0]));
+            let made = compiler()
+                .expect("a host compiler")
+                .compile(lane, Shape::Point, level, SEGMENT_NODES, false, &|| false)
+                .expect("compiles")
+                .expect("not stopped");
+            let [one, two] = super::lower::LOOPS.with(std::cell::Cell::get);
+            let looped = one + two > 0;
+            assert_eq!(
+                looped,
+                level == OptLevel::Off || long,
+                "{links} links at {level:?}"
+            );
+            let kernel = Kernel::new(&made.code, lane, Shape::Point, level, false, SEGMENT_NODES)
+                .expect("a kernel");
+            assert_eq!(kernel.scratch() > 0, looped);
+            for _ in 0..8 {
+                let x = [rng.value(), rng.value()];
+                let (mut want, mut got) = ([0.0; 2], [0.0; 2]);
+                oracle.gradient_into(x, &mut want).expect("fits");
+                kernel.run_point(&x, &mut got);
+                assert!(
+                    same(&want, &got),
+                    "{links} links at {level:?}: {want:?} vs {got:?}"
+                );
+            }
+        }
+    }
+}
+
 /// Which lanes keep their runs (issue 20, `reroll::Rule::KERNEL`): a long lane made of
 /// copies of one term is re-rolled; the same term fewer times, or beside as much work that
 /// does not repeat, stays straight-line (while `Rule::EVERY_RUN` finds the runs of both).
