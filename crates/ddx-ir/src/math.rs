@@ -29,6 +29,7 @@ macro_rules! unary_fns {
     ($($name:ident => $body:expr),* $(,)?) => {
         $(
             #[doc = concat!("`", stringify!($name), "(x)` as every ddx engine computes it.")]
+            #[inline]
             pub extern "C" fn $name(x: f64) -> f64 {
                 let f: fn(f64) -> f64 = $body;
                 f(x)
