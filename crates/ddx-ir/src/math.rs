@@ -523,6 +523,7 @@ fn odd_atanh(x: f64) -> f64 {
 ///
 /// Each is within C's own error bound of `pow` and exact where `pow` is not, so a model
 /// written `x**2` costs a multiplication, not a library call, in every engine.
+#[inline]
 pub extern "C" fn pow(a: f64, b: f64) -> f64 {
     if b == 2.0 {
         a * a
@@ -583,11 +584,13 @@ pub fn pow_half(a: f64) -> f64 {
 }
 
 /// `atan2(a, b)`: the angle of the point `(b, a)`, as C's `atan2(y, x)`.
+#[inline]
 pub extern "C" fn atan2(a: f64, b: f64) -> f64 {
     a.atan2(b)
 }
 
 /// `hypot(a, b)`, without undue overflow or underflow.
+#[inline]
 pub extern "C" fn hypot(a: f64, b: f64) -> f64 {
     a.hypot(b)
 }
