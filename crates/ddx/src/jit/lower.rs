@@ -26,7 +26,8 @@
 //! A [`Shape::Point`] kernel of a lane that is not split into segments, has no dot loops
 //! (below), and that [`reroll::Rule::KERNEL`] re-rolls (long lanes nearly all made of
 //! copies), at the quick tier or, at the optimised tier, past the length where
-//! straight-line code gets the single-pass allocator ([`rerolls`]), computes each run of repeated structure that [`reroll::find`] finds (many
+//! straight-line code gets the single-pass allocator or when its copies are mostly one
+//! recurrence ([`keeps_loops`]), computes each run of repeated structure that [`reroll::find`] finds (many
 //! copies of one subgraph, as a model looping over data leaves them) as one loop over the
 //! copies instead of straight-line copies ([`Emit::rolled`]): each copy does the same
 //! operations on the same operands as its straight-line nodes would, so the answers are the
@@ -144,27 +145,38 @@ pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
     }
 }
 
-/// Whether a point kernel at `level` of a lane of `nodes` nodes computes the runs of
-/// repeated structure [`reroll::find`] keeps as loops ([`Emit::rolled`]): always at the
-/// quick tier, whose loops compile in a fraction of straight-line code's time (NIST
-/// Gauss1's gradient, 7 000 nodes: 0.01 s against 0.3 s); at the optimised tier only
-/// for a lane of more than [`BACKTRACKING_NODES`](super::compile::BACKTRACKING_NODES)
-/// nodes, whose straight-line code would get the single-pass register allocator. Below
-/// that, straight-line code with its `f64x2` pairs ([`slp`]) runs faster than the loops:
-/// Gauss1's gradient 5.2 µs against 7.0, chain-256 3.9 against 4.5, chain-900 (16 184
-/// nodes) 13.9 against 16.2; at chain-1024 (18 400 nodes, single-pass) the loops win,
-/// 18.2 against 21.7 (BENCHMARKS.md, "Loops at the quick tier only").
+/// Whether a point kernel at `level` of a lane of `nodes` nodes computes `rolls`, the runs
+/// of repeated structure [`reroll::find`] kept, as loops ([`Emit::rolled`]) rather than
+/// straight-line code:
+/// - always at the quick tier, whose loops compile in a fraction of straight-line code's
+///   time (NIST Gauss1's gradient, 13 010 nodes: 0.01 s against 0.3 s);
+/// - at the optimised tier, for a lane of more than
+///   [`BACKTRACKING_NODES`](super::compile::BACKTRACKING_NODES) nodes, whose straight-line
+///   code would get the single-pass register allocator (chain-1024, 18 400 nodes: loops
+///   18.2 µs, straight-line 21.7);
+/// - and for a lane whose copies are mostly one recurrence: when at least a quarter of
+///   the copies' operations depend on what the copy before carries in
+///   ([`Rolls::carried`]). No two copies of those can run at once, so straight-line code
+///   gains no `f64x2` pairs there and only costs compile time (a 16 000-node recurrence:
+///   loops 10.5 µs, straight-line 12.3–13.0, and 1 s to compile against 0.01).
 ///
-/// A lane split into segments ([`Plan`]) is longer than that, so a lane that [`Plan::new`]
-/// keeps in one function because it re-rolls is re-rolled at every tier.
-pub(crate) fn rerolls(level: OptLevel, nodes: usize) -> bool {
+/// Below the limit, a lane of independent copies runs faster as straight-line code with
+/// its `f64x2` pairs ([`slp`]): Gauss1 (a fifth of its copies' operations carried) 5.2 µs
+/// against 7.0, chain-256 (none) 3.9 against 4.5; at a quarter the two were level
+/// (BENCHMARKS.md, "Loops at the quick tier only").
+///
+/// A lane split into segments ([`Plan`]) is longer than the limit, so a lane that
+/// [`Plan::new`] keeps in one function because it re-rolls is re-rolled at every tier.
+pub(crate) fn keeps_loops(level: OptLevel, nodes: usize, rolls: &Rolls) -> bool {
     #[cfg(test)]
     if !AS_SHIPPED.get() {
         // Loops at every tier, so that the small random models of the conformance suites
         // exercise them under the optimising compiler too.
         return true;
     }
-    level == OptLevel::Off || nodes > super::compile::BACKTRACKING_NODES
+    level == OptLevel::Off
+        || nodes > super::compile::BACKTRACKING_NODES
+        || 4 * rolls.carried() >= rolls.covered()
 }
 
 const _: () = assert!(super::compile::SEGMENT_NODES > super::compile::BACKTRACKING_NODES);
@@ -172,7 +184,7 @@ const _: () = assert!(super::compile::SEGMENT_NODES > super::compile::BACKTRACKI
 #[cfg(test)]
 thread_local! {
     /// Tests set this to lower point kernels on this thread by the tiers' rule users get
-    /// ([`rerolls`]) rather than with loops at every tier.
+    /// ([`keeps_loops`]) rather than with loops at every tier.
     pub(crate) static AS_SHIPPED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -235,8 +247,13 @@ pub(crate) fn function(lane: &Lane, shape: Shape, level: OptLevel, isa: &dyn Tar
             // links that wait on their sums (a quadratic form's value lane at n = 256:
             // 34.8 µs re-rolled, 6.9 µs with dot loops, the interpreter 15.4 µs).
             let dots = dots::find(lane);
-            let rolls = if dots.is_empty() && rerolls(level, lane.graph.len()) {
-                reroll::find(&lane.graph, reroll::Rule::LOWERING)
+            let rolls = if dots.is_empty() {
+                let rolls = reroll::find(&lane.graph, reroll::Rule::LOWERING);
+                if keeps_loops(level, lane.graph.len(), &rolls) {
+                    rolls
+                } else {
+                    Rolls::default()
+                }
             } else {
                 Rolls::default()
             };

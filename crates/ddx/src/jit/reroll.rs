@@ -45,11 +45,11 @@
 //! the electrolyte, the regular solution and the quadratic form leave lanes 11–69 %
 //! covered, which ran 1.3–2.2× slower re-rolled.
 //!
-//! Which tiers keep a lane's runs is the lowering's choice (`lower::rerolls`): since point
-//! kernels pair operations in `f64x2` (after the figures above), straight-line code runs
-//! faster than the loops wherever it gets the backtracking register allocator, so the
-//! optimised tier keeps the loops only for longer lanes (BENCHMARKS.md, "Loops at the
-//! quick tier only").
+//! Which tiers keep a lane's runs is the lowering's choice (`lower::keeps_loops`): since
+//! point kernels pair operations in `f64x2` (after the figures above), straight-line code
+//! of independent copies runs faster than the loops wherever it gets the backtracking
+//! register allocator, so the optimised tier keeps the loops only for longer lanes and
+//! for recurrences ([`Rolls::carried`]; BENCHMARKS.md, "Loops at the quick tier only").
 
 use ddx_ir::{Graph, Node, NodeId, Op};
 use std::collections::HashSet;
@@ -175,8 +175,18 @@ impl Rolls {
     }
 
     /// The operations the runs cover (their copies and tails).
-    fn covered(&self) -> usize {
+    pub(crate) fn covered(&self) -> usize {
         self.runs.iter().map(|r| r.copies * r.period + r.tail).sum()
+    }
+
+    /// The operations of the runs' copies that depend on a value the copy before carries
+    /// in ([`on_carried`]): a chain from the first copy to the last, which no two copies
+    /// can compute at once.
+    pub(crate) fn carried(&self) -> usize {
+        self.runs
+            .iter()
+            .map(|r| r.copies * on_carried(r).iter().filter(|&&c| c).count())
+            .sum()
     }
 
     /// The operations outside every run: those a kernel computes in straight-line code.

@@ -1075,12 +1075,34 @@ fn repeated_models_give_loops_of_one_copy_and_of_two() {
     );
 }
 
-/// The tiers' rule as users get it (`lower::rerolls`, `AS_SHIPPED`): a lane that re-rolls
-/// keeps its loops at the quick tier and, at the optimised tier, only past
-/// `BACKTRACKING_NODES` nodes; below that the optimised kernel is straight-line with its
-/// `f64x2` pairs. Every kernel answers the interpreter's bits.
+/// `Σₖ exp(−(a·cₖ − b)²)·cₖ` over `copies` copies: each copy's work depends on no other
+/// copy but through the sums.
+fn sum_of_copies(copies: usize) -> Model {
+    let mut g = Graph::new();
+    let a = g.symbol(SymbolId::from_index(0));
+    let b = g.symbol(SymbolId::from_index(1));
+    let mut acc = g.constant(0.0);
+    for k in 0..copies {
+        let c = g.constant(0.5 + k as f64 * 1e-3);
+        let ac = g.binary(Op::Mul, a, c);
+        let d = g.binary(Op::Sub, ac, b);
+        let d2 = g.binary(Op::Mul, d, d);
+        let n = g.unary(Op::Neg, d2);
+        let e = g.unary(Op::Exp, n);
+        let t = g.binary(Op::Mul, e, c);
+        acc = g.binary(Op::Add, acc, t);
+    }
+    Model::seal(&g, &[acc], vec!["a".into(), "b".into()])
+}
+
+/// The tiers' rule as users get it (`lower::keeps_loops`, `AS_SHIPPED`): a lane that
+/// re-rolls keeps its loops at the quick tier; at the optimised tier only past
+/// `BACKTRACKING_NODES` nodes, or when its copies are mostly one recurrence (a quarter of
+/// their operations or more carried); a lane of independent copies under the limit is
+/// straight-line there, with its `f64x2` pairs. Every kernel answers the interpreter's
+/// bits.
 #[test]
-fn the_optimised_tier_keeps_loops_only_past_the_allocator_limit() {
+fn the_optimised_tier_keeps_loops_only_past_the_allocator_limit_or_for_recurrences() {
     use super::compile::{compiler, BACKTRACKING_NODES, SEGMENT_NODES};
     struct Reset;
     impl Drop for Reset {
@@ -1090,15 +1112,32 @@ fn the_optimised_tier_keeps_loops_only_past_the_allocator_limit() {
     }
     super::lower::AS_SHIPPED.set(true);
     let _reset = Reset;
-    // 120 links: over 1 024 operations, under the limit; 1 500 links: over it.
-    for (links, long) in [(120, false), (1_500, true)] {
-        let model = long_chain(links);
+    // (model, over the limit, a recurrence): independent copies under the limit and over
+    // it; a recurrence (`long_chain`: each link reads the one before) under it.
+    let cases = [
+        (sum_of_copies(200), false, false),
+        (sum_of_copies(1_300), true, false),
+        (long_chain(120), false, true),
+    ];
+    for (case, (model, long, recurrence)) in cases.into_iter().enumerate() {
         let oracle = Equation::<System>::from_model(model);
         let lane = oracle.lane(LaneKind::Gradient).unwrap();
-        assert_eq!(lane.graph.len() > BACKTRACKING_NODES, long, "{links} links");
-        assert!(lane.graph.len() <= SEGMENT_NODES);
+        let nodes = lane.graph.len();
+        assert_eq!(
+            nodes > BACKTRACKING_NODES,
+            long,
+            "case {case}: {nodes} nodes"
+        );
+        assert!(nodes <= SEGMENT_NODES);
         let rolls = super::reroll::find(&lane.graph, super::reroll::Rule::KERNEL);
-        assert!(!rolls.runs.is_empty(), "{links} links re-roll");
+        assert!(!rolls.runs.is_empty(), "case {case} re-rolls");
+        assert_eq!(
+            4 * rolls.carried() >= rolls.covered(),
+            recurrence,
+            "case {case}: {} of {} carried",
+            rolls.carried(),
+            rolls.covered()
+        );
         let mut rng = Rng(23);
         for level in [OptLevel::Off, OptLevel::Speed] {
             super::lower::LOOPS.with(|c| c.set([0, 0]));
@@ -1111,8 +1150,8 @@ fn the_optimised_tier_keeps_loops_only_past_the_allocator_limit() {
             let looped = one + two > 0;
             assert_eq!(
                 looped,
-                level == OptLevel::Off || long,
-                "{links} links at {level:?}"
+                level == OptLevel::Off || long || recurrence,
+                "case {case} at {level:?}"
             );
             let kernel = Kernel::new(&made.code, lane, Shape::Point, level, false, SEGMENT_NODES)
                 .expect("a kernel");
@@ -1124,7 +1163,7 @@ fn the_optimised_tier_keeps_loops_only_past_the_allocator_limit() {
                 kernel.run_point(&x, &mut got);
                 assert!(
                     same(&want, &got),
-                    "{links} links at {level:?}: {want:?} vs {got:?}"
+                    "case {case} at {level:?}: {want:?} vs {got:?}"
                 );
             }
         }
