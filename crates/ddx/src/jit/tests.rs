@@ -812,20 +812,36 @@ impl Hold {
     }
 }
 
-/// `Σₖ (a·cₖ + b)·a` with distinct constants `cₖ`: a value lane of about 5 nodes a term.
-fn long_sum(terms: usize) -> Model {
+/// `Σₖ term(a, b, cₖ)` over two symbols `a`, `b` and `terms` distinct constants `cₖ =
+/// c(k)`, summed in order from `0`.
+fn sum_over(
+    terms: usize,
+    c: impl Fn(usize) -> f64,
+    term: impl Fn(&mut Graph, NodeId, NodeId, NodeId) -> NodeId,
+) -> Model {
     let mut g = Graph::new();
     let a = g.symbol(SymbolId::from_index(0));
     let b = g.symbol(SymbolId::from_index(1));
     let mut y = g.constant(0.0);
     for k in 0..terms {
-        let c = g.constant(1.0 + k as f64 * 1e-6);
-        let ac = g.binary(Op::Mul, a, c);
-        let t = g.binary(Op::Add, ac, b);
-        let t = g.binary(Op::Mul, t, a);
+        let ck = g.constant(c(k));
+        let t = term(&mut g, a, b, ck);
         y = g.binary(Op::Add, y, t);
     }
     Model::seal(&g, &[y], vec!["a".into(), "b".into()])
+}
+
+/// `Σₖ (a·cₖ + b)·a` with distinct constants `cₖ`: a value lane of about 5 nodes a term.
+fn long_sum(terms: usize) -> Model {
+    sum_over(
+        terms,
+        |k| 1.0 + k as f64 * 1e-6,
+        |g, a, b, c| {
+            let ac = g.binary(Op::Mul, a, c);
+            let t = g.binary(Op::Add, ac, b);
+            g.binary(Op::Mul, t, a)
+        },
+    )
 }
 
 /// Issue 11: a small lane's kernel lands while another equation's large lane is being
@@ -1078,21 +1094,18 @@ fn repeated_models_give_loops_of_one_copy_and_of_two() {
 /// `Σₖ exp(−(a·cₖ − b)²)·cₖ` over `copies` copies: each copy's work depends on no other
 /// copy but through the sums.
 fn sum_of_copies(copies: usize) -> Model {
-    let mut g = Graph::new();
-    let a = g.symbol(SymbolId::from_index(0));
-    let b = g.symbol(SymbolId::from_index(1));
-    let mut acc = g.constant(0.0);
-    for k in 0..copies {
-        let c = g.constant(0.5 + k as f64 * 1e-3);
-        let ac = g.binary(Op::Mul, a, c);
-        let d = g.binary(Op::Sub, ac, b);
-        let d2 = g.binary(Op::Mul, d, d);
-        let n = g.unary(Op::Neg, d2);
-        let e = g.unary(Op::Exp, n);
-        let t = g.binary(Op::Mul, e, c);
-        acc = g.binary(Op::Add, acc, t);
-    }
-    Model::seal(&g, &[acc], vec!["a".into(), "b".into()])
+    sum_over(
+        copies,
+        |k| 0.5 + k as f64 * 1e-3,
+        |g, a, b, c| {
+            let ac = g.binary(Op::Mul, a, c);
+            let d = g.binary(Op::Sub, ac, b);
+            let d2 = g.binary(Op::Mul, d, d);
+            let n = g.unary(Op::Neg, d2);
+            let e = g.unary(Op::Exp, n);
+            g.binary(Op::Mul, e, c)
+        },
+    )
 }
 
 /// The tiers' rule as users get it (`lower::keeps_loops`, `AS_SHIPPED`): a lane that
