@@ -154,20 +154,25 @@ pub(crate) fn kernel_shape(lane: &Lane, shape: Shape, per: usize) -> Shape {
 ///   [`BACKTRACKING_NODES`](super::compile::BACKTRACKING_NODES) nodes, whose straight-line
 ///   code would get the single-pass register allocator (chain-1024, 18 400 nodes: loops
 ///   18.2 µs, straight-line 21.7);
-/// - and for a lane whose copies are mostly one recurrence: when at least a quarter of
-///   the copies' operations depend on what the copy before carries in
-///   ([`Rolls::carried`]). No two copies of those can run at once, so straight-line code
-///   gains no `f64x2` pairs there and only costs compile time (a 16 000-node recurrence:
-///   loops 10.5 µs, straight-line 12.3–13.0, and 1 s to compile against 0.01).
+/// - and for a lane whose copies are mostly one recurrence: when at least half of the
+///   copies' operations depend on what the copy before carries in ([`Rolls::carried`]).
+///   No two copies of those can run at once, so straight-line code gains few `f64x2`
+///   pairs there and costs compile time (a 16 000-node recurrence, 75 % carried: loops
+///   10.5 µs, straight-line 12.3–13.0, and 1 s to compile against 0.01).
 ///
-/// Below the limit, a lane of independent copies runs faster as straight-line code with
-/// its `f64x2` pairs ([`slp`]): Gauss1 (a fifth of its copies' operations carried) 5.2 µs
-/// against 7.0, chain-256 (none) 3.9 against 4.5; at a quarter the two were level
-/// (BENCHMARKS.md, "Loops at the quick tier only").
+/// Below the limit, a lane of copies mostly independent runs faster as straight-line
+/// code with its `f64x2` pairs ([`slp`]): Gauss1 (a fifth of its copies' operations
+/// carried) 5.2 µs against 7.0, chain-256 (none) 3.9 against 4.5, recurrences whose
+/// copies do much independent work (26–41 % carried) 6–18 % faster; from 63 % carried the
+/// loops won by 7–24 % but for one case, level within 4 % (BENCHMARKS.md, "Loops at the
+/// quick tier only").
 ///
 /// A lane split into segments ([`Plan`]) is longer than the limit, so a lane that
 /// [`Plan::new`] keeps in one function because it re-rolls is re-rolled at every tier.
 pub(crate) fn keeps_loops(level: OptLevel, nodes: usize, rolls: &Rolls) -> bool {
+    if rolls.runs.is_empty() {
+        return false;
+    }
     #[cfg(test)]
     if !AS_SHIPPED.get() {
         // Loops at every tier, so that the small random models of the conformance suites
@@ -176,7 +181,7 @@ pub(crate) fn keeps_loops(level: OptLevel, nodes: usize, rolls: &Rolls) -> bool 
     }
     level == OptLevel::Off
         || nodes > super::compile::BACKTRACKING_NODES
-        || 4 * rolls.carried() >= rolls.covered()
+        || 2 * rolls.carried() >= rolls.covered()
 }
 
 const _: () = assert!(super::compile::SEGMENT_NODES > super::compile::BACKTRACKING_NODES);
