@@ -27,9 +27,10 @@
 //! (below), and that [`reroll::Rule::KERNEL`] re-rolls (long lanes nearly all made of
 //! copies), at the quick tier or, at the optimised tier, past the length where
 //! straight-line code gets the single-pass allocator or when its copies are mostly one
-//! recurrence ([`keeps_loops`]), computes each run of repeated structure that [`reroll::find`] finds (many
-//! copies of one subgraph, as a model looping over data leaves them) as one loop over the
-//! copies instead of straight-line copies ([`Emit::rolled`]): each copy does the same
+//! recurrence ([`keeps_loops`]), computes each run of repeated structure that
+//! [`reroll::find`] finds (many copies of one subgraph, as a model looping over data
+//! leaves them) as one loop over the copies instead of straight-line copies
+//! ([`Emit::rolled`]): each copy does the same
 //! operations on the same operands as its straight-line nodes would, so the answers are the
 //! same bits, and the code no longer grows with the number of copies. A loop reads a stream
 //! of per-copy constants in place from the kernel's constant table (built here, carried at
