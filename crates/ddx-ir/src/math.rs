@@ -12,11 +12,19 @@
 //! - a comparison with a NaN operand answers `0.0`, `!=` included;
 //! - `select(c, t, f)` takes `t` when `c` is nonzero or NaN.
 
-/// This file's source text. A code generator that keeps compiled code between runs keys it
-/// on this too, so that a development build that changes how an operation evaluates never
-/// loads code made before the change (ddx's version number alone would not change).
+/// This module's source text (this file's and its submodule's). A code generator that keeps
+/// compiled code between runs keys it on this too, so that a development build that
+/// changes how an operation evaluates never loads code made before the change (ddx's
+/// version number alone would not change).
 #[doc(hidden)]
-pub const SOURCE: &str = include_str!("math.rs");
+pub const SOURCE: &str = concat!(include_str!("math.rs"), include_str!("math/natural_log.rs"));
+
+mod natural_log;
+#[cfg(target_arch = "x86_64")]
+pub use natural_log::log_plain4_avx2;
+pub use natural_log::{
+    log, log_is_plain, log_of_bits, LOG_LN2_HI, LOG_LN2_LO, LOG_OFF, LOG_POLY, LOG_TABLE,
+};
 
 /// The signature of a one-argument math function in [`MathTable`].
 pub type UnaryFn = extern "C" fn(f64) -> f64;
@@ -42,7 +50,6 @@ unary_fns! {
     sin => f64::sin,
     cos => f64::cos,
     tan => f64::tan,
-    log => f64::ln,
     log10 => f64::log10,
     cbrt => f64::cbrt,
     asin => f64::asin,
@@ -769,6 +776,9 @@ pub struct MathTable {
     /// [`EXP_TABLE`], for code generators that compute [`exp`] inline, at
     /// [`MathTable::EXP_TABLE`].
     pub exp_table: [&'static [u64; 256]; 1],
+    /// [`LOG_TABLE`], for code generators that compute [`log`] inline, at
+    /// [`MathTable::LOG_TABLE`].
+    pub log_table: [&'static [u64; 512]; 1],
 }
 
 /// [`crate::user::call_n`]'s type: `(tag, args, k)`, `args` pointing to `k` values.
@@ -802,6 +812,10 @@ impl MathTable {
     /// The entry index (in pointer-sized words from the table's start) of
     /// [`MathTable::exp_table`]: after [`MathTable::CALL_N`].
     pub const EXP_TABLE: usize = 27;
+
+    /// The entry index (in pointer-sized words from the table's start) of
+    /// [`MathTable::log_table`]: after [`MathTable::EXP_TABLE`].
+    pub const LOG_TABLE: usize = 28;
 
     /// The entry index (in pointer-sized words from the table's start) of `op`'s function,
     /// or `None` when the table has none (engines always inline those).
@@ -838,6 +852,7 @@ pub static MATH_TABLE: MathTable = MathTable {
     more_ternary: [crate::user::call],
     call_n: [crate::user::call_n],
     exp_table: [&EXP_TABLE],
+    log_table: [&LOG_TABLE],
 };
 
 #[cfg(test)]
@@ -884,9 +899,14 @@ mod tests {
             std::mem::offset_of!(MathTable, exp_table),
             MathTable::EXP_TABLE * std::mem::size_of::<usize>()
         );
+        // The log table's, appended after that.
+        assert_eq!(
+            std::mem::offset_of!(MathTable, log_table),
+            MathTable::LOG_TABLE * std::mem::size_of::<usize>()
+        );
         assert_eq!(
             std::mem::size_of::<MathTable>(),
-            28 * std::mem::size_of::<usize>()
+            29 * std::mem::size_of::<usize>()
         );
         assert_eq!(MathTable::slot(Op::Add), None);
         assert_eq!(MathTable::slot(Op::Recip), None);

@@ -35,13 +35,17 @@
 //!   `cbrt` is not, and answers differently in the last bit for about half of all
 //!   arguments in our tests (within 4 ULP). The emitted Rust calls `f64::cbrt`
 //!   (exact); the emitted C calls the C library's (not exact).
-//! - `exp` is ddx's own ([`crate::math::exp`]): both languages write its operations and
-//!   table out (`ddx_exp`, emitted once per file or function when a lane uses it), so it
-//!   is exact wherever C and Rust evaluate `double` in double precision
-//!   (`FLT_EVAL_METHOD == 0`, as on x86-64 and AArch64; not x87, below).
-//! - Every other function (`sin` … `tanh`, `log`, `log10`, `pow`, `atan2`, `hypot`,
-//!   `fma`) is the C library's in all three (Rust's `f64` methods call it), so it is
-//!   exact when the emitted code runs against the same C library as ddx.
+//! - `exp` and `log` are ddx's own ([`crate::math::exp`], [`crate::math::log`]): both
+//!   languages write their operations and tables out (`ddx_exp`, `ddx_log`, emitted once
+//!   per file or function when a lane uses them), so they are exact wherever C and Rust
+//!   evaluate `double` in double precision (`FLT_EVAL_METHOD == 0`, as on x86-64 and
+//!   AArch64; not x87, below). `log`'s fused multiply-adds are C99's `fma` and Rust's
+//!   `f64::mul_add`, correctly rounded on every platform (a library call where the
+//!   target lacks the instruction: build with `-mfma` or `-C target-feature=+fma` for
+//!   speed).
+//! - Every other function (`sin` … `tanh`, `log10`, `pow`, `atan2`, `hypot`, `fma`) is
+//!   the C library's in all three (Rust's `f64` methods call it), so it is exact when the
+//!   emitted code runs against the same C library as ddx.
 //!
 //! **Compiling the C.** Any C99 compiler; `-ffp-contract=off` (GCC contracts `a*b + c`
 //! into a fused multiply-add in its GNU modes when the target has one, which would change
@@ -58,8 +62,8 @@ fn uses(lane: &Lane, op: Op) -> bool {
 }
 
 /// ddx's `exp` ([`crate::math::exp`]) as a C function `double ddx_exp(double)` with its
-/// table `ddx_exp_table`: C99 (`static`, `uint64_t` through `memcpy`; needs `<stdint.h>`,
-/// `<string.h>` and `<math.h>`) or OpenCL C (`__constant`, `ulong`, `as_double`). The same
+/// table `ddx_exp_table`: C99 (`static`, `uint64_t`; needs `<stdint.h>`, `<math.h>` and
+/// the conversions `ddx_double`, `ddx_bits` of [`c`]'s helpers) or OpenCL C (`__constant`, `ulong`, `as_double`). The same
 /// IEEE operations in the same order as ddx's, its table and constants written from ddx's
 /// own, so the same bits wherever a multiply and an add are not contracted
 /// (`-ffp-contract=off`, `#pragma OPENCL FP_CONTRACT OFF`).
@@ -89,14 +93,8 @@ pub fn exp_c(opencl: bool) -> String {
              uint64_t bits = ddx_exp_table[2 * i + 1] + (ki << 45);",
         )
     };
-    let conversions = if opencl {
-        ""
-    } else {
-        "static inline double ddx_double(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n\
-         static inline uint64_t ddx_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }\n"
-    };
     let template = "/* ddx's exp (ddx_ir::math::exp): Tang's table-driven method, 128 entries. */\n\
-         {decl} = {\n{rows}};\n{conversions}\
+         {decl} = {\n{rows}};\n\
          {store}double ddx_exp(double x{param}) {\n  \
          double a = fabs(x);\n  \
          if (a < {min}) return 1.0 + x;\n  \
@@ -120,14 +118,14 @@ pub fn exp_c(opencl: bool) -> String {
          return y * 0x1p-1022;\n}\n";
     let template = template
         .replace("{decl}", table)
-        .replace("{conversions}", conversions)
         .replace("{store}", store)
         .replace("{param}", param)
         .replace("{read}", read)
         .replace("{word}", word)
         .replace("{bits_of}", bits_of)
         .replace("{double_of}", double_of);
-    fill_exp(&template, c::literal, &exp_table_lines("  ", suffix))
+    let rows = table_lines(&crate::math::EXP_TABLE, "  ", suffix);
+    fill_exp(&template, c::literal, &rows)
 }
 
 /// `template`, a spelling of ddx's `exp` in an emitted language, with its constants
@@ -159,11 +157,40 @@ fn fill_exp(template: &str, literal: fn(f64) -> String, rows: &str) -> String {
         })
 }
 
-/// [`crate::math::EXP_TABLE`] as the lines of an array initialiser, four entries a line,
-/// each hexadecimal word followed by `suffix`.
-fn exp_table_lines(indent: &str, suffix: &str) -> String {
+/// `template`, a spelling of ddx's `log` in an emitted language, with its constants
+/// written in: `{off}` ([`crate::math::LOG_OFF`], hexadecimal, followed by `suffix`),
+/// `{min}`, `{max}` (the least and greatest positive normal numbers), `{ln2_hi}`,
+/// `{ln2_lo}` and `{c2}` … `{c8}` as `literal` spells them, `{rows}` as
+/// `rows`.
+fn fill_log(template: &str, literal: fn(f64) -> String, suffix: &str, rows: &str) -> String {
+    use crate::math::{LOG_LN2_HI, LOG_LN2_LO, LOG_OFF, LOG_POLY};
+    let [c2, c3, c4, c5, c6, c7, c8] = LOG_POLY;
+    let constants = [
+        ("{min}", f64::MIN_POSITIVE),
+        ("{max}", f64::MAX),
+        ("{ln2_hi}", LOG_LN2_HI),
+        ("{ln2_lo}", LOG_LN2_LO),
+        ("{c2}", c2),
+        ("{c3}", c3),
+        ("{c4}", c4),
+        ("{c5}", c5),
+        ("{c6}", c6),
+        ("{c7}", c7),
+        ("{c8}", c8),
+    ];
+    let text = template
+        .replace("{rows}", rows)
+        .replace("{off}", &format!("0x{LOG_OFF:016x}{suffix}"));
+    constants
+        .iter()
+        .fold(text, |text, &(name, v)| text.replace(name, &literal(v)))
+}
+
+/// `table` ([`crate::math::EXP_TABLE`], [`crate::math::LOG_TABLE`]) as the lines of an
+/// array initialiser, four entries a line, each hexadecimal word followed by `suffix`.
+fn table_lines(table: &[u64], indent: &str, suffix: &str) -> String {
     let mut out = String::new();
-    for row in crate::math::EXP_TABLE.chunks(4) {
+    for row in table.chunks(4) {
         let words: Vec<String> = row.iter().map(|w| format!("0x{w:016x}{suffix}")).collect();
         out.push_str(indent);
         out.push_str(&words.join(", "));

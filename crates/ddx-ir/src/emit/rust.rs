@@ -1,9 +1,7 @@
 //! The Rust emitter: one function per lane (see the parent module for the signature and
 //! the functions whose bits depend on the platform).
 
-use super::{
-    check_name, const_evaluable, describe, exp_table_lines, powi_steps, powi_unrolled, uses,
-};
+use super::{check_name, const_evaluable, describe, powi_steps, powi_unrolled, table_lines, uses};
 use crate::{Error, Lane, Node, NodeId, Op};
 use std::fmt::Write;
 
@@ -162,7 +160,54 @@ fn exp_helper(indent: &str) -> String {
          if y < 1.0 {\n        let err = (s - y) + s * tmp;\n        let hi = 1.0 + y;\n        \
          let lo = ((1.0 - hi) + y) + err;\n        y = (hi + lo) - 1.0;\n    }\n    \
          y * f64::from_bits(0x0010_0000_0000_0000)\n}\n";
-    let text = super::fill_exp(template, literal, &exp_table_lines("        ", ""));
+    let rows = table_lines(&crate::math::EXP_TABLE, "        ", "");
+    indented(&super::fill_exp(template, literal, &rows), indent)
+}
+
+/// ddx's `log` ([`crate::math::log`]) as a function item `ddx_log`, each line after
+/// `indent`: the same IEEE operations in the same order (`f64::mul_add` is the correctly
+/// rounded fused multiply-add), its table and constants written from ddx's own, so the
+/// same bits.
+fn log_helper(indent: &str) -> String {
+    let template =
+        "/// ddx's log (`ddx_ir::math::log`): table-driven, 128 rows, with fused multiply-adds.\n\
+         fn ddx_log(x: f64) -> f64 {\n    \
+         const TABLE: [u64; 512] = [\n{rows}    ];\n    \
+         let ix = if x >= {min} && x <= {max} {\n        x.to_bits()\n    \
+         } else if x.is_nan() {\n        return x + x;\n    \
+         } else if x == 0.0 {\n        return f64::NEG_INFINITY;\n    \
+         } else if x < 0.0 {\n        return f64::NAN;\n    \
+         } else if x == f64::INFINITY {\n        return x;\n    \
+         } else {\n        (x * 4503599627370496.0).to_bits().wrapping_sub(52 << 52)\n    };\n    \
+         let tmp = ix.wrapping_sub({off});\n    \
+         let i = ((tmp >> 45) & 127) as usize;\n    \
+         let kd = ((tmp as i64) >> 52) as f64;\n    \
+         let z = f64::from_bits(ix.wrapping_sub(tmp & (0xfff << 52)));\n    \
+         let invc = f64::from_bits(TABLE[4 * i]);\n    \
+         let logc_hi = f64::from_bits(TABLE[4 * i + 1]);\n    \
+         let logc_lo = f64::from_bits(TABLE[4 * i + 2]);\n    \
+         let r = z.mul_add(invc, -1.0);\n    \
+         let w = kd.mul_add({ln2_hi}, logc_hi);\n    \
+         let hi = w + r;\n    \
+         let lo = r - (hi - w);\n    \
+         let r2 = r * r;\n    \
+         let a = r.mul_add({c3}, {c2});\n    \
+         let b = r.mul_add({c5}, {c4});\n    \
+         let c = r.mul_add({c7}, {c6});\n    \
+         let u = r2.mul_add({c8}, c);\n    \
+         let v = r2.mul_add(b, a);\n    \
+         let r4 = r2 * r2;\n    \
+         let q = r4.mul_add(u, v);\n    \
+         let t = kd.mul_add({ln2_lo}, logc_lo);\n    \
+         let t = t + lo;\n    \
+         let t = r2.mul_add(q, t);\n    \
+         hi + t\n}\n";
+    let rows = table_lines(&crate::math::LOG_TABLE, "        ", "");
+    indented(&super::fill_log(template, literal, "", &rows), indent)
+}
+
+/// `text`'s lines, each after `indent`.
+fn indented(text: &str, indent: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
         out.push_str(indent);
@@ -178,6 +223,9 @@ fn body(lane: &Lane, style: &RustStyle, indent: &str, out: &mut String) {
     let g = &lane.graph;
     if uses(lane, Op::Exp) {
         out.push_str(&exp_helper(indent));
+    }
+    if uses(lane, Op::Log) {
+        out.push_str(&log_helper(indent));
     }
     if style.erf.is_none() && uses(lane, Op::Erf) {
         let _ = writeln!(
@@ -277,7 +325,7 @@ fn expression(
         Cos => m("cos"),
         Tan => m("tan"),
         Exp => format!("ddx_exp({})", a(0)),
-        Log => m("ln"),
+        Log => format!("ddx_log({})", a(0)),
         Log10 => m("log10"),
         Cbrt => m("cbrt"),
         Asin => m("asin"),

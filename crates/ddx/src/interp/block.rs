@@ -328,17 +328,25 @@ unsafe fn execute<const AVX2: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'
             Code::Op(Op::Sin) => run!(r, 1, |a| math::sin(a)),
             Code::Op(Op::Cos) => run!(r, 1, |a| math::cos(a)),
             Code::Op(Op::Tan) => run!(r, 1, |a| math::tan(a)),
-            Code::Op(Op::Exp) => {
-                for i in &instrs[r.start as usize..r.end as usize] {
-                    let d = unsafe { f.out(i.dst) };
-                    match f.arg(i.args[0]) {
-                        // SAFETY: the CPU has AVX2 where `AVX2` (the caller's contract).
-                        Arg::Block(a) => unsafe { exp_block::<AVX2>(d, from_block(a, n)) },
-                        Arg::Splat(x) => d.fill(math::exp(x)),
-                    }
-                }
-            }
-            Code::Op(Op::Log) => run!(r, 1, |a| math::log(a)),
+            // SAFETY (both): the CPU has AVX2 and FMA where `AVX2` (the caller's contract).
+            Code::Op(Op::Exp) => unsafe {
+                fours_run::<AVX2>(
+                    f,
+                    &instrs[r.start as usize..r.end as usize],
+                    n,
+                    |x| math::exp(x),
+                    |x| super::exp4(x),
+                )
+            },
+            Code::Op(Op::Log) => unsafe {
+                fours_run::<AVX2>(
+                    f,
+                    &instrs[r.start as usize..r.end as usize],
+                    n,
+                    |x| math::log(x),
+                    |x| super::log4(x),
+                )
+            },
             Code::Op(Op::Log10) => run!(r, 1, |a| math::log10(a)),
             Code::Op(Op::Cbrt) => run!(r, 1, |a| math::cbrt(a)),
             Code::Op(Op::Asin) => run!(r, 1, |a| math::asin(a)),
@@ -438,31 +446,50 @@ unsafe fn factor_chains<const SUB: bool>(f: &Frame<'_>, run: &[Instr], lists: &[
     }
 }
 
-/// `d[p] = exp(a[p])` for every point: where `AVX2`, four points at a time through
-/// [`math::exp_plain4_avx2`] when all four take `exp`'s plain path, otherwise (and for the
-/// last few) each alone through [`math::exp`]: `exp`'s bits either way.
+/// Runs `run`, a run of `Exp` or `Log` instructions, over the frame's `n` points:
+/// `d[p] = f(a[p])`, where `AVX2` four points at a time through `plain4`
+/// ([`super::exp4`], [`super::log4`]) when all four take the function's plain path,
+/// otherwise (and for the last few) each alone through `one` ([`math::exp`],
+/// [`math::log`]): the function's bits either way.
 ///
 /// # Safety
-/// The CPU must have AVX2 where `AVX2`.
+/// The CPU must have AVX2 and FMA where `AVX2` (`plain4` is called only then); the frame's
+/// slots as [`execute`]'s.
 #[inline(always)]
-unsafe fn exp_block<const AVX2: bool>(d: &mut [f64], a: &[f64]) {
-    #[cfg(target_arch = "x86_64")]
-    if AVX2 {
-        let mut d4 = d.chunks_exact_mut(4);
-        let mut a4 = a.chunks_exact(4);
-        for (d, a) in (&mut d4).zip(&mut a4) {
-            let x = [a[0], a[1], a[2], a[3]];
+unsafe fn fours_run<const AVX2: bool>(
+    f: &Frame<'_>,
+    run: &[Instr],
+    n: usize,
+    one: impl Fn(f64) -> f64,
+    plain4: impl Fn([f64; 4]) -> Option<[f64; 4]>,
+) {
+    for i in run {
+        // SAFETY: the caller's contract.
+        let d = unsafe { f.out(i.dst) };
+        let a = match f.arg(i.args[0]) {
             // SAFETY: the caller's contract.
-            match unsafe { math::exp_plain4_avx2(x) } {
-                Some(y) => d.copy_from_slice(&y),
-                None => d.iter_mut().zip(x).for_each(|(d, x)| *d = math::exp(x)),
+            Arg::Block(a) => unsafe { from_block(a, n) },
+            Arg::Splat(x) => {
+                d.fill(one(x));
+                continue;
             }
+        };
+        if AVX2 {
+            let mut d4 = d.chunks_exact_mut(4);
+            let mut a4 = a.chunks_exact(4);
+            for (d, a) in (&mut d4).zip(&mut a4) {
+                let x = [a[0], a[1], a[2], a[3]];
+                match plain4(x) {
+                    Some(y) => d.copy_from_slice(&y),
+                    None => d.iter_mut().zip(x).for_each(|(d, x)| *d = one(x)),
+                }
+            }
+            let rest = d4.into_remainder().iter_mut().zip(a4.remainder());
+            rest.for_each(|(d, &x)| *d = one(x));
+        } else {
+            d.iter_mut().zip(a).for_each(|(d, &x)| *d = one(x));
         }
-        let rest = d4.into_remainder().iter_mut().zip(a4.remainder());
-        rest.for_each(|(d, &x)| *d = math::exp(x));
-        return;
     }
-    d.iter_mut().zip(a).for_each(|(d, &x)| *d = math::exp(x));
 }
 
 /// Points a chain's sum is kept for in registers: four AVX-512 vectors.

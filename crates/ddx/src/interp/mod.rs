@@ -580,9 +580,23 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
             T_TAN => each!(r, |a| math::tan(a(0))),
             // SAFETY: runs lie inside `instrs`, every slot in bounds (checked at lowering).
             T_EXP => unsafe {
-                exps::<AVX>(instrs.get_unchecked(r.start as usize..r.end as usize), s)
+                fours::<AVX>(
+                    instrs.get_unchecked(r.start as usize..r.end as usize),
+                    s,
+                    |x| math::exp(x),
+                    // SAFETY: called only where `AVX`: the CPU has AVX2 and FMA.
+                    |x| exp4(x),
+                )
             },
-            T_LOG => each!(r, |a| math::log(a(0))),
+            T_LOG => unsafe {
+                fours::<AVX>(
+                    instrs.get_unchecked(r.start as usize..r.end as usize),
+                    s,
+                    |x| math::log(x),
+                    // SAFETY: called only where `AVX`: the CPU has AVX2 and FMA.
+                    |x| log4(x),
+                )
+            },
             T_LOG10 => each!(r, |a| math::log10(a(0))),
             T_CBRT => each!(r, |a| math::cbrt(a(0))),
             T_ASIN => each!(r, |a| math::asin(a(0))),
@@ -690,26 +704,58 @@ unsafe fn execute<const AVX: bool>(runs: &[Run], instrs: &[Instr], t: &Tables<'_
     }
 }
 
-/// Runs `run`, a run of `Exp` instructions, over the slot array at `s`; where `AVX` (the
-/// CPU has AVX2) four at a time through [`math::exp_plain4_avx2`] when no one of the four
-/// reads another's result (a run may span two levels) and all four take `exp`'s plain
-/// path, otherwise each alone through [`math::exp`]: `exp`'s bits either way.
+/// [`math::exp_plain4_avx2`] where the target is x86-64, else `None`.
 ///
 /// # Safety
-/// Every slot of `run` in bounds of the array `s` points to; the CPU has AVX2 where `AVX`.
+/// The CPU must have AVX2.
 #[inline(always)]
-unsafe fn exps<const AVX: bool>(run: &[Instr], s: *mut f64) {
-    use ddx_ir::math;
+pub(crate) unsafe fn exp4(x: [f64; 4]) -> Option<[f64; 4]> {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract.
+    return unsafe { ddx_ir::math::exp_plain4_avx2(x) };
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// [`math::log_plain4_avx2`] where the target is x86-64, else `None`.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[inline(always)]
+pub(crate) unsafe fn log4(x: [f64; 4]) -> Option<[f64; 4]> {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract.
+    return unsafe { ddx_ir::math::log_plain4_avx2(x) };
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
+/// Runs `run`, a run of `Exp` or `Log` instructions, over the slot array at `s`: `one`
+/// computes the function of one argument ([`math::exp`], [`math::log`]), `plain4` of four
+/// at once, or `None` where one of them is off the function's plain path
+/// ([`math::exp_plain4_avx2`], [`math::log_plain4_avx2`]). Where `AVX` (the CPU has AVX2
+/// and FMA) four at a time through `plain4` when no one of the four reads another's
+/// result (a run may span two levels), otherwise each alone through `one`: the function's
+/// bits either way. `plain4` is called only where `AVX`.
+///
+/// # Safety
+/// Every slot of `run` in bounds of the array `s` points to.
+#[inline(always)]
+unsafe fn fours<const AVX: bool>(
+    run: &[Instr],
+    s: *mut f64,
+    one: impl Fn(f64) -> f64,
+    plain4: impl Fn([f64; 4]) -> Option<[f64; 4]>,
+) {
     // SAFETY (every access): the caller's contract.
-    let one = |i: &Instr| unsafe { *s.add(i.dst as usize) = math::exp(*s.add(i.args[0] as usize)) };
+    let one = |i: &Instr| unsafe { *s.add(i.dst as usize) = one(*s.add(i.args[0] as usize)) };
     #[cfg(target_arch = "x86_64")]
     if AVX {
         let mut fours = run.chunks_exact(4);
         for four in &mut fours {
             let apart = (1..4).all(|j| four[..j].iter().all(|i| i.dst != four[j].args[0]));
             let x: [f64; 4] = std::array::from_fn(|l| unsafe { *s.add(four[l].args[0] as usize) });
-            // SAFETY: the CPU has AVX2 (the caller's contract).
-            match unsafe { math::exp_plain4_avx2(x) }.filter(|_| apart) {
+            match plain4(x).filter(|_| apart) {
                 Some(y) => {
                     for (i, y) in four.iter().zip(y) {
                         unsafe { *s.add(i.dst as usize) = y };

@@ -2417,6 +2417,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                 self.pick(pos, p1, r)
             }
             Op::Exp => self.exp(a),
+            Op::Log if self.fma => self.log(a),
             _ => self.call(op, &[a]),
         }
     }
@@ -2524,6 +2525,125 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             .brif(plain, join, &[BlockArg::Value(y)], special, &[]);
         self.b.switch_to_block(special);
         let called = self.call(Op::Exp, &[x]);
+        self.b.ins().jump(join, &[BlockArg::Value(called)]);
+        self.b.switch_to_block(join);
+        out
+    }
+
+    /// [`ddx_ir::math::log`] inline, in every lane, where the target has the fused
+    /// multiply-add instruction (the caller checks): the same IEEE operations in the same
+    /// order, so the same bits. Arguments off its plain path (positive, normal and finite,
+    /// tested as [`ddx_ir::math::log_is_plain`] does) branch to a cold block that calls the
+    /// table's `log` lane by lane.
+    fn log(&mut self, x: Value) -> Value {
+        use ddx_ir::math::{LOG_LN2_HI, LOG_LN2_LO, LOG_OFF, LOG_POLY};
+        let int = if self.width == 1 {
+            types::I64
+        } else {
+            types::I64.by(u32::from(self.width)).unwrap_or(types::I64X2)
+        };
+        let word = |e: &mut Self, v: u64| {
+            let s = e.b.ins().iconst(types::I64, v as i64);
+            if e.width == 1 {
+                s
+            } else {
+                e.b.ins().splat(int, s)
+            }
+        };
+        // x = 2^k · z by the bits: tmp = ix − LOG_OFF, k its top 12 bits (two's
+        // complement), z's bits ix less k's.
+        let ix = self.reinterpret(int, x);
+        let off = word(self, LOG_OFF);
+        let tmp = self.b.ins().isub(ix, off);
+        // k as a double: its top bit flipped, k + 2048 sits in the low bits of
+        // 2⁵² + k + 2048 (an integer subtraction leaves k; all exact, as `k as f64`).
+        let flip = word(self, 1 << 63);
+        let biased = self.b.ins().bxor(tmp, flip);
+        let biased = self.b.ins().ushr_imm_u(biased, 52);
+        let magic = word(self, 0x4330_0000_0000_0000);
+        let kb = self.b.ins().bor(biased, magic);
+        let kb = self.reinterpret(self.ty, kb);
+        let bias = self.constant(f64::from_bits(0x4330_0000_0000_0800));
+        let kd = self.b.ins().fsub(kb, bias);
+        let top = word(self, 0xfff << 52);
+        let high = self.b.ins().band(tmp, top);
+        let iz = self.b.ins().isub(ix, high);
+        let z = self.reinterpret(self.ty, iz);
+        // The table's row for tmp's bits 45–51, lane by lane.
+        let base = self.b.ins().load(
+            self.ptr,
+            pointer_table(),
+            self.table,
+            offset(MathTable::LOG_TABLE, self.ptr.bytes() as usize),
+        );
+        let row = |e: &mut Self, t: Value| {
+            let i = e.b.ins().ushr_imm_u(t, 40);
+            let i = e.b.ins().band_imm_u(i, 127 << 5);
+            let i = if e.ptr == types::I64 {
+                i
+            } else {
+                e.b.ins().ireduce(e.ptr, i)
+            };
+            let at = e.b.ins().iadd(base, i);
+            [0, 8, 16].map(|o| e.b.ins().load(types::F64, pointer_table(), at, o))
+        };
+        let [invc, logc_hi, logc_lo] = if self.width == 1 {
+            row(self, tmp)
+        } else {
+            let rows: Vec<[Value; 3]> = (0..self.width)
+                .map(|lane| {
+                    let t = self.b.ins().extractlane(tmp, lane);
+                    row(self, t)
+                })
+                .collect();
+            [0, 1, 2].map(|j| {
+                let lanes: Vec<Value> = rows.iter().map(|r| r[j]).collect();
+                self.vector_from_lanes(self.ty, &lanes)
+            })
+        };
+        // The reduction, exact: r = z · invc − 1, w = k · ln2_hi + logc_hi, hi + lo = w + r.
+        let m1 = self.constant(-1.0);
+        let r = self.b.ins().fma(z, invc, m1);
+        let ln2_hi = self.constant(LOG_LN2_HI);
+        let w = self.b.ins().fma(kd, ln2_hi, logc_hi);
+        let hi = self.b.ins().fadd(w, r);
+        let d = self.b.ins().fsub(hi, w);
+        let lo = self.b.ins().fsub(r, d);
+        // q(r) by Estrin's scheme, then the small terms, then hi.
+        let [c2, c3, c4, c5, c6, c7, c8] = LOG_POLY.map(|c| self.constant(c));
+        let r2 = self.b.ins().fmul(r, r);
+        let a = self.b.ins().fma(r, c3, c2);
+        let b = self.b.ins().fma(r, c5, c4);
+        let c = self.b.ins().fma(r, c7, c6);
+        let u = self.b.ins().fma(r2, c8, c);
+        let v = self.b.ins().fma(r2, b, a);
+        let r4 = self.b.ins().fmul(r2, r2);
+        let q = self.b.ins().fma(r4, u, v);
+        let ln2_lo = self.constant(LOG_LN2_LO);
+        let t = self.b.ins().fma(kd, ln2_lo, logc_lo);
+        let t = self.b.ins().fadd(t, lo);
+        let t = self.b.ins().fma(r2, q, t);
+        let y = self.b.ins().fadd(hi, t);
+        // Off the plain path in any lane: the table's log, lane by lane.
+        let min = self.constant(f64::MIN_POSITIVE);
+        let max = self.constant(f64::MAX);
+        let ge = self.cmp(FloatCC::GreaterThanOrEqual, x, min);
+        let le = self.cmp(FloatCC::LessThanOrEqual, x, max);
+        let plain = self.b.ins().band(ge, le);
+        let plain = if self.width == 1 {
+            plain
+        } else {
+            self.b.ins().vall_true(plain)
+        };
+        let special = self.b.create_block();
+        let join = self.b.create_block();
+        let out = self.b.append_block_param(join, self.ty);
+        self.b.set_cold_block(special);
+        self.b
+            .ins()
+            .brif(plain, join, &[BlockArg::Value(y)], special, &[]);
+        self.b.switch_to_block(special);
+        let called = self.call(Op::Log, &[x]);
         self.b.ins().jump(join, &[BlockArg::Value(called)]);
         self.b.switch_to_block(join);
         out

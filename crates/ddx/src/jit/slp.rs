@@ -96,6 +96,9 @@ fn instructions(op: Op, exponent: Option<f64>) -> f64 {
         Op::Pow if exponent == Some(0.5) => 5.0,
         // `math::exp` inline: about 30, of which the table reads stay one per lane.
         Op::Exp => 24.0,
+        // `math::log` inline (with the fused multiply-add): about 28, three table reads a
+        // lane.
+        Op::Log => 22.0,
         _ => 1.0,
     }
 }
@@ -152,7 +155,7 @@ fn shape(lane: &Lane, id: usize, fma: bool) -> Option<Shape> {
         | Op::Ne
         | Op::Select
         | Op::Exp => Some(0),
-        Op::Fma => fma.then_some(0),
+        Op::Fma | Op::Log => fma.then_some(0),
         Op::Pow | Op::Powi => {
             let e = g.constant_of(args[1]);
             let inline =
