@@ -22,9 +22,7 @@ pub const SOURCE: &str = concat!(include_str!("math.rs"), include_str!("math/nat
 mod natural_log;
 #[cfg(target_arch = "x86_64")]
 pub use natural_log::log_plain4_avx2;
-pub use natural_log::{
-    log, log_is_plain, log_of_bits, LOG_LN2_HI, LOG_LN2_LO, LOG_OFF, LOG_POLY, LOG_TABLE,
-};
+pub use natural_log::{log, log_is_plain, LOG_LN2_HI, LOG_LN2_LO, LOG_OFF, LOG_POLY, LOG_TABLE};
 
 /// The signature of a one-argument math function in [`MathTable`].
 pub type UnaryFn = extern "C" fn(f64) -> f64;

@@ -5,7 +5,7 @@
 //! `chain-<n>` (`ddx_models::trend::Chain`), `quadratic-<n>` (`trend::Quadratic`),
 //! `uniquac-16`/`-32`, `regular-<n>`, `electrolyte-<n>`, `peng-robinson-17`/`-33`, `coverage-16`, `gauss1` (NIST Gauss1's residual sum of
 //! squares) or `nist-<dataset>` (any NIST StRD dataset's, `nist-ENSO`); `arm` is `native` (one `f64` evaluation), `jit` (`gradient_into` through the
-//! kernel, after `wait_for_kernel`), `interp` (`gradient_into`, interpreted), `batch`
+//! kernel, after `wait_for_refined_kernel_of`: the optimised tier's), `interp` (`gradient_into`, interpreted), `batch`
 //! (`gradient_batch` over 1024 points a call, the block interpreter, on one thread),
 //! `batch-jit` (the same under `Backend::Compile`, `points = 1024`: the column kernel, or
 //! the block interpreter where the first batches timed it faster; printed) or `stats`
@@ -157,7 +157,7 @@ fn run_with(
             o.cache_dir = cache.map(Into::into);
             eq.set_options(o);
             assert!(
-                eq.wait_for_kernel_of(LaneKind::Gradient),
+                eq.wait_for_refined_kernel_of(LaneKind::Gradient),
                 "{:?}",
                 eq.jit_status()
             );

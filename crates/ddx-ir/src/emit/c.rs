@@ -53,8 +53,10 @@ static inline double ddx_atanh(double x) {
 "#;
 
 /// The conversions between a `double` and its bits that `ddx_exp` and `ddx_log` use,
-/// guarded.
-const BITS: &str = "#ifndef DDX_EMIT_BITS_1\n#define DDX_EMIT_BITS_1\n#include <stdint.h>\n\
+/// guarded. (C emitted before `ddx_log` existed defined them in its `exp` helper, guarded
+/// by `DDX_EMIT_EXP_1`; that guard skips them too, so the two can share a file.)
+const BITS: &str = "#if !defined(DDX_EMIT_BITS_1) && !defined(DDX_EMIT_EXP_1)\n\
+#define DDX_EMIT_BITS_1\n#include <stdint.h>\n\
 #include <string.h>\n\
 static inline double ddx_double(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n\
 static inline uint64_t ddx_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }\n\
@@ -63,7 +65,7 @@ static inline uint64_t ddx_bits(double d) { uint64_t u; memcpy(&u, &d, 8); retur
 /// ddx's `exp` in C, guarded ([`super::exp_c`]).
 fn exp_helper() -> String {
     format!(
-        "#ifndef DDX_EMIT_EXP_2\n#define DDX_EMIT_EXP_2\n{}#endif\n",
+        "#ifndef DDX_EMIT_EXP_1\n#define DDX_EMIT_EXP_1\n{}#endif\n",
         super::exp_c(false)
     )
 }

@@ -138,7 +138,7 @@ fn signature(lane: &Lane) -> String {
 fn exp_helper(indent: &str) -> String {
     let template = "/// ddx's exp (`ddx_ir::math::exp`): Tang's table-driven method, 128 entries.\n\
          fn ddx_exp(x: f64) -> f64 {\n    \
-         const TABLE: [u64; 256] = [\n{rows}    ];\n    \
+         static TABLE: [u64; 256] = [\n{rows}    ];\n    \
          let a = x.abs();\n    \
          if a < {min} {\n        return 1.0 + x;\n    }\n    \
          if a.is_nan() {\n        return x + x;\n    }\n    \
@@ -172,7 +172,7 @@ fn log_helper(indent: &str) -> String {
     let template =
         "/// ddx's log (`ddx_ir::math::log`): table-driven, 128 rows, with fused multiply-adds.\n\
          fn ddx_log(x: f64) -> f64 {\n    \
-         const TABLE: [u64; 512] = [\n{rows}    ];\n    \
+         static TABLE: [u64; 512] = [\n{rows}    ];\n    \
          let ix = if x >= {min} && x <= {max} {\n        x.to_bits()\n    \
          } else if x.is_nan() {\n        return x + x;\n    \
          } else if x == 0.0 {\n        return f64::NEG_INFINITY;\n    \

@@ -437,8 +437,8 @@ pub(crate) struct Tables<'a> {
 }
 
 /// Runs `runs` of `instrs` with a build that has the CPU's fused multiply-add and AVX2
-/// (AVX's three-operand forms, four `exp`s at once) where it has both (`f64::mul_add` is
-/// otherwise a library call).
+/// (AVX's three-operand forms, four `exp`s or `log`s at once) where it has both
+/// (`f64::mul_add` is otherwise a library call).
 ///
 /// # Safety
 /// As [`execute`].

@@ -1778,6 +1778,80 @@ fn inline_exp_agrees_at_the_edges_of_its_plain_path() {
     }
 }
 
+/// `log` inline (where the CPU has FMA; the table's function where not) against
+/// `ddx_ir::math::log` at the edges of its plain path and of its table's rows: per point,
+/// where the pairing puts two `log`s in one vector (one lane on the plain path and the
+/// other off it, in every ordered pair of edges), and in batches.
+#[test]
+fn inline_log_agrees_at_the_edges_of_its_plain_path() {
+    let mut edges = vec![
+        0.0,
+        f64::INFINITY,
+        f64::NAN,
+        5e-324,
+        1e-310,
+        1.0,
+        0.5,
+        2.0,
+        0.998_040_403_820_329_2, // the largest error measured (0.5127 ULP)
+        std::f64::consts::E,
+    ];
+    for b in [
+        f64::MIN_POSITIVE,
+        f64::MAX,
+        1.0 - 1.0 / 512.0, // the ends of the row around 1
+        1.0 + 1.0 / 256.0,
+        1.0 + f64::EPSILON,
+        f64::from_bits(ddx_ir::math::LOG_OFF),
+    ] {
+        edges.extend([b, b.next_up(), b.next_down()]);
+    }
+    let edges: Vec<f64> = edges.iter().flat_map(|&e| [e, -e]).collect();
+    let mut g = Graph::new();
+    let x = g.symbol(SymbolId::from_index(0));
+    let y = g.symbol(SymbolId::from_index(1));
+    let lx = g.apply(Op::Log, &[x]);
+    let ly = g.apply(Op::Log, &[y]);
+    let xy = g.apply(Op::Mul, &[x, y]);
+    let lxy = g.apply(Op::Log, &[xy]);
+    let two = g.constant(2.0);
+    let x2 = g.apply(Op::Mul, &[x, two]);
+    let lx2 = g.apply(Op::Log, &[x2]);
+    let model = Model::seal(&g, &[lx, ly, lxy, lx2], vec!["x".into(), "y".into()]);
+    let want = |a: f64, b: f64| {
+        use ddx_ir::math::log;
+        [log(a), log(b), log(a * b), log(a * 2.0)]
+    };
+    let (xs, ys): (Vec<f64>, Vec<f64>) = edges
+        .iter()
+        .flat_map(|&a| edges.iter().map(move |&b| (a, b)))
+        .unzip();
+    for options in configs() {
+        let mut eq = Equation::<System>::from_model(model.clone());
+        eq.set_options(options.clone());
+        assert!(eq.wait_for_kernel_of(LaneKind::Value), "{options:?}");
+        for (&a, &b) in xs.iter().zip(&ys) {
+            let mut out = [0.0; 4];
+            eq.eval_into(LaneKind::Value, &[a, b], &mut out);
+            assert!(
+                same(&out, &want(a, b)),
+                "log at ({a:e}, {b:e}) under {options:?}: {out:?}"
+            );
+        }
+        let mut got = vec![vec![0.0; xs.len()]; 4];
+        let mut o: Vec<&mut [f64]> = got.iter_mut().map(Vec::as_mut_slice).collect();
+        eq.lane_batch(LaneKind::Value, &[&xs, &ys], &mut o)
+            .expect("a batch");
+        for (p, (&a, &b)) in xs.iter().zip(&ys).enumerate() {
+            let out = [got[0][p], got[1][p], got[2][p], got[3][p]];
+            assert!(
+                same(&out, &want(a, b)),
+                "batch at ({a:e}, {b:e}) under {options:?}"
+            );
+        }
+    }
+}
+
 /// `Σ_k x0·sin(x1·t_k) + cos(x0 + t_k)` over `terms` data values `t_k` (NIST ENSO's shape).
 fn trig_sum(terms: usize) -> Model {
     let mut g = Graph::new();
