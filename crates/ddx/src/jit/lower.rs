@@ -2389,6 +2389,31 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         v
     }
 
+    /// The integer type of this emitter's width: `i64`, or `i64` lanes as many as its
+    /// `f64` lanes.
+    fn int_type(&self) -> Type {
+        if self.width == 1 {
+            types::I64
+        } else {
+            types::I64.by(u32::from(self.width)).unwrap_or(types::I64X2)
+        }
+    }
+
+    /// The `f64x2` of `a`'s and `b`'s low lanes (`high`: high lanes), in that order
+    /// (`punpcklqdq`, `punpckhqdq`).
+    fn interleave(&mut self, a: Value, b: Value, high: bool) -> Value {
+        let bytes = types::I8X16;
+        let (a, b) = (self.reinterpret(bytes, a), self.reinterpret(bytes, b));
+        let mask: Vec<u8> = if high {
+            (8..16).chain(24..32).collect()
+        } else {
+            (0..8).chain(16..24).collect()
+        };
+        let mask = self.b.func.dfg.immediates.push(mask.as_slice().into());
+        let v = self.b.ins().shuffle(a, b, mask);
+        self.reinterpret(types::F64X2, v)
+    }
+
     /// `truth(holds)`: `1.0` or `0.0`.
     fn truth(&mut self, holds: Value) -> Value {
         let (one, zero) = (self.constant(1.0), self.constant(0.0));
@@ -2431,11 +2456,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             EXP_INV_LN2_N, EXP_NEG_LN2_HI_N, EXP_NEG_LN2_LO_N, EXP_PLAIN_MAX, EXP_PLAIN_MIN,
             EXP_POLY, EXP_SHIFT,
         };
-        let int = if self.width == 1 {
-            types::I64
-        } else {
-            types::I64.by(u32::from(self.width)).unwrap_or(types::I64X2)
-        };
+        let int = self.int_type();
         // The reduction: k = round(x · 128/ln 2) in ki's low bits, r = x − k · ln2/128.
         let inv = self.constant(EXP_INV_LN2_N);
         let z = self.b.ins().fmul(x, inv);
@@ -2471,6 +2492,24 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         };
         let (tail, scale) = if self.width == 1 {
             entry(self, ki)
+        } else if self.width == 2 {
+            // Each lane's pair as one vector, (tail, scale), and the fields side by side
+            // by interleaving them.
+            let [p0, p1] = [0, 1].map(|lane| {
+                let k = self.b.ins().extractlane(ki, lane);
+                let i = self.b.ins().band_imm_u(k, 127);
+                let i = self.b.ins().ishl_imm_u(i, 4);
+                let i = if self.ptr == types::I64 {
+                    i
+                } else {
+                    self.b.ins().ireduce(self.ptr, i)
+                };
+                let at = self.b.ins().iadd(base, i);
+                self.b.ins().load(types::F64X2, pointer_table(), at, 0)
+            });
+            let tail = self.interleave(p0, p1, false);
+            let scale = self.interleave(p0, p1, true);
+            (tail, self.reinterpret(int, scale))
         } else {
             let (tails, scales): (Vec<Value>, Vec<Value>) = (0..self.width)
                 .map(|lane| {
@@ -2511,6 +2550,12 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let ge = self.cmp(FloatCC::GreaterThanOrEqual, a, min);
         let lt = self.cmp(FloatCC::LessThan, a, max);
         let plain = self.b.ins().band(ge, lt);
+        self.unless_off_path(Op::Exp, x, y, plain)
+    }
+
+    /// `y` where `plain` holds in every lane, else `op`'s function from the math table,
+    /// lane by lane, in a cold block: inline math's way off its plain path.
+    fn unless_off_path(&mut self, op: Op, x: Value, y: Value, plain: Value) -> Value {
         let plain = if self.width == 1 {
             plain
         } else {
@@ -2524,7 +2569,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             .ins()
             .brif(plain, join, &[BlockArg::Value(y)], special, &[]);
         self.b.switch_to_block(special);
-        let called = self.call(Op::Exp, &[x]);
+        let called = self.call(op, &[x]);
         self.b.ins().jump(join, &[BlockArg::Value(called)]);
         self.b.switch_to_block(join);
         out
@@ -2537,11 +2582,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     /// table's `log` lane by lane.
     fn log(&mut self, x: Value) -> Value {
         use ddx_ir::math::{LOG_LN2_HI, LOG_LN2_LO, LOG_OFF, LOG_POLY};
-        let int = if self.width == 1 {
-            types::I64
-        } else {
-            types::I64.by(u32::from(self.width)).unwrap_or(types::I64X2)
-        };
+        let int = self.int_type();
         let word = |e: &mut Self, v: u64| {
             let s = e.b.ins().iconst(types::I64, v as i64);
             if e.width == 1 {
@@ -2576,7 +2617,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             self.table,
             offset(MathTable::LOG_TABLE, self.ptr.bytes() as usize),
         );
-        let row = |e: &mut Self, t: Value| {
+        let row_at = |e: &mut Self, t: Value| {
             let i = e.b.ins().ushr_imm_u(t, 40);
             let i = e.b.ins().band_imm_u(i, 127 << 5);
             let i = if e.ptr == types::I64 {
@@ -2584,11 +2625,27 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             } else {
                 e.b.ins().ireduce(e.ptr, i)
             };
-            let at = e.b.ins().iadd(base, i);
+            e.b.ins().iadd(base, i)
+        };
+        let row = |e: &mut Self, t: Value| {
+            let at = row_at(e, t);
             [0, 8, 16].map(|o| e.b.ins().load(types::F64, pointer_table(), at, o))
         };
         let [invc, logc_hi, logc_lo] = if self.width == 1 {
             row(self, tmp)
+        } else if self.width == 2 {
+            // Each lane's row as two vectors, (invc, logc_hi) and (logc_lo, 0), and the
+            // fields side by side by interleaving them.
+            let [[a0, b0], [a1, b1]] = [0, 1].map(|lane| {
+                let t = self.b.ins().extractlane(tmp, lane);
+                let at = row_at(self, t);
+                [0, 16].map(|o| self.b.ins().load(types::F64X2, pointer_table(), at, o))
+            });
+            [
+                self.interleave(a0, a1, false),
+                self.interleave(a0, a1, true),
+                self.interleave(b0, b1, false),
+            ]
         } else {
             let rows: Vec<[Value; 3]> = (0..self.width)
                 .map(|lane| {
@@ -2630,23 +2687,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let ge = self.cmp(FloatCC::GreaterThanOrEqual, x, min);
         let le = self.cmp(FloatCC::LessThanOrEqual, x, max);
         let plain = self.b.ins().band(ge, le);
-        let plain = if self.width == 1 {
-            plain
-        } else {
-            self.b.ins().vall_true(plain)
-        };
-        let special = self.b.create_block();
-        let join = self.b.create_block();
-        let out = self.b.append_block_param(join, self.ty);
-        self.b.set_cold_block(special);
-        self.b
-            .ins()
-            .brif(plain, join, &[BlockArg::Value(y)], special, &[]);
-        self.b.switch_to_block(special);
-        let called = self.call(Op::Log, &[x]);
-        self.b.ins().jump(join, &[BlockArg::Value(called)]);
-        self.b.switch_to_block(join);
-        out
+        self.unless_off_path(Op::Log, x, y, plain)
     }
 
     fn binary(&mut self, op: Op, a: Value, c: Value, exponent: Option<f64>) -> Value {
