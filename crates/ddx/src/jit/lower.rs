@@ -2505,7 +2505,9 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
                     self.b.ins().ireduce(self.ptr, i)
                 };
                 let at = self.b.ins().iadd(base, i);
-                self.b.ins().load(types::F64X2, pointer_table(), at, 0)
+                // Not `pointer_table()`'s flags: the table is aligned to 8 bytes only, and
+                // a load flagged aligned may fold into an SSE instruction that needs 16.
+                self.b.ins().load(types::F64X2, unchanging(), at, 0)
             });
             let tail = self.interleave(p0, p1, false);
             let scale = self.interleave(p0, p1, true);
@@ -2639,7 +2641,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             let [[a0, b0], [a1, b1]] = [0, 1].map(|lane| {
                 let t = self.b.ins().extractlane(tmp, lane);
                 let at = row_at(self, t);
-                [0, 16].map(|o| self.b.ins().load(types::F64X2, pointer_table(), at, o))
+                // Not aligned to 16 bytes (see `exp`): `unchanging()`'s flags.
+                [0, 16].map(|o| self.b.ins().load(types::F64X2, unchanging(), at, o))
             });
             [
                 self.interleave(a0, a1, false),
