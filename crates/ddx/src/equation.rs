@@ -383,12 +383,11 @@ impl<S: Shape> Equation<S> {
                 return;
             }
         }
-        let p = self.prepared(kind);
         match self.jit.point(&self.lanes, kind) {
             Some(k) => k.run_point(inputs, out),
             None => {
                 // The caller checked `out`; the inputs are the lane's own block.
-                let ran = p.program().run(inputs, out);
+                let ran = self.prepared(kind).program().run(inputs, out);
                 debug_assert!(ran.is_ok(), "{ran:?}");
             }
         }

@@ -290,8 +290,26 @@ impl PreparedLanes {
     }
 
     /// [`PreparedLanes::prepared`], without marking the lane asked for.
+    #[inline]
     fn lane(&self, kind: LaneKind, contract: bool) -> &Prepared {
-        self.lanes[usize::from(contract)][kind as usize].get_or_init(|| {
+        let cell = &self.lanes[usize::from(contract)][kind as usize];
+        match cell.get() {
+            Some(p) => p,
+            None => self.build_lane(cell, kind, contract),
+        }
+    }
+
+    /// Builds lane `kind` into `cell` on first use (out of line: a call per point finds
+    /// it built).
+    #[cold]
+    #[inline(never)]
+    fn build_lane<'a>(
+        &'a self,
+        cell: &'a OnceLock<Prepared>,
+        kind: LaneKind,
+        contract: bool,
+    ) -> &'a Prepared {
+        cell.get_or_init(|| {
             Prepared::new(if contract {
                 ddx_ir::contract::contract(&self.prepared(kind, false).lane)
             } else if matches!(kind, LaneKind::Hessian | LaneKind::Hvp) {

@@ -97,10 +97,17 @@ thread_local! {
 /// or a fresh buffer when the thread's is in use by an outer call on this thread (a
 /// kernel's user function that called back into ddx). A `len` of 0 passes a dangling,
 /// aligned pointer, never read.
+#[inline]
 fn with_scratch<R>(len: usize, body: impl FnOnce(*mut f64) -> R) -> R {
     if len == 0 {
         return body(std::ptr::NonNull::dangling().as_ptr());
     }
+    with_thread_scratch(len, body)
+}
+
+/// [`with_scratch`] for a `len` above 0 (out of line: most point kernels need none).
+#[inline(never)]
+fn with_thread_scratch<R>(len: usize, body: impl FnOnce(*mut f64) -> R) -> R {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut s) => {
             if s.len() < len {
@@ -273,15 +280,19 @@ impl Kernel {
             Shape::Point => with_scratch(self.scratch, |s| unsafe {
                 self.point(x.as_ptr(), out.as_mut_ptr(), s)
             }),
-            Shape::Column { .. } => {
-                let ins: Pointers<*const f64> = x.iter().map(|v| v as *const f64).collect();
-                let outs: Pointers<*mut f64> = out.iter_mut().map(|v| v as *mut f64).collect();
-                // SAFETY: one pointer per input and per output, each to one valid value
-                // (`start + len = 1`); outputs are distinct from inputs and from each
-                // other.
-                unsafe { self.columns(ins.as_ptr(), outs.as_ptr(), 0, 1) }
-            }
+            Shape::Column { .. } => self.run_point_in_columns(x, out),
         }
+    }
+
+    /// [`Kernel::run_point`] through a column kernel, as columns of one point (out of
+    /// line: its pointer tables would otherwise widen every point call's frame).
+    #[inline(never)]
+    fn run_point_in_columns(&self, x: &[f64], out: &mut [f64]) {
+        let ins: Pointers<*const f64> = x.iter().map(|v| v as *const f64).collect();
+        let outs: Pointers<*mut f64> = out.iter_mut().map(|v| v as *mut f64).collect();
+        // SAFETY: one pointer per input and per output, each to one valid value
+        // (`start + len = 1`); outputs are distinct from inputs and from each other.
+        unsafe { self.columns(ins.as_ptr(), outs.as_ptr(), 0, 1) }
     }
 
     /// Computes the lane at points `start..start + len` of columns: `inputs` holds one base
