@@ -63,8 +63,8 @@ pub enum Backend {
     ///
     /// The device gives the CPU's bits on arithmetic (`+ − × ÷`, `sqrt`, comparisons,
     /// `select`, the powers written out inline: ARCHITECTURE.md, "Semantics", lists them)
-    /// and on `exp` (ddx's own, written out); the other transcendental functions (`log`,
-    /// `pow`, `hypot`, …) are the device's own, within OpenCL's stated error bounds
+    /// and on `exp` and `log` (ddx's own, written out); the other transcendental functions
+    /// (`log10`, `pow`, `hypot`, …) are the device's own, within OpenCL's stated error bounds
     /// (measured per function in BENCHMARKS.md).
     Device,
 }

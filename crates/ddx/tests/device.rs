@@ -218,17 +218,23 @@ fn arithmetic_models_agree_bit_for_bit_at_odd_batch_lengths() {
     }
 }
 
-/// `exp` is ddx's own on the device too (`ddx_ir::emit::exp_c`): a model of exponentials
-/// (NIST's Gauss family, with the Huber loss above) answers the CPU's bits in every lane,
-/// at ordinary points and across the edges of `exp`'s range (tiny, overflowing,
-/// subnormal and underflowing results, infinities, NaN).
+/// `exp` and `log` are ddx's own on the device too (`ddx_ir::emit::exp_c`, `log_c`): a
+/// model of exponentials (NIST's Gauss family, with the Huber loss above) and logarithms
+/// (the thermodynamic families') answers the CPU's bits in every lane, at ordinary points
+/// and across the edges of both functions' ranges (tiny, overflowing, subnormal and
+/// underflowing results, zeros, negative arguments, infinities, NaN).
 #[test]
-fn exp_models_agree_bit_for_bit_on_the_device() {
+fn exp_and_log_models_agree_bit_for_bit_on_the_device() {
     let eq = rt::equation(|| {
         let a = rt::var("a");
         let b = rt::var("b");
         let t = rt::var("t");
-        a * (-b * t).exp() + (-(t - a).powi(2) / (b * b)).exp() + (a * t).exp()
+        a * (-b * t).exp()
+            + (-(t - a).powi(2) / (b * b)).exp()
+            + (a * t).exp()
+            + b * (a * a + 1.0).ln()
+            + t.abs().ln()
+            + (a * t).ln()
     })
     .expect("builds");
     let edges = [

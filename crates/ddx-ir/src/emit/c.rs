@@ -70,47 +70,12 @@ fn exp_helper() -> String {
     )
 }
 
-/// ddx's `log` ([`crate::math::log`]) in C, guarded: `double ddx_log(double)` and its table
-/// `ddx_log_table`, the same IEEE operations in the same order as ddx's (C99's `fma` is
-/// the correctly rounded fused multiply-add), its table and constants written from ddx's
-/// own, so the same bits.
+/// ddx's `log` in C, guarded ([`super::log_c`]).
 fn log_helper() -> String {
-    let template = "#ifndef DDX_EMIT_LOG_1\n#define DDX_EMIT_LOG_1\n\
-/* ddx's log (ddx_ir::math::log): table-driven, 128 rows, with fused multiply-adds. */\n\
-static const uint64_t ddx_log_table[512] = {\n{rows}};\n\
-static double ddx_log(double x) {\n  \
-uint64_t ix;\n  \
-if (x >= {min} && x <= {max}) ix = ddx_bits(x);\n  \
-else if (x != x) return x + x;\n  \
-else if (x == 0.0) return -INFINITY;\n  \
-else if (x < 0.0) return NAN;\n  \
-else if (x == INFINITY) return x;\n  \
-else ix = ddx_bits(x * 0x1p52) - ((uint64_t)52 << 52);\n  \
-uint64_t tmp = ix - {off};\n  \
-unsigned i = (unsigned)((tmp >> 45) & 127);\n  \
-double kd = (double)((int)((tmp >> 52) ^ 2048) - 2048);\n  \
-double z = ddx_double(ix - (tmp & ((uint64_t)0xfff << 52)));\n  \
-double invc = ddx_double(ddx_log_table[4 * i]);\n  \
-double logc_hi = ddx_double(ddx_log_table[4 * i + 1]);\n  \
-double logc_lo = ddx_double(ddx_log_table[4 * i + 2]);\n  \
-double r = fma(z, invc, -1.0);\n  \
-double w = fma(kd, {ln2_hi}, logc_hi);\n  \
-double hi = w + r;\n  \
-double lo = r - (hi - w);\n  \
-double r2 = r * r;\n  \
-double a = fma(r, {c3}, {c2});\n  \
-double b = fma(r, {c5}, {c4});\n  \
-double c = fma(r, {c7}, {c6});\n  \
-double u = fma(r2, {c8}, c);\n  \
-double v = fma(r2, b, a);\n  \
-double r4 = r2 * r2;\n  \
-double q = fma(r4, u, v);\n  \
-double t = fma(kd, {ln2_lo}, logc_lo);\n  \
-t = t + lo;\n  \
-t = fma(r2, q, t);\n  \
-return hi + t;\n}\n#endif\n";
-    let rows = super::table_lines(&crate::math::LOG_TABLE, "  ", "ULL");
-    super::fill_log(template, literal, "ULL", &rows)
+    format!(
+        "#ifndef DDX_EMIT_LOG_1\n#define DDX_EMIT_LOG_1\n{}#endif\n",
+        super::log_c(false)
+    )
 }
 
 /// [`HELPERS`], and [`BITS`], [`exp_helper`], [`log_helper`] when `lanes` use `exp` or

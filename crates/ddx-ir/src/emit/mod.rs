@@ -128,6 +128,99 @@ pub fn exp_c(opencl: bool) -> String {
     fill_exp(&template, c::literal, &rows)
 }
 
+/// ddx's `log` ([`crate::math::log`]) as a C function `double ddx_log(double)` with its
+/// table `ddx_log_table`: C99 (`static`, `uint64_t`; needs `<stdint.h>`, `<math.h>` and
+/// the conversions `ddx_double`, `ddx_bits` of [`c`]'s helpers) or OpenCL C
+/// (`__constant`, `ulong`, `as_double`; the function reads its rows from a copy of the
+/// table, `ulong4 ddx_t[128]`, that the kernel makes in local memory). The same IEEE
+/// operations in the same order as ddx's, its table and constants written from ddx's own,
+/// so the same bits: C99's and OpenCL's `fma` are the correctly rounded fused
+/// multiply-add, and nothing else may be contracted (`-ffp-contract=off`,
+/// `#pragma OPENCL FP_CONTRACT OFF`).
+#[doc(hidden)]
+pub fn log_c(opencl: bool) -> String {
+    let (word, table, suffix, store, bits_of, double_of, param, read) = if opencl {
+        (
+            "ulong",
+            "__constant ulong ddx_log_table[512]",
+            "UL",
+            "",
+            "as_ulong",
+            "as_double",
+            ", __local const ulong4 *restrict ddx_t",
+            "ulong4 row = ddx_t[i];\n  \
+             double invc = as_double(row.x);\n  \
+             double logc_hi = as_double(row.y);\n  \
+             double logc_lo = as_double(row.z);",
+        )
+    } else {
+        (
+            "uint64_t",
+            "static const uint64_t ddx_log_table[512]",
+            "ULL",
+            "static ",
+            "ddx_bits",
+            "ddx_double",
+            "",
+            "double invc = ddx_double(ddx_log_table[4 * i]);\n  \
+             double logc_hi = ddx_double(ddx_log_table[4 * i + 1]);\n  \
+             double logc_lo = ddx_double(ddx_log_table[4 * i + 2]);",
+        )
+    };
+    let template =
+        "/* ddx's log (ddx_ir::math::log): table-driven, 128 rows, with fused multiply-adds. */\n\
+         {decl} = {\n{rows}};\n\
+         {store}double ddx_log(double x{param}) {\n  \
+         {word} ix;\n  \
+         if (x >= {min} && x <= {max}) ix = {bits_of}(x);\n  \
+         else if (x != x) return x + x;\n  \
+         else if (x == 0.0) return -INFINITY;\n  \
+         else if (x < 0.0) return {nan};\n  \
+         else if (x == INFINITY) return x;\n  \
+         else ix = {bits_of}(x * 0x1p52) - (({word})52 << 52);\n  \
+         {word} tmp = ix - {off};\n  \
+         unsigned i = (unsigned)((tmp >> 45) & 127);\n  \
+         double kd = (double)((int)((tmp >> 52) ^ 2048) - 2048);\n  \
+         double z = {double_of}(ix - (tmp & (({word})0xfff << 52)));\n  \
+         {read}\n  \
+         double r = fma(z, invc, -1.0);\n  \
+         double w = fma(kd, {ln2_hi}, logc_hi);\n  \
+         double hi = w + r;\n  \
+         double lo = r - (hi - w);\n  \
+         double r2 = r * r;\n  \
+         double a = fma(r, {c3}, {c2});\n  \
+         double b = fma(r, {c5}, {c4});\n  \
+         double c = fma(r, {c7}, {c6});\n  \
+         double u = fma(r2, {c8}, c);\n  \
+         double v = fma(r2, b, a);\n  \
+         double r4 = r2 * r2;\n  \
+         double q = fma(r4, u, v);\n  \
+         double t = fma(kd, {ln2_lo}, logc_lo);\n  \
+         t = t + lo;\n  \
+         t = fma(r2, q, t);\n  \
+         return hi + t;\n}\n";
+    let template = template
+        .replace("{decl}", table)
+        .replace("{store}", store)
+        .replace("{param}", param)
+        .replace("{read}", read)
+        .replace("{word}", word)
+        .replace("{bits_of}", bits_of)
+        .replace("{double_of}", double_of)
+        // The CPU's NaN (`f64::NAN`); OpenCL's `NAN` is a `float`, whose conversion the
+        // device may not keep quiet and positive.
+        .replace(
+            "{nan}",
+            if opencl {
+                "as_double(0x7ff8000000000000UL)"
+            } else {
+                "NAN"
+            },
+        );
+    let rows = table_lines(&crate::math::LOG_TABLE, "  ", suffix);
+    fill_log(&template, c::literal, suffix, &rows)
+}
+
 /// `template`, a spelling of ddx's `exp` in an emitted language, with its constants
 /// written in: `{min}`, `{max}`, `{inv}`, `{shift}`, `{hi}`, `{lo}` and `{c2}` … `{c6}`
 /// ([`crate::math`]'s `EXP_*`) as `literal` spells them, `{rows}` as `rows`.

@@ -20,13 +20,16 @@
 //! double precision. Constants are written as hexadecimal floating literals (exact), and
 //! non-finite ones by their bits.
 //!
-//! `exp` is ddx's own ([`ddx_ir::math::exp`], written out by [`ddx_ir::emit::exp_c`]): the
-//! same IEEE operations with the same table, so the same bits as every CPU engine. A kernel
-//! that uses it first copies the table (2 KiB) from constant to local memory, one
-//! `(tail, scale)` pair per work-item, and waits at a barrier before any work-item leaves:
-//! work-items read the table at different indices, which constant memory serves one
-//! address at a time on NVIDIA hardware (BENCHMARKS.md, "ddx's exp on the device"). The
-//! other transcendental functions are the device's own (`sin`, `log`, `pow` away from the
+//! `exp` and `log` are ddx's own ([`ddx_ir::math::exp`], [`ddx_ir::math::log`], written out
+//! by [`ddx_ir::emit::exp_c`] and [`ddx_ir::emit::log_c`]): the same IEEE operations with
+//! the same tables, so the same bits as every CPU engine (`log`'s fused multiply-adds are
+//! OpenCL's `fma`, correctly rounded in double precision). A kernel that uses either first
+//! copies its table from constant to local memory (`exp`'s 2 KiB as `(tail, scale)` pairs,
+//! `log`'s 4 KiB as rows of four words), a pair or row per work-item, and waits at one
+//! barrier before any work-item leaves: work-items read a table at different indices,
+//! which constant memory serves one address at a time on NVIDIA hardware (BENCHMARKS.md,
+//! "ddx's exp on the device"). The other transcendental functions are the device's own
+//! (`sin`, `log10`, `pow` away from the
 //! exponents `2`, `−1`, `½`, …), within the error bounds OpenCL states for double precision;
 //! `powi` is ddx's own binary powering, written out, so it is exact too. The CPU engines
 //! lower no other constant exponent of `pow` ([`ddx_ir::math::pow`] calls the C library's
@@ -107,7 +110,7 @@ fn expression(op: Op, a: &str, b: &str, c: &str) -> String {
         Cos => call("cos"),
         Tan => call("tan"),
         Exp => format!("ddx_exp({a}, ddx_exp_local)"),
-        Log => call("log"),
+        Log => format!("ddx_log({a}, ddx_log_local)"),
         Log10 => call("log10"),
         Sqrt => call("sqrt"),
         Cbrt => call("cbrt"),
@@ -245,9 +248,14 @@ pub fn source_with(lane: &Lane, remat: Remat) -> String {
     let nodes = lane.graph.nodes();
     let mut s = String::with_capacity(PRELUDE.len() + 64 * nodes.len() + 256);
     s.push_str(PRELUDE);
-    let uses_exp = nodes.iter().any(|n| n.op() == Some(Op::Exp));
+    let uses = |op: Op| nodes.iter().any(|n| n.op() == Some(op));
+    let (uses_exp, uses_log) = (uses(Op::Exp), uses(Op::Log));
     if uses_exp {
         s.push_str(&ddx_ir::emit::exp_c(true));
+        s.push('\n');
+    }
+    if uses_log {
+        s.push_str(&ddx_ir::emit::log_c(true));
         s.push('\n');
     }
     let body = remat_body(lane, remat);
@@ -282,9 +290,18 @@ pub fn source_with(lane: &Lane, remat: Remat) -> String {
         s.push_str(
             "    __local ulong2 ddx_exp_local[128];\n    \
              for (uint j = get_local_id(0); j < 128; j += get_local_size(0)) \
-             ddx_exp_local[j] = vload2(j, ddx_exp_table);\n    \
-             barrier(CLK_LOCAL_MEM_FENCE);\n",
+             ddx_exp_local[j] = vload2(j, ddx_exp_table);\n",
         );
+    }
+    if uses_log {
+        s.push_str(
+            "    __local ulong4 ddx_log_local[128];\n    \
+             for (uint j = get_local_id(0); j < 128; j += get_local_size(0)) \
+             ddx_log_local[j] = vload4(j, ddx_log_table);\n",
+        );
+    }
+    if uses_exp || uses_log {
+        s.push_str("    barrier(CLK_LOCAL_MEM_FENCE);\n");
     }
     s.push_str("    const ulong i = get_global_id(0);\n    if (i >= len) return;\n");
     match body {
@@ -727,35 +744,53 @@ pub(super) mod tests {
         assert!(source_of(&lane).contains(", demand order"));
     }
 
-    /// A kernel that uses `exp` copies the table to local memory and waits for the whole
-    /// group before any work-item may leave (a work-item that returned before a barrier
-    /// would leave the others waiting); one without `exp` has neither.
+    /// A kernel that uses `exp` or `log` copies their tables to local memory and waits for
+    /// the whole group, once, before any work-item may leave (a work-item that returned
+    /// before a barrier would leave the others waiting); one with neither has no table and
+    /// no barrier; and neither function is the device's own.
     #[test]
-    fn exp_kernels_copy_the_table_before_any_work_item_leaves() {
-        let with = ddx_ir::build(|| {
-            let x = ddx_ir::var("x");
-            vec![(x * x).exp() + x.exp()]
-        })
-        .expect("builds");
-        let [regsol, _] = family_models(3);
+    fn table_kernels_copy_their_tables_before_any_work_item_leaves() {
+        let build = |f: fn(ddx_ir::Expr) -> ddx_ir::Expr| {
+            ddx_ir::build(|| {
+                let x = ddx_ir::var("x");
+                vec![f(x)]
+            })
+            .expect("builds")
+        };
+        let exp = build(|x| (x * x).exp() + x.exp());
+        let log = build(|x| x * x.ln() + (x + 1.0).ln());
+        let both = build(|x| (x * x).exp() * x.ln());
+        let neither = build(|x| x * x * x + x.sqrt());
+        let tables = [
+            "__local ulong2 ddx_exp_local[128];",
+            "__local ulong4 ddx_log_local[128];",
+        ];
         for kind in [LaneKind::Value, LaneKind::Gradient, LaneKind::Hessian] {
-            let src = source_of(&ddx_ir::lane::build(&with, kind));
-            let copy = src
-                .find("__local ulong2 ddx_exp_local[128];")
-                .expect("a local table");
-            let barrier = src
-                .find("barrier(CLK_LOCAL_MEM_FENCE);")
-                .expect("a barrier");
-            let leave = src.find("if (i >= len) return;").expect("the bounds check");
-            assert!(copy < barrier && barrier < leave, "{kind:?}:\n{src}");
-            assert_eq!(src.matches("barrier(").count(), 1, "{kind:?}");
+            for (model, wants) in [
+                (&exp, [true, false]),
+                (&log, [false, true]),
+                (&both, [true, true]),
+            ] {
+                let src = source_of(&ddx_ir::lane::build(model, kind));
+                let barrier = src
+                    .find("barrier(CLK_LOCAL_MEM_FENCE);")
+                    .expect("a barrier");
+                let leave = src.find("if (i >= len) return;").expect("the bounds check");
+                assert!(barrier < leave, "{kind:?}:\n{src}");
+                assert_eq!(src.matches("barrier(").count(), 1, "{kind:?}");
+                for (table, want) in tables.iter().zip(wants) {
+                    match src.find(table) {
+                        Some(copy) => assert!(want && copy < barrier, "{kind:?}:\n{src}"),
+                        None => assert!(!want, "{kind:?}: no {table}\n{src}"),
+                    }
+                }
+                assert!(!src.contains(" exp(") && !src.contains(" log("), "{kind:?}");
+            }
+            let plain = source_of(&ddx_ir::lane::build(&neither, kind));
             assert!(
-                src.contains("ddx_exp(") && !src.contains(" exp("),
-                "{kind:?}"
-            );
-            let plain = source_of(&ddx_ir::lane::build(&regsol, kind));
-            assert!(
-                !plain.contains("ddx_exp") && !plain.contains("barrier("),
+                !plain.contains("ddx_exp")
+                    && !plain.contains("ddx_log")
+                    && !plain.contains("barrier("),
                 "{kind:?}"
             );
         }

@@ -7,7 +7,7 @@
 //!   device; each operation's device value is then compared with `ddx_ir::math::eval` of
 //!   the same operation on the device's own argument values: bit for bit for the exact
 //!   operations (`+ − × ÷`, `fma`, `sqrt`, comparisons, `abs`, `sign`, `max`, `min`,
-//!   `select`, the inline `pow` exponents, `exp`), within [`ulp_bound`] for the other
+//!   `select`, the inline `pow` exponents, `exp`, `log`), within [`ulp_bound`] for the other
 //!   transcendentals.
 //! - **End to end.** Batch calls of every lane kind through an equation under
 //!   `Backend::Device` equal the interpreter's to the bit on lanes with no transcendental
@@ -89,8 +89,9 @@ impl Rng {
 }
 
 /// The operations the device answers exactly.
-const EXACT: [Op; 19] = [
+const EXACT: [Op; 20] = [
     Op::Exp,
+    Op::Log,
     Op::Neg,
     Op::Sqrt,
     Op::Abs,
@@ -176,7 +177,7 @@ fn ulp_bound(op: Op) -> u64 {
     use Op::*;
     match op {
         Log1p => 2,
-        Log | Log10 | Log2 | Expm1 => 3,
+        Log10 | Log2 | Expm1 => 3,
         Sin | Cos | Sinh | Cosh | Asinh | Acosh | Hypot | Asin | Acos => 4,
         Tan | Atan | Tanh => 5,
         Atanh | Atan2 => 6,
@@ -389,6 +390,81 @@ fn batch_calls_of_exact_graphs_equal_the_interpreter_bit_for_bit() {
         }
         assert!(matches!(eq.device_status(), Some(Ok(_))));
     }
+}
+
+/// Arguments where a table-driven `log` or `exp` goes wrong first: every 2⁻⁴⁴ step of the
+/// mantissa (each `log` row's two edges and its middle) ± 2 ulp in eight binades from the
+/// subnormals to the largest, `1 ± k` ulp, a dense sample of `log`'s hardest row (78, just
+/// below 1), random positive bit patterns, `exp`'s range and its edges, and [`AWKWARD`].
+fn hard_log_and_exp_arguments() -> Vec<f64> {
+    let mut xs = AWKWARD.to_vec();
+    for exponent in [0u64, 1, 500, 1022, 1023, 1024, 1500, 2046] {
+        for j in 0..256u64 {
+            let bits = (exponent << 52) | (j << 44);
+            for d in [-2i64, -1, 0, 1, 2] {
+                xs.push(f64::from_bits(bits.wrapping_add_signed(d)));
+            }
+        }
+    }
+    for k in 0..64u64 {
+        xs.push(f64::from_bits(1f64.to_bits() + k));
+        xs.push(f64::from_bits(1f64.to_bits() - k));
+    }
+    let mut rng = Rng(78);
+    for _ in 0..4000 {
+        let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        xs.push(0.9976 + u * (1.0 - 2f64.powi(-9) - 0.9976));
+        xs.push(f64::from_bits(rng.next() >> 1));
+        xs.push(u * 1460.0 - 750.0);
+    }
+    for edge in [
+        -745.2,
+        -708.4,
+        709.7,
+        709.79,
+        710.0,
+        2f64.powi(-54),
+        -(2f64.powi(-54)),
+    ] {
+        xs.extend([
+            edge,
+            f64::from_bits(edge.to_bits() + 1),
+            f64::from_bits(edge.to_bits() - 1),
+        ]);
+    }
+    xs
+}
+
+/// The device's `log` and `exp` are ddx's own: the bits of `ddx_ir::math::log` and
+/// `ddx_ir::math::exp` (every CPU engine's) at every hard argument, in one kernel that
+/// copies both tables.
+#[test]
+fn log_and_exp_answer_the_cpu_engines_bits_at_hard_arguments() {
+    let Some((_serial, _gpu)) = device() else {
+        return;
+    };
+    let model = ddx_ir::build(|| {
+        let x = ddx_ir::var("x");
+        vec![x.ln(), x.exp()]
+    })
+    .expect("builds");
+    let mut eq = Equation::<System>::from(model);
+    eq.set_options(Options::with_backend(Backend::Device));
+    assert!(
+        eq.wait_for_kernel_of(LaneKind::Value),
+        "{:?}",
+        eq.device_status()
+    );
+    let xs = hard_log_and_exp_arguments();
+    let got = lane_batch(&eq, LaneKind::Value, std::slice::from_ref(&xs), xs.len());
+    let functions: [extern "C" fn(f64) -> f64; 2] = [math::log, math::exp];
+    for (j, f) in functions.iter().enumerate() {
+        let want: Vec<f64> = xs.iter().map(|&x| f(x)).collect();
+        for ((x, g), w) in xs.iter().zip(bits(&got[j])).zip(bits(&want)) {
+            assert_eq!(g, w, "output {j} at {x:e} ({:#018x})", x.to_bits());
+        }
+    }
+    assert!(matches!(eq.device_status(), Some(Ok(_))));
 }
 
 #[test]
