@@ -69,25 +69,15 @@ fn uses(lane: &Lane, op: Op) -> bool {
 /// (`-ffp-contract=off`, `#pragma OPENCL FP_CONTRACT OFF`).
 #[doc(hidden)]
 pub fn exp_c(opencl: bool) -> String {
-    let (word, table, suffix, store, bits_of, double_of, param, read) = if opencl {
+    let (decl, param, read) = if opencl {
         (
-            "ulong",
             "__constant ulong ddx_exp_table[256]",
-            "UL",
-            "",
-            "as_ulong(kd)",
-            "as_double",
             ", __local const ulong2 *restrict ddx_t",
             "ulong2 e = ddx_t[i];\n  double tail = as_double(e.x);\n  ulong bits = e.y + (ki << 45);",
         )
     } else {
         (
-            "uint64_t",
             "static const uint64_t ddx_exp_table[256]",
-            "ULL",
-            "static ",
-            "ddx_bits(kd)",
-            "ddx_double",
             "",
             "double tail = ddx_double(ddx_exp_table[2 * i]);\n  \
              uint64_t bits = ddx_exp_table[2 * i + 1] + (ki << 45);",
@@ -101,7 +91,7 @@ pub fn exp_c(opencl: bool) -> String {
          if (a != a) return x + x;\n  \
          if (a >= 1024.0) return x > 0.0 ? INFINITY : 0.0;\n  \
          double kd = x * {inv} + {shift};\n  \
-         {word} ki = {bits_of};\n  \
+         {word} ki = {bits_of}(kd);\n  \
          kd = kd - {shift};\n  \
          double r = x + kd * {hi} + kd * {lo};\n  \
          unsigned i = (unsigned)(ki & 127);\n  \
@@ -116,14 +106,7 @@ pub fn exp_c(opencl: bool) -> String {
          if (y < 1.0) {\n    double err = (s - y) + s * tmp;\n    double hi = 1.0 + y;\n    \
          double lo = ((1.0 - hi) + y) + err;\n    y = (hi + lo) - 1.0;\n  }\n  \
          return y * 0x1p-1022;\n}\n";
-    let template = template
-        .replace("{decl}", table)
-        .replace("{store}", store)
-        .replace("{param}", param)
-        .replace("{read}", read)
-        .replace("{word}", word)
-        .replace("{bits_of}", bits_of)
-        .replace("{double_of}", double_of);
+    let (template, suffix) = in_dialect(template, opencl, decl, param, read);
     let rows = table_lines(&crate::math::EXP_TABLE, "  ", suffix);
     fill_exp(&template, c::literal, &rows)
 }
@@ -139,14 +122,9 @@ pub fn exp_c(opencl: bool) -> String {
 /// `#pragma OPENCL FP_CONTRACT OFF`).
 #[doc(hidden)]
 pub fn log_c(opencl: bool) -> String {
-    let (word, table, suffix, store, bits_of, double_of, param, read) = if opencl {
+    let (decl, param, read) = if opencl {
         (
-            "ulong",
             "__constant ulong ddx_log_table[512]",
-            "UL",
-            "",
-            "as_ulong",
-            "as_double",
             ", __local const ulong4 *restrict ddx_t",
             "ulong4 row = ddx_t[i];\n  \
              double invc = as_double(row.x);\n  \
@@ -155,12 +133,7 @@ pub fn log_c(opencl: bool) -> String {
         )
     } else {
         (
-            "uint64_t",
             "static const uint64_t ddx_log_table[512]",
-            "ULL",
-            "static ",
-            "ddx_bits",
-            "ddx_double",
             "",
             "double invc = ddx_double(ddx_log_table[4 * i]);\n  \
              double logc_hi = ddx_double(ddx_log_table[4 * i + 1]);\n  \
@@ -199,26 +172,57 @@ pub fn log_c(opencl: bool) -> String {
          t = t + lo;\n  \
          t = fma(r2, q, t);\n  \
          return hi + t;\n}\n";
-    let template = template
-        .replace("{decl}", table)
-        .replace("{store}", store)
-        .replace("{param}", param)
-        .replace("{read}", read)
-        .replace("{word}", word)
-        .replace("{bits_of}", bits_of)
-        .replace("{double_of}", double_of)
-        // The CPU's NaN (`f64::NAN`); OpenCL's `NAN` is a `float`, whose conversion the
-        // device may not keep quiet and positive.
-        .replace(
-            "{nan}",
-            if opencl {
-                "as_double(0x7ff8000000000000UL)"
-            } else {
-                "NAN"
-            },
-        );
+    let (template, suffix) = in_dialect(template, opencl, decl, param, read);
     let rows = table_lines(&crate::math::LOG_TABLE, "  ", suffix);
     fill_log(&template, c::literal, suffix, &rows)
+}
+
+/// `template` (of [`exp_c`] or [`log_c`]) in C99 or OpenCL C: `{decl}` (the table's
+/// declaration), `{param}` (the function's parameters after `x`) and `{read}` (its table
+/// reads) as given, and the words the two spell differently: `{word}` (a 64-bit unsigned
+/// integer), `{store}` (a function's storage class), `{bits_of}` and `{double_of}` (a
+/// `double`'s bits and back), `{nan}` (the CPU's NaN, `f64::NAN`: OpenCL's `NAN` is a
+/// `float`, whose conversion a device need not keep quiet and positive). Also answers the
+/// suffix of a table word's literal.
+fn in_dialect(
+    template: &str,
+    opencl: bool,
+    decl: &str,
+    param: &str,
+    read: &str,
+) -> (String, &'static str) {
+    let (word, store, bits_of, double_of, nan, suffix) = if opencl {
+        (
+            "ulong",
+            "",
+            "as_ulong",
+            "as_double",
+            "as_double(0x7ff8000000000000UL)",
+            "UL",
+        )
+    } else {
+        (
+            "uint64_t",
+            "static ",
+            "ddx_bits",
+            "ddx_double",
+            "NAN",
+            "ULL",
+        )
+    };
+    let text = [
+        ("{decl}", decl),
+        ("{param}", param),
+        ("{read}", read),
+        ("{word}", word),
+        ("{store}", store),
+        ("{bits_of}", bits_of),
+        ("{double_of}", double_of),
+        ("{nan}", nan),
+    ]
+    .iter()
+    .fold(template.to_string(), |t, (name, v)| t.replace(name, v));
+    (text, suffix)
 }
 
 /// `template`, a spelling of ddx's `exp` in an emitted language, with its constants
