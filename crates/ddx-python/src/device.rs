@@ -151,6 +151,9 @@ impl DeviceColumns {
 
     /// Output columns `first … first + count − 1` (all from `first` when `count` is
     /// `None`) copied from the device: a new float64 array of shape `(count, points)`.
+    /// For a `jvp` or `hvp` lane, a point whose products read hold a NaN is answered on
+    /// the CPU by the zero-skipping lane, as the batch calls answer it (`0 · ∞` from a zero
+    /// direction does not make a NaN).
     /// Raises `ddx.Error` (`wrong_column_count` past the lane's outputs, `device_launch`).
     #[pyo3(
         signature = (first = Int::ZERO, count = None),

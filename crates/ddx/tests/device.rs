@@ -385,6 +385,58 @@ fn resident_columns_answer_what_a_batch_call_answers() {
     );
 }
 
+/// Resident `jvp` and `hvp` columns answer what the per-point calls answer where a zero
+/// direction meets an infinite partial (`0 · ∞`): the product the plain kernel makes NaN
+/// is the zero-skipping twin's, read whole or a column at a time, at a few such points
+/// and at many.
+#[test]
+fn resident_products_answer_the_twin_where_the_plain_lane_makes_nan() {
+    let eq = rt::equation(|| {
+        let x = rt::var("x");
+        let y = rt::var("y");
+        x.ln() * y + x * y * y
+    })
+    .expect("builds");
+    for kind in [LaneKind::Jvp, LaneKind::Hvp] {
+        let Some(d) = on_device(&eq, kind) else {
+            return;
+        };
+        for (len, every) in [(129usize, 40usize), (1000, 3)] {
+            // Columns x, y, then the direction: x = 0 (an infinite partial) with a zero
+            // x-direction at every `every`-th point, ordinary points elsewhere.
+            let mut xs = points(4, len, 0.7);
+            for k in (0..len).step_by(every) {
+                xs[0][k] = 0.0;
+                xs[2][k] = 0.0;
+            }
+            let mut cols = d.device_columns(kind, len).expect("device memory");
+            let ins: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+            cols.write(0, &ins).expect("fits");
+            cols.run().expect("runs");
+            let outputs = cols.outputs();
+            let mut want = vec![vec![0.0; len]; outputs];
+            let mut out = vec![0.0; outputs];
+            for k in 0..len {
+                let x: Vec<f64> = xs.iter().map(|c| c[k]).collect();
+                eq.lane_point_into(kind, &x, &mut out).expect("fits");
+                for (c, v) in want.iter_mut().zip(&out) {
+                    c[k] = *v;
+                }
+            }
+            assert!(want.iter().flatten().all(|v| !v.is_nan()), "{kind:?}");
+            let mut got = vec![vec![0.0; len]; outputs];
+            let mut g: Vec<&mut [f64]> = got.iter_mut().map(Vec::as_mut_slice).collect();
+            cols.read(0, &mut g).expect("fits");
+            assert_eq!(bits(&got), bits(&want), "{kind:?}, {len} points");
+            for j in 0..outputs {
+                let mut one = vec![0.0; len];
+                cols.read(j, &mut [&mut one[..]]).expect("fits");
+                assert_eq!(bits(&[one]), bits(&want[j..=j]), "{kind:?}, column {j}");
+            }
+        }
+    }
+}
+
 /// Runs `test` of this binary in a child process with `env` set (an empty value removes
 /// the variable), under `wrapper` (a program and its arguments, given the binary and its
 /// arguments after them) if any, and asserts it passed; answers `false` (saying why) when

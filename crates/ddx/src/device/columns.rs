@@ -8,12 +8,23 @@
 //! **Layout**: the lane's order. Inputs are its symbols (canonical order) then its seeds;
 //! outputs are its outputs (values, then partials or products, as the batch calls lay
 //! them out one block after another).
+//!
+//! **Products that hold a NaN** (`jvp`, `hvp`): where a product column read holds a NaN
+//! at a point, [`DeviceColumns::read`] answers that point from the lane's zero-skipping
+//! twin on the CPU, as the batch and per-point calls do (so `0 · ∞` from a zero
+//! direction does not poison a product): it reads that point's inputs back and runs the
+//! twin there. Reading every output column answers exactly what a batch call answers.
 
 use super::runtime::{launch_error, LaneKernel};
+use crate::prepared::PreparedLanes;
 use ddx_ir::{Block, Error, LaneKind};
 use opencl3::memory::Buffer;
 use opencl3::types::{cl_double, CL_BLOCKING};
 use std::sync::Arc;
+
+/// Up to this many points to answer from the twin, [`DeviceColumns::read`] reads their
+/// inputs back value by value; more, column by column.
+const FEW_POINTS: usize = 64;
 
 /// A lane's columns of `len` points in device memory, and the kernel that runs over them.
 ///
@@ -25,6 +36,9 @@ pub struct DeviceColumns {
     len: usize,
     input: Buffer<cl_double>,
     output: Buffer<cl_double>,
+    /// For a lane with a zero-skipping twin (`jvp`, `hvp`): the lanes and the `contract`
+    /// option the kernel was built under, to answer points whose products hold a NaN.
+    twin: Option<(Arc<PreparedLanes>, bool)>,
 }
 
 impl std::fmt::Debug for DeviceColumns {
@@ -39,7 +53,12 @@ impl std::fmt::Debug for DeviceColumns {
 }
 
 impl DeviceColumns {
-    pub(crate) fn new(kernel: Arc<LaneKernel>, kind: LaneKind, len: usize) -> Result<Self, Error> {
+    pub(crate) fn new(
+        kernel: Arc<LaneKernel>,
+        kind: LaneKind,
+        len: usize,
+        twin: Option<(Arc<PreparedLanes>, bool)>,
+    ) -> Result<Self, Error> {
         let input = kernel.buffer(kernel.inputs.saturating_mul(len), true)?;
         let output = kernel.buffer(kernel.outputs.saturating_mul(len), false)?;
         Ok(DeviceColumns {
@@ -48,6 +67,7 @@ impl DeviceColumns {
             len,
             input,
             output,
+            twin,
         })
     }
 
@@ -138,13 +158,21 @@ impl DeviceColumns {
             .launch_resident(&self.input, &self.output, self.len)
     }
 
-    /// Copies output columns `first, first + 1, …` from the device into `columns`.
+    /// Copies output columns `first, first + 1, …` from the device into `columns`; at a
+    /// point where a product column read holds a NaN, the twin's answer (see the module
+    /// documentation).
     ///
     /// # Errors
     /// [`Error::WrongColumnCount`], [`Error::ColumnLength`] as for
     /// [`write`](DeviceColumns::write) (nothing is copied then); [`Error::DeviceLaunch`]
     /// when the device refuses the copy.
     pub fn read(&self, first: usize, columns: &mut [&mut [f64]]) -> Result<(), Error> {
+        self.read_plain(first, columns)?;
+        self.mend(first, columns)
+    }
+
+    /// [`DeviceColumns::read`] without the twin.
+    fn read_plain(&self, first: usize, columns: &mut [&mut [f64]]) -> Result<(), Error> {
         self.check(Block::Values, first, columns, self.outputs())?;
         let q = &self.kernel.gpu.queue;
         for (k, c) in columns.iter_mut().enumerate() {
@@ -164,5 +192,68 @@ impl DeviceColumns {
             .map_err(|e| launch_error(self.kind.name(), "clEnqueueReadBuffer", e))?;
         }
         Ok(())
+    }
+
+    /// Answers from the twin, in `columns` (output columns `first, …`, as read), the
+    /// points where one of them that is a product holds a NaN.
+    fn mend(&self, first: usize, columns: &mut [&mut [f64]]) -> Result<(), Error> {
+        let Some((lanes, contract)) = &self.twin else {
+            return Ok(());
+        };
+        let first_product = lanes.prepared(self.kind, *contract).first_product();
+        let skip = first_product.saturating_sub(first);
+        let points: Vec<usize> = (0..self.len)
+            .filter(|&k| columns.iter().skip(skip).any(|c| c[k].is_nan()))
+            .collect();
+        if points.is_empty() {
+            return Ok(());
+        }
+        let Some(twin) = lanes.twin(self.kind, *contract) else {
+            return Ok(());
+        };
+        // The points' inputs, point-major: value by value for a few points, else column by
+        // column (one transfer each, gathered).
+        let inputs = self.inputs();
+        let mut x = vec![0.0; points.len() * inputs];
+        if points.len() <= FEW_POINTS {
+            for (p, &k) in points.iter().enumerate() {
+                for j in 0..inputs {
+                    self.read_input(j * self.len + k, &mut x[p * inputs + j..][..1])?;
+                }
+            }
+        } else {
+            let mut column = vec![0.0; self.len];
+            for j in 0..inputs {
+                self.read_input(j * self.len, &mut column)?;
+                for (p, &k) in points.iter().enumerate() {
+                    x[p * inputs + j] = column[k];
+                }
+            }
+        }
+        let program = twin.program();
+        let mut out = vec![0.0; self.outputs()];
+        for (p, &k) in points.iter().enumerate() {
+            // The twin has the lane's inputs and outputs; a device lane has no user call.
+            let ran = program.run(&x[p * inputs..][..inputs], &mut out);
+            debug_assert!(ran.is_ok(), "{ran:?}");
+            for (c, v) in columns.iter_mut().zip(&out[first..]) {
+                c[k] = *v;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `into.len()` values of the input buffer from value `at` on.
+    fn read_input(&self, at: usize, into: &mut [f64]) -> Result<(), Error> {
+        // SAFETY: callers read inside the buffer, which holds `inputs · len` values; the
+        // copy is blocking.
+        unsafe {
+            self.kernel
+                .gpu
+                .queue
+                .enqueue_read_buffer(&self.input, CL_BLOCKING, at * 8, into, &[])
+        }
+        .map(|_| ())
+        .map_err(|e| launch_error(self.kind.name(), "clEnqueueReadBuffer", e))
     }
 }

@@ -257,7 +257,8 @@ impl Device {
         let kernel = state.slot(kind).current().ok_or_else(|| Error::NoDevice {
             detail: format!("the {} lane's device kernel was retired", kind.name()),
         })?;
-        DeviceColumns::new(Arc::clone(kernel), kind, len)
+        let twin = ddx_ir::lane::has_twin(kind).then(|| (Arc::clone(lanes), state.contract));
+        DeviceColumns::new(Arc::clone(kernel), kind, len, twin)
     }
 }
 

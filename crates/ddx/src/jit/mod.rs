@@ -367,8 +367,8 @@ impl State {
         if slot.asked.load(Ordering::Acquire) >= upto as u8 {
             return;
         }
-        // The lane's length is the job's priority. Calls have prepared their lane already;
-        // a wait may build it here, outside the slot's lock.
+        // The lane's length is the job's priority. The lane may be built here (a first
+        // call's, or a wait's), outside the slot's lock.
         let nodes = lanes.prepared(kind, self.config.contract).lane.graph.len();
         let mut inner = slot.lock();
         let before = slot.asked.load(Ordering::Acquire);
