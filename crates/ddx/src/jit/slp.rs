@@ -85,15 +85,27 @@ impl Packs {
     }
 }
 
+/// What [`instructions`] counts an operation on the divider (a division, a square root)
+/// as.
+const DIVIDER: f64 = 4.0;
+
 /// The scalar instructions an operation costs, as the lowering emits it (x86-64 with AVX:
-/// compares and selects are several), and so what pairing two of them saves.
+/// compares and selects are several), and so what pairing two of them saves. A division
+/// or a square root counts as four: x86 cores run one every few cycles on a divider that
+/// is not pipelined like the adders and multipliers, which take one or two a cycle, and
+/// the paired instruction takes about the scalar one's time (Agner Fog's instruction
+/// tables). Counted as one, UNIQUAC-16's gradient kernel kept 52 of its 240 divisions
+/// scalar; counted as four, 4 (BENCHMARKS.md, "Divisions in pairs").
 fn instructions(op: Op, exponent: Option<f64>) -> f64 {
     match op {
+        Op::Div | Op::Recip | Op::Sqrt => DIVIDER,
+        Op::Pow | Op::Powi if exponent == Some(-1.0) => DIVIDER,
         Op::Max | Op::Min => 4.0,
         Op::Lt | Op::Le | Op::Eq | Op::Select => 3.0,
         Op::Ne => 4.0,
         Op::Sign => 7.0,
-        Op::Pow if exponent == Some(0.5) => 5.0,
+        // A square root and four instructions around it.
+        Op::Pow if exponent == Some(0.5) => DIVIDER + 4.0,
         // `math::exp` inline: about 30, of which the table reads stay one per lane.
         Op::Exp => 24.0,
         // `math::log` inline (with the fused multiply-add): about 28, three table reads a
