@@ -153,7 +153,8 @@ impl DeviceColumns {
     /// `None`) copied from the device: a new float64 array of shape `(count, points)`.
     /// For a `jvp` or `hvp` lane, a point whose products read hold a NaN is answered on
     /// the CPU by the zero-skipping lane, as the batch calls answer it (`0 · ∞` from a zero
-    /// direction does not make a NaN).
+    /// direction does not make a NaN), from the inputs on the device now: read a run's
+    /// outputs before writing the next inputs.
     /// Raises `ddx.Error` (`wrong_column_count` past the lane's outputs, `device_launch`).
     #[pyo3(
         signature = (first = Int::ZERO, count = None),

@@ -14,6 +14,8 @@
 //! twin on the CPU, as the batch and per-point calls do (so `0 · ∞` from a zero
 //! direction does not poison a product): it reads that point's inputs back and runs the
 //! twin there. Reading every output column answers exactly what a batch call answers.
+//! The inputs read back are those on the device when `read` is called: read a run's
+//! outputs before writing the next inputs.
 
 use super::runtime::{launch_error, LaneKernel};
 use crate::prepared::PreparedLanes;
@@ -159,8 +161,8 @@ impl DeviceColumns {
     }
 
     /// Copies output columns `first, first + 1, …` from the device into `columns`; at a
-    /// point where a product column read holds a NaN, the twin's answer (see the module
-    /// documentation).
+    /// point where a product column read holds a NaN, the twin's answer at the inputs on
+    /// the device now (see the module documentation).
     ///
     /// # Errors
     /// [`Error::WrongColumnCount`], [`Error::ColumnLength`] as for
