@@ -2477,7 +2477,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             self.table,
             offset(MathTable::EXP_TABLE, self.ptr.bytes() as usize),
         );
-        let entry = |e: &mut Self, k: Value| {
+        // The address of the pair for `k` (an `i64`) mod 128.
+        let pair_at = |e: &mut Self, k: Value| {
             let i = e.b.ins().band_imm_u(k, 127);
             let i = e.b.ins().ishl_imm_u(i, 4);
             let i = if e.ptr == types::I64 {
@@ -2485,7 +2486,10 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             } else {
                 e.b.ins().ireduce(e.ptr, i)
             };
-            let at = e.b.ins().iadd(base, i);
+            e.b.ins().iadd(base, i)
+        };
+        let entry = |e: &mut Self, k: Value| {
+            let at = pair_at(e, k);
             let tail = e.b.ins().load(types::F64, pointer_table(), at, 0);
             let scale = e.b.ins().load(types::I64, pointer_table(), at, 8);
             (tail, scale)
@@ -2497,14 +2501,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             // by interleaving them.
             let [p0, p1] = [0, 1].map(|lane| {
                 let k = self.b.ins().extractlane(ki, lane);
-                let i = self.b.ins().band_imm_u(k, 127);
-                let i = self.b.ins().ishl_imm_u(i, 4);
-                let i = if self.ptr == types::I64 {
-                    i
-                } else {
-                    self.b.ins().ireduce(self.ptr, i)
-                };
-                let at = self.b.ins().iadd(base, i);
+                let at = pair_at(self, k);
                 // Not `pointer_table()`'s flags: the table is aligned to 8 bytes only, and
                 // a load flagged aligned may fold into an SSE instruction that needs 16.
                 self.b.ins().load(types::F64X2, unchanging(), at, 0)
