@@ -8,7 +8,9 @@
 //! kernel, after `wait_for_refined_kernel_of`: the optimised tier's), `interp` (`gradient_into`, interpreted), `batch`
 //! (`gradient_batch` over 1024 points a call, the block interpreter, on one thread),
 //! `batch-jit` (the same under `Backend::Compile`, `points = 1024`: the column kernel, or
-//! the block interpreter where the first batches timed it faster; printed) or `stats`
+//! the block interpreter where the first batches timed it faster; printed), `emit-c`
+//! (writes the gradient lane as C, `grad.c`, the points, `points.bin`, and their
+//! interpreted gradients, `grads.bin`, into `cache_dir`: `compare/c_tier.sh`) or `stats`
 //! (the interpreted gradient program's instruction mix, printed; `calls` unused). It cycles
 //! through 256 sample points. Every timed arm prints its time per point (per call of one
 //! point) on stderr. With `cache_dir`, the kernel is
@@ -136,6 +138,27 @@ fn run_with(
                 eq.set_options(o);
             }
             batches(&eq, n, points, calls, arm == "batch-jit");
+        }
+        "emit-c" => {
+            // The gradient lane as C (`Equation::to_c_source`), the sample points and the
+            // interpreter's gradient of each, for `compare/c_tier.sh`.
+            let eq = eq();
+            let dir = cache.expect("emit-c writes into the directory given after the calls");
+            let write = |file: &str, bytes: &[u8]| {
+                std::fs::write(format!("{dir}/{file}"), bytes).expect("a writable directory")
+            };
+            let src = eq
+                .to_c_source("grad", LaneKind::Gradient)
+                .expect("C source");
+            write("grad.c", src.as_bytes());
+            let le = |v: &[f64]| v.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+            write("points.bin", &le(points));
+            let mut all = vec![0.0; count * n];
+            for (x, g) in points.chunks_exact(n).zip(all.chunks_exact_mut(n)) {
+                eq.gradient_into(x, g).expect("fits");
+            }
+            write("grads.bin", &le(&all));
+            println!("{n} symbols, {count} points");
         }
         "stats" => {
             let eq = eq();
