@@ -381,16 +381,30 @@ impl Program {
 }
 
 /// The [`shape`] every one of the first `steps` four-wide steps of a group's block
-/// (`block`, from its start) has; [`shape::GATHER`] where they differ.
+/// (`block`, from its start) has; else [`shape::DOWN_UP`] or [`shape::UP_DOWN`] where the
+/// even steps descend and the odd ones ascend or the other way round; else
+/// [`shape::GATHER`].
 fn four_wide_shape(block: &[u32], steps: usize) -> u32 {
-    let mut shapes = block
+    let shapes: Vec<u32> = block
         .chunks_exact(4)
         .take(steps)
-        .map(|x| step_shape([x[0], x[1], x[2], x[3]]));
-    let first = shapes.next().unwrap_or(shape::GATHER);
-    match shapes.all(|s| s == first) {
-        true => first,
-        false => shape::GATHER,
+        .map(|x| step_shape([x[0], x[1], x[2], x[3]]))
+        .collect();
+    // The shape every `2`nd step from `from` shares, if one does.
+    let shared = |from: usize, by: usize| {
+        let first = *shapes.get(from)?;
+        shapes
+            .iter()
+            .skip(from)
+            .step_by(by)
+            .all(|&s| s == first)
+            .then_some(first)
+    };
+    match (shared(0, 1), shared(0, 2), shared(1, 2)) {
+        (Some(one), _, _) => one,
+        (None, Some(shape::DESCENDING), Some(shape::ASCENDING)) => shape::DOWN_UP,
+        (None, Some(shape::ASCENDING), Some(shape::DESCENDING)) => shape::UP_DOWN,
+        _ => shape::GATHER,
     }
 }
 

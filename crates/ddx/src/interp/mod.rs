@@ -868,6 +868,13 @@ pub(crate) mod shape {
     pub const PAIRS_UP: u32 = 4;
     /// `x₀, x₀, x₀−1, x₀−1`.
     pub const PAIRS_DOWN: u32 = 5;
+    /// Steps that alternate between [`DESCENDING`] (steps 0, 2, …) and [`ASCENDING`]
+    /// (steps 1, 3, …): the adjoint sums of neighbouring columns whose terms take turns
+    /// between two partials (the electrolyte's `Σₖ xₖ bₖₗ + Σₖ (xₖ e) cₖₗ`) read computed
+    /// values descending on one step and inputs ascending on the next.
+    pub const DOWN_UP: u32 = 6;
+    /// [`ASCENDING`] on the even steps, [`DESCENDING`] on the odd ones.
+    pub const UP_DOWN: u32 = 7;
 }
 
 /// The [`shape`] of one step's four slots.
@@ -1122,8 +1129,9 @@ unsafe fn in_step<const AVX: bool, const W: usize>(
 ///
 /// The values are read by the steps' [`shape`] `form`: one 32-byte load for a run of
 /// slots (reversed by a permutation where it descends), one broadcast for one slot, one
-/// 16-byte load and a permutation for two pairs; otherwise the four slots as two 8-byte
-/// words and four scalar loads. Every address read is one of the step's own slots.
+/// 16-byte load and a permutation for two pairs, each step by its own phase's shape where
+/// the form alternates; otherwise the four slots as two 8-byte words and four scalar
+/// loads. Every address read is one of the step's own slots.
 ///
 /// # Safety
 /// As [`in_step`]; every step's slots of the shape `form`; the CPU has AVX2.
@@ -1145,27 +1153,55 @@ unsafe fn in_step_four_avx(
         let mut acc = _mm256_loadu_pd(p.as_ptr());
         // Slot `j` of step `k`.
         let slot = |k: usize, j: usize| s.add(*x.add(4 * k + j) as usize);
+        // Step `k`: its four products added to the running values.
+        macro_rules! step {
+            ($k:expr, $values:expr) => {{
+                let k = $k;
+                let values = $values;
+                let products = _mm256_mul_pd(_mm256_loadu_pd(w.add(4 * k)), values);
+                let sum: __m256d;
+                // `vaddpd` with the products as its first source: where both are
+                // NaN, the product's payload, as the scalar `vaddsd` gives (the
+                // compiler could swap the operands of `_mm256_add_pd`).
+                std::arch::asm!(
+                    "vaddpd {sum}, {a}, {b}",
+                    sum = lateout(ymm_reg) sum,
+                    a = in(ymm_reg) products,
+                    b = in(ymm_reg) acc,
+                    options(pure, nomem, nostack, preserves_flags)
+                );
+                acc = sum;
+            }};
+        }
         macro_rules! steps {
             (|$k:ident| $values:expr) => {
                 for $k in 0..steps {
-                    let values = $values;
-                    let products = _mm256_mul_pd(_mm256_loadu_pd(w.add(4 * $k)), values);
-                    let sum: __m256d;
-                    // `vaddpd` with the products as its first source: where both are
-                    // NaN, the product's payload, as the scalar `vaddsd` gives (the
-                    // compiler could swap the operands of `_mm256_add_pd`).
-                    std::arch::asm!(
-                        "vaddpd {sum}, {a}, {b}",
-                        sum = lateout(ymm_reg) sum,
-                        a = in(ymm_reg) products,
-                        b = in(ymm_reg) acc,
-                        options(pure, nomem, nostack, preserves_flags)
-                    );
-                    acc = sum;
+                    step!($k, $values);
                 }
             };
         }
+        // Steps that alternate: the even ones' values by `$even`, the odd ones' by `$odd`.
+        macro_rules! alternating {
+            (|$k:ident| $even:expr, $odd:expr) => {{
+                let mut $k = 0;
+                while $k + 1 < steps {
+                    step!($k, $even);
+                    $k += 1;
+                    step!($k, $odd);
+                    $k += 1;
+                }
+                if $k < steps {
+                    step!($k, $even);
+                }
+            }};
+        }
+        let ascending = |k: usize| _mm256_loadu_pd(slot(k, 0));
+        let descending = |k: usize| _mm256_permute4x64_pd::<0x1B>(_mm256_loadu_pd(slot(k, 3)));
         match form {
+            // Descending and ascending taking turns, either way round: the adjoint sums'
+            // two phases.
+            shape::DOWN_UP => alternating!(|k| descending(k), ascending(k)),
+            shape::UP_DOWN => alternating!(|k| ascending(k), descending(k)),
             // `x₀ … x₀+3`.
             shape::ASCENDING => steps!(|k| _mm256_loadu_pd(slot(k, 0))),
             // `x₃ … x₃+3` (`x₃ = x₀−3`), reversed.

@@ -611,17 +611,27 @@ fn weighted_chains_give_the_reference_values_and_the_tape_programs_bits() {
 #[test]
 fn fours_of_every_step_shape_give_the_tape_programs_bits() {
     use super::shape;
-    // Five families (shape, length, the symbol chain `i` reads at step `k`) of four
+    // Seven families (shape, length, the symbol chain `i` reads at step `k`) of four
     // weighted sums over the symbols, each family of its own length
     // (so the run, sorted by length, groups each family as one four): chain `i` of a
-    // family reads, at step `k`, the symbol that makes the family's shape.
+    // family reads, at step `k`, the symbol that makes the family's shape (the last two
+    // taking turns between descending and ascending steps, odd lengths: the last step
+    // alone).
     type Family = (u32, usize, fn(usize, usize) -> usize);
-    let families: [Family; 5] = [
+    let families: [Family; 7] = [
         (shape::SAME, 12, |_, k| k),
         (shape::ASCENDING, 13, |i, k| i + k),
         (shape::DESCENDING, 14, |i, k| 30 - i - k),
         (shape::PAIRS_UP, 15, |i, k| i / 2 + k),
         (shape::PAIRS_DOWN, 16, |i, k| (3 - i) / 2 + k),
+        (shape::DOWN_UP, 17, |i, k| match k % 2 {
+            0 => 30 - i - k / 2,
+            _ => i + k / 2,
+        }),
+        (shape::UP_DOWN, 18, |i, k| match k % 2 {
+            0 => i + k / 2,
+            _ => 30 - i - k / 2,
+        }),
     ];
     let mut rng = Rng::new(40);
     for seed in 0..20 {
