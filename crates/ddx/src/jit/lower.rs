@@ -946,6 +946,10 @@ thread_local! {
     /// pairs.
     pub(crate) static PAIRED_DOT_KERNELS: std::cell::Cell<usize> =
         const { std::cell::Cell::new(0) };
+    /// The links before dot loops this thread's lowering has made: in pairs whose two
+    /// values are one slot, adjacent slots, or two other slots; and alone.
+    pub(crate) static PREFIX_LINKS: std::cell::Cell<[usize; 4]> =
+        const { std::cell::Cell::new([0; 4]) };
 }
 
 /// A loop's copy index `c` and the products `c·stride` made from it, each made once.
@@ -2134,16 +2138,83 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let byte = |k: i64| i32::try_from(k * 8).unwrap_or(i32::MAX);
         let steps = group.steps;
         let mut sums = starts.to_vec();
-        // Each member's first links, straight-line.
-        for (s, dot) in sums.iter_mut().zip(&members) {
-            for k in 0..dot.links.len() - steps {
-                let x = self
+        // Members in pairs, an `f64x2` sum each (lane 0 the first member's), the last
+        // alone where their number is odd.
+        let chunks: Vec<(usize, usize)> = (0..members.len())
+            .step_by(2)
+            .map(|m| (m, (m + 2).min(members.len())))
+            .collect();
+        // Link `k` of `dot` before the loop, scalar.
+        let alone = |e: &mut Self, s: Value, dot: &Dot, k: usize| {
+            #[cfg(test)]
+            PREFIX_LINKS.with(|c| {
+                let mut v = c.get();
+                v[3] += 1;
+                c.set(v);
+            });
+            let x =
+                e.b.ins()
+                    .load(types::F64, data(), values, byte(slot(dot, k)));
+            let w = e.constant(dot.weights[k]);
+            link(e, s, x, w)
+        };
+        // Each member's first links, straight-line: a pair's last ones together, lane by
+        // lane (aligned at their ends, where the loop takes over), the longer member's
+        // extra first ones alone; each value one load where the pair's two are one slot
+        // or adjacent, the two weights one load from `table`.
+        let mut entry_sums = Vec::with_capacity(chunks.len());
+        for &(m, e) in &chunks {
+            if e - m == 1 {
+                for k in 0..members[m].links.len() - steps {
+                    sums[m] = alone(self, sums[m], members[m], k);
+                }
+                entry_sums.push(sums[m]);
+                continue;
+            }
+            let (a, b) = (members[m], members[m + 1]);
+            let (pa, pb) = (a.links.len() - steps, b.links.len() - steps);
+            let both = pa.min(pb);
+            for k in 0..pa - both {
+                sums[m] = alone(self, sums[m], a, k);
+            }
+            for k in 0..pb - both {
+                sums[m + 1] = alone(self, sums[m + 1], b, k);
+            }
+            let mut v = self.vector_from_lanes(types::F64X2, &sums[m..e]);
+            for r in 0..both {
+                let (ka, kb) = (pa - both + r, pb - both + r);
+                let (sa, sb) = (slot(a, ka), slot(b, kb));
+                #[cfg(test)]
+                PREFIX_LINKS.with(|c| {
+                    let mut v = c.get();
+                    v[if sa == sb {
+                        0
+                    } else if sb == sa + 1 {
+                        1
+                    } else {
+                        2
+                    }] += 1;
+                    c.set(v);
+                });
+                let x = if sa == sb {
+                    let x = self.b.ins().load(types::F64, data(), values, byte(sa));
+                    self.b.ins().splat(types::F64X2, x)
+                } else if sb == sa + 1 {
+                    self.b.ins().load(types::F64X2, data(), values, byte(sa))
+                } else {
+                    let lo = self.b.ins().load(types::F64, data(), values, byte(sa));
+                    let hi = self.b.ins().load(types::F64, data(), values, byte(sb));
+                    self.vector_from_lanes(types::F64X2, &[lo, hi])
+                };
+                let at = table.len();
+                table.extend([a.weights[ka], b.weights[kb]]);
+                let w = self
                     .b
                     .ins()
-                    .load(types::F64, data(), values, byte(slot(dot, k)));
-                let w = self.constant(dot.weights[k]);
-                *s = link(self, *s, x, w);
+                    .load(types::F64X2, unchanging(), consts, offset(at, 8));
+                v = link(self, v, x, w);
             }
+            entry_sums.push(v);
         }
         // The loop's weights, link by link, member by member.
         let at = table.len();
@@ -2164,12 +2235,6 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             .b
             .ins()
             .iadd_imm_s(consts, ((at + steps * members.len()) * 8) as i64);
-        // Members in pairs, an `f64x2` sum each (lane 0 the first member's), the last
-        // alone where their number is odd.
-        let chunks: Vec<(usize, usize)> = (0..members.len())
-            .step_by(2)
-            .map(|m| (m, (m + 2).min(members.len())))
-            .collect();
         let head = self.b.create_block();
         let hx = self.b.append_block_param(head, self.ptr);
         let hw = self.b.append_block_param(head, self.ptr);
@@ -2177,13 +2242,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         let mut entry = vec![BlockArg::Value(px), BlockArg::Value(pw)];
         let mut running = Vec::with_capacity(chunks.len());
         let mut out = Vec::with_capacity(chunks.len());
-        for &(m, e) in &chunks {
-            let (ty, v) = if e - m == 2 {
-                let v = self.vector_from_lanes(types::F64X2, &sums[m..e]);
-                (types::F64X2, v)
-            } else {
-                (types::F64, sums[m])
-            };
+        for (&(m, e), &v) in chunks.iter().zip(&entry_sums) {
+            let ty = if e - m == 2 { types::F64X2 } else { types::F64 };
             entry.push(BlockArg::Value(v));
             running.push(self.b.append_block_param(head, ty));
             out.push(self.b.append_block_param(exit, ty));

@@ -2351,10 +2351,19 @@ fn dot_models_compile_with_pairs_around_their_loops() {
         }
     }
     let refused = super::dots::PAIRED_ORDERS_REFUSED.load(Relaxed) - refused;
-    eprintln!("dot kernels: {paired} among pairs, {alone} alone, {refused} orders refused");
+    let prefix = super::lower::PREFIX_LINKS.get();
+    eprintln!(
+        "dot kernels: {paired} among pairs, {alone} alone, {refused} orders refused; links before loops {prefix:?}"
+    );
     assert!(
         paired >= 8 && alone >= 4,
         "{paired} among pairs, {alone} alone"
+    );
+    // The links before the loops: in pairs over one slot, adjacent slots and two others,
+    // and alone (the longer member's first ones, or an odd group's last member's).
+    assert!(
+        prefix.iter().all(|&n| n >= 4),
+        "links before loops: {prefix:?}"
     );
 }
 
