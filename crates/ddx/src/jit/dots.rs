@@ -146,7 +146,8 @@ pub(crate) struct Group {
     pub(crate) members: Vec<usize>,
     /// The links of each member the loop makes (its last ones; a multiple of
     /// [`UNROLL`], at most the shortest member's length): member `m`'s first
-    /// `len − steps` links are straight-line, before the loop.
+    /// `len − steps` links are straight-line, before the loop (in the pair's lanes where
+    /// its partner has links there too).
     pub(crate) steps: usize,
 }
 

@@ -2085,18 +2085,21 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
     }
 
     /// The values of `group`'s dots (see [`dots`]) from their running values `starts`,
-    /// by one loop: each member's first `len − group.steps` links straight-line (weights
-    /// as immediates), then `group.steps / UNROLL` iterations each making
+    /// by one loop. Members go in pairs, one `f64x2` sum each (lane 0 the first's), the
+    /// last alone where their number is odd. Each member's first `len − group.steps`
+    /// links are straight-line: a pair's last `min` of them in the pair's lanes (aligned
+    /// at their ends, where the loop takes over; the two weights one entry pair of
+    /// `table`), the longer member's extra first ones and a lone member's scalar (weights
+    /// as immediates). Then `group.steps / UNROLL` iterations each make
     /// [`dots::UNROLL`] links of every member, one pointer stepping through the values
     /// (the lane's inputs, or the scratch where the members' values of operations were
     /// stored; the members share a stride; each reads at its own offset from it) and one
     /// through the weights, appended to `table` (the kernel's constant table,
-    /// `memory.consts` at run time) link by link, member by member. Members go in pairs, one `f64x2` sum each
-    /// (lane 0 the first's; their inputs one load where the two offsets are equal or
-    /// adjacent), the last alone where their number is odd. Every link makes its product
-    /// and its sum as its nodes do, operands in their order (the members share their
-    /// sides), each lane of a vector operation is that IEEE operation, and each member's
-    /// links run in order, so each sum is the straight-line code's to the bit.
+    /// `memory.consts` at run time) link by link, member by member. A pair's two values
+    /// are one load wherever they are one slot or adjacent slots. Every link makes its
+    /// product and its sum as its nodes do, operands in their order (the members share
+    /// their sides), each lane of a vector operation is that IEEE operation, and each
+    /// member's links run in order, so each sum is the straight-line code's to the bit.
     fn dot_group(
         &mut self,
         dots: &Dots,
