@@ -1195,6 +1195,7 @@ unsafe fn in_step_four_avx(
                 }
             }};
         }
+        // `x₀ … x₀+3`, and `x₃ … x₃+3` (`x₃ = x₀−3`) reversed.
         let ascending = |k: usize| _mm256_loadu_pd(slot(k, 0));
         let descending = |k: usize| _mm256_permute4x64_pd::<0x1B>(_mm256_loadu_pd(slot(k, 3)));
         match form {
@@ -1203,11 +1204,9 @@ unsafe fn in_step_four_avx(
             shape::DOWN_UP => alternating!(|k| descending(k), ascending(k)),
             shape::UP_DOWN => alternating!(|k| ascending(k), descending(k)),
             // `x₀ … x₀+3`.
-            shape::ASCENDING => steps!(|k| _mm256_loadu_pd(slot(k, 0))),
+            shape::ASCENDING => steps!(|k| ascending(k)),
             // `x₃ … x₃+3` (`x₃ = x₀−3`), reversed.
-            shape::DESCENDING => {
-                steps!(|k| _mm256_permute4x64_pd::<0x1B>(_mm256_loadu_pd(slot(k, 3))))
-            }
+            shape::DESCENDING => steps!(|k| descending(k)),
             shape::SAME => steps!(|k| _mm256_broadcast_sd(&*slot(k, 0))),
             // `(x₀, x₀+1)`, lanes 0 0 1 1.
             shape::PAIRS_UP => steps!(|k| _mm256_permute4x64_pd::<0x50>(_mm256_castpd128_pd256(

@@ -952,6 +952,28 @@ thread_local! {
         const { std::cell::Cell::new([0; 4]) };
 }
 
+/// Counts a link made before a dot loop in tests: in a pair whose values are the slots
+/// `Some((a, b))`, or (`None`) alone.
+fn count_prefix_link(_pair: Option<(i64, i64)>) {
+    #[cfg(test)]
+    PREFIX_LINKS.with(|c| {
+        let mut v = c.get();
+        v[match _pair {
+            Some((a, b)) if a == b => 0,
+            Some((a, b)) if b == a + 1 => 1,
+            Some(_) => 2,
+            None => 3,
+        }] += 1;
+        c.set(v);
+    });
+}
+
+/// The byte offset of 8-byte slot `k` from a base pointer (saturated: a kernel's slots
+/// lie far inside `i32`).
+fn slot_byte(k: i64) -> i32 {
+    i32::try_from(k * 8).unwrap_or(i32::MAX)
+}
+
 /// A loop's copy index `c` and the products `c·stride` made from it, each made once.
 struct Steps {
     c: Value,
@@ -2084,6 +2106,30 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
         (st.scratch, area, 8)
     }
 
+    /// The `f64x2` of the values at slots `lo` and `hi` (8-byte slots from `base`, `at`
+    /// slots further): one load splatted where they are one slot, one 16-byte load where
+    /// they are adjacent, else the two values `scalar` loads (given a slot) put together.
+    fn slot_pair(
+        &mut self,
+        flags: MemFlagsData,
+        base: Value,
+        at: i64,
+        (lo, hi): (i64, i64),
+        scalar: &mut impl FnMut(&mut Self, i64) -> Value,
+    ) -> Value {
+        if lo == hi {
+            let v = scalar(self, lo);
+            self.b.ins().splat(types::F64X2, v)
+        } else if hi == lo + 1 {
+            self.b
+                .ins()
+                .load(types::F64X2, flags, base, slot_byte(lo + at))
+        } else {
+            let (a, b) = (scalar(self, lo), scalar(self, hi));
+            self.vector_from_lanes(types::F64X2, &[a, b])
+        }
+    }
+
     /// The values of `group`'s dots (see [`dots`]) from their running values `starts`,
     /// by one loop. Members go in pairs, one `f64x2` sum each (lane 0 the first's), the
     /// last alone where their number is odd. Each member's first `len − group.steps`
@@ -2138,7 +2184,7 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             }
         };
         let slot = |dot: &Dot, k: usize| dot.slot as i64 + k as i64 * dot.stride;
-        let byte = |k: i64| i32::try_from(k * 8).unwrap_or(i32::MAX);
+        let byte = slot_byte;
         let steps = group.steps;
         let mut sums = starts.to_vec();
         // Members in pairs, an `f64x2` sum each (lane 0 the first member's), the last
@@ -2148,16 +2194,11 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             .map(|m| (m, (m + 2).min(members.len())))
             .collect();
         // Link `k` of `dot` before the loop, scalar.
+        // A value before the loop.
+        let scalar = |e: &mut Self, k: i64| e.b.ins().load(types::F64, data(), values, byte(k));
         let alone = |e: &mut Self, s: Value, dot: &Dot, k: usize| {
-            #[cfg(test)]
-            PREFIX_LINKS.with(|c| {
-                let mut v = c.get();
-                v[3] += 1;
-                c.set(v);
-            });
-            let x =
-                e.b.ins()
-                    .load(types::F64, data(), values, byte(slot(dot, k)));
+            count_prefix_link(None);
+            let x = scalar(e, slot(dot, k));
             let w = e.constant(dot.weights[k]);
             link(e, s, x, w)
         };
@@ -2187,28 +2228,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             for r in 0..both {
                 let (ka, kb) = (pa - both + r, pb - both + r);
                 let (sa, sb) = (slot(a, ka), slot(b, kb));
-                #[cfg(test)]
-                PREFIX_LINKS.with(|c| {
-                    let mut v = c.get();
-                    v[if sa == sb {
-                        0
-                    } else if sb == sa + 1 {
-                        1
-                    } else {
-                        2
-                    }] += 1;
-                    c.set(v);
-                });
-                let x = if sa == sb {
-                    let x = self.b.ins().load(types::F64, data(), values, byte(sa));
-                    self.b.ins().splat(types::F64X2, x)
-                } else if sb == sa + 1 {
-                    self.b.ins().load(types::F64X2, data(), values, byte(sa))
-                } else {
-                    let lo = self.b.ins().load(types::F64, data(), values, byte(sa));
-                    let hi = self.b.ins().load(types::F64, data(), values, byte(sb));
-                    self.vector_from_lanes(types::F64X2, &[lo, hi])
-                };
+                count_prefix_link(Some((sa, sb)));
+                let x = self.slot_pair(data(), values, 0, (sa, sb), &mut |e, k| scalar(e, k));
                 let at = table.len();
                 table.extend([a.weights[ka], b.weights[kb]]);
                 let w = self
@@ -2265,16 +2286,8 @@ impl<'a, 'b, 'c> Emit<'a, 'b, 'c> {
             for (c, &(m, end)) in chunks.iter().enumerate() {
                 let w_at = offset(t * members.len() + m, 8);
                 let (x, w) = if end - m == 2 {
-                    let (lo, hi) = (offsets[m], offsets[m + 1]);
-                    let x = if lo == hi {
-                        let v = scalar(self, lo);
-                        self.b.ins().splat(types::F64X2, v)
-                    } else if hi == lo + 1 {
-                        self.b.ins().load(types::F64X2, flags, hx, byte(lo + at))
-                    } else {
-                        let (a, b) = (scalar(self, lo), scalar(self, hi));
-                        self.vector_from_lanes(types::F64X2, &[a, b])
-                    };
+                    let pair = (offsets[m], offsets[m + 1]);
+                    let x = self.slot_pair(flags, hx, at, pair, &mut scalar);
                     let w = self.b.ins().load(types::F64X2, unchanging(), hw, w_at);
                     (x, w)
                 } else {
